@@ -1,0 +1,17 @@
+# Thin wrappers; scripts/test.sh is the test command.
+.PHONY: test bench run vet
+
+# All tests against a throwaway Redis: go vet + go test -race.
+test:
+	bash scripts/test.sh
+
+# Runtime benchmarks.
+bench:
+	go test -run '^$$' -bench . -benchmem ./runtime/...
+
+# The server on :9000 (override with TRELLIS_HTTP_ADDR or -addr).
+run:
+	go run ./cmd/server
+
+vet:
+	go vet ./...

@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Ask sends the message that build makes for a one-off reply address and
+// waits for the reply, from plain Go code. It returns an error wrapping
+// [ErrAskTimeout] and ctx's error when ctx ends first (give it a deadline);
+// a reply that comes later is a dead letter.
+func Ask[Req, Resp any](ctx context.Context, to Ref[Req], build func(replyTo Ref[Resp]) Req) (Resp, error) {
+	r := &replyRef[Resp]{ch: make(chan Resp, 1)}
+	if t := to.target(); t != nil {
+		r.sys = t.system()
+	}
+	to.Tell(build(r))
+	select {
+	case resp := <-r.ch:
+		return resp, nil
+	case <-ctx.Done():
+		r.closed.Store(true)
+		// A reply may have raced the deadline: take it rather than lose it.
+		select {
+		case resp := <-r.ch:
+			return resp, nil
+		default:
+		}
+		var zero Resp
+		return zero, fmt.Errorf("ask %s: %w: %w", to.Path(), ErrAskTimeout, ctx.Err())
+	}
+}
+
+// replyRef is the reply address of an Ask from plain Go code: it takes one
+// reply; anything after that, or after the asker gave up, is a dead letter.
+type replyRef[T any] struct {
+	ch     chan T
+	sys    *System
+	closed atomic.Bool
+}
+
+func (r *replyRef[T]) Tell(msg T) {
+	if !r.closed.Load() {
+		select {
+		case r.ch <- msg:
+			return
+		default:
+		}
+	}
+	if r.sys != nil {
+		r.sys.deadLetter(r, msg)
+	}
+}
+
+func (r *replyRef[T]) Path() string      { return "/temp/ask" }
+func (r *replyRef[T]) target() actorCell { return nil }
+
+// AskFrom asks from inside an actor without blocking it: the reply, or
+// [ErrAskTimeout] after timeout, comes back to the actor as the message that
+// adapt makes of it. adapt runs on the replying goroutine, so it must only
+// map values. A reply after the timeout is a dead letter.
+func AskFrom[T, Req, Resp any](ctx *Context[T], to Ref[Req], timeout time.Duration,
+	build func(replyTo Ref[Resp]) Req, adapt func(Resp, error) T) {
+	r := &actorReplyRef[T, Resp]{self: ctx.c, adapt: adapt, to: to.Path()}
+	r.timer = ctx.c.sys.clock.AfterFunc(timeout, r.timeout)
+	to.Tell(build(r))
+}
+
+type actorReplyRef[T, Resp any] struct {
+	self  *cell[T]
+	adapt func(Resp, error) T
+	to    string
+	done  atomic.Bool
+	timer clockwork.Timer
+}
+
+func (r *actorReplyRef[T, Resp]) Tell(msg Resp) {
+	if !r.done.CompareAndSwap(false, true) {
+		r.self.sys.deadLetter(r, msg)
+		return
+	}
+	r.timer.Stop()
+	r.self.Tell(r.adapt(msg, nil))
+}
+
+func (r *actorReplyRef[T, Resp]) timeout() {
+	if r.done.CompareAndSwap(false, true) {
+		var zero Resp
+		r.self.Tell(r.adapt(zero, fmt.Errorf("ask %s: %w", r.to, ErrAskTimeout)))
+	}
+}
+
+func (r *actorReplyRef[T, Resp]) Path() string      { return r.self.Path() + "/$ask" }
+func (r *actorReplyRef[T, Resp]) target() actorCell { return nil }

@@ -1,0 +1,355 @@
+package runtime
+
+import (
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Lifecycle states of an actor. They only move forward.
+const (
+	alive    uint8 = iota // handling messages
+	stopping              // stop begun: waiting for children, no more user messages
+	dead                  // terminated: everything sent to it is a dead letter
+)
+
+// actorCell is what the runtime needs of an actor without knowing its
+// message type: watch, stop and child bookkeeping across actors of any type.
+type actorCell interface {
+	AnyRef
+	sendSystem(m sysMsg)
+	isAlive() bool
+	system() *System
+}
+
+// parent is where an actor is spawned: another actor, the system's user
+// guardian, or a sharding region. It names the child and hears of its end.
+type parent interface {
+	path() string
+	system() *System
+	// addChild reserves name for child, or says why it cannot.
+	addChild(name string, child actorCell) error
+	// childStopped is called once, from the child's goroutine, when the child
+	// has terminated.
+	childStopped(name string, child actorCell)
+}
+
+// cell is one actor: its mailbox, its behavior and its bookkeeping.
+//
+// The fields under mu are shared with senders. Everything else belongs to
+// the goroutine that is running the mailbox, which is one goroutine at a
+// time because a mailbox is scheduled at most once.
+type cell[T any] struct {
+	mu        sync.Mutex
+	inbox     []T          // user messages not yet taken by the run loop
+	sysq      []sysMsg     // system messages; they overtake user messages
+	sysLen    atomic.Int32 // len(sysq), read by the run loop between messages without the lock
+	scheduled bool         // the mailbox is in the run queue or running
+	suspended bool         // restarting after a failure: keep mail, do not run it
+	state     uint8        // alive, stopping or dead
+
+	// Owned by the run loop.
+	batch    []T // user messages taken from inbox, handled from next on
+	next     int
+	behavior Behavior[T]
+	signals  SignalHandler[T] // behavior, when it wants signals
+	stopSelf bool             // Context.Stop(Self) was called while handling a message
+	x        *cellExt[T]      // rarely used parts, allocated on first use
+
+	ctx     Context[T]
+	sys     *System
+	parent  parent
+	name    string
+	factory func() Behavior[T]
+	super   *Supervision
+}
+
+// cellExt holds what most actors never use, so that an idle actor stays small.
+type cellExt[T any] struct {
+	children  map[string]actorCell
+	watchers  map[actorCell]struct{}
+	watching  map[actorCell]*T // nil: deliver the Terminated signal
+	timers    *Timers[T]
+	unstashed []T
+	unext     int
+	log       *slog.Logger
+	idle      *idleWatch
+
+	failures     int
+	lastFailure  time.Time
+	restartTimer clockwork.Timer
+}
+
+func (c *cell[T]) ext() *cellExt[T] {
+	if c.x == nil {
+		c.x = &cellExt[T]{}
+	}
+	return c.x
+}
+
+// Tell queues msg for the actor. A stopping or stopped actor's mail goes to
+// dead letters.
+func (c *cell[T]) Tell(msg T) {
+	c.mu.Lock()
+	if c.state != alive {
+		c.mu.Unlock()
+		c.sys.deadLetter(c, msg)
+		return
+	}
+	c.inbox = append(c.inbox, msg)
+	if c.scheduled || c.suspended {
+		c.mu.Unlock()
+		return
+	}
+	c.scheduled = true
+	c.mu.Unlock()
+	c.sys.d.schedule(c)
+}
+
+// sendSystem queues a system message. To a dead actor, a watch is answered
+// at once with Terminated and everything else is dropped.
+func (c *cell[T]) sendSystem(m sysMsg) {
+	c.mu.Lock()
+	if c.state == dead {
+		c.mu.Unlock()
+		if m.kind == sysWatch {
+			m.ref.sendSystem(sysMsg{kind: sysTerminated, ref: c})
+		}
+		return
+	}
+	c.sysq = append(c.sysq, m)
+	c.sysLen.Store(int32(len(c.sysq)))
+	if c.scheduled {
+		c.mu.Unlock()
+		return
+	}
+	c.scheduled = true
+	c.mu.Unlock()
+	c.sys.d.schedule(c)
+}
+
+func (c *cell[T]) isAlive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == alive
+}
+
+// Path is the actor's place in the hierarchy, such as /user/orders/o-1.
+func (c *cell[T]) Path() string { return c.parent.path() + "/" + c.name }
+
+func (c *cell[T]) target() actorCell { return c }
+
+func (c *cell[T]) path() string    { return c.Path() }
+func (c *cell[T]) system() *System { return c.sys }
+
+// run handles the mailbox until it is empty or the throughput budget is
+// spent while other mailboxes wait for a worker.
+func (c *cell[T]) run() {
+	budget := c.sys.d.throughput
+	for {
+		if c.hasSystem() {
+			c.handleSystem()
+		}
+		msg, ok := c.take()
+		if !ok {
+			return
+		}
+		c.invoke(msg)
+		if c.stopSelf {
+			c.stopSelf = false
+			c.beginStop()
+		}
+		if budget--; budget == 0 {
+			if c.sys.d.othersWaiting() {
+				c.sys.d.schedule(c) // still marked scheduled: nobody else queues it
+				return
+			}
+			budget = c.sys.d.throughput
+		}
+	}
+}
+
+func (c *cell[T]) hasSystem() bool { return c.sysLen.Load() > 0 }
+
+// take returns the next user message to handle, or false when there is none
+// to handle now; then the mailbox is no longer scheduled.
+func (c *cell[T]) take() (T, bool) {
+	var zero T
+	if c.state == alive && !c.suspended {
+		if x := c.x; x != nil && x.unext < len(x.unstashed) {
+			msg := x.unstashed[x.unext]
+			x.unstashed[x.unext] = zero
+			if x.unext++; x.unext == len(x.unstashed) {
+				x.unstashed, x.unext = x.unstashed[:0], 0
+			}
+			return msg, true
+		}
+		if c.next < len(c.batch) {
+			msg := c.batch[c.next]
+			c.batch[c.next] = zero // let the GC have it
+			c.next++
+			return msg, true
+		}
+	}
+	c.mu.Lock()
+	for c.sysLen.Load() > 0 {
+		c.mu.Unlock()
+		c.handleSystem()
+		c.mu.Lock()
+	}
+	if c.state != alive || c.suspended || len(c.inbox) == 0 {
+		c.scheduled = false
+		c.mu.Unlock()
+		return zero, false
+	}
+	// Swap the buffers: senders append to the emptied one, so in steady
+	// state the mailbox allocates nothing. A buffer grown by a burst is let go.
+	spent := c.batch[:0]
+	if cap(spent) > 4096 {
+		spent = nil
+	}
+	c.batch, c.inbox, c.next = c.inbox, spent, 1
+	c.mu.Unlock()
+	msg := c.batch[0]
+	c.batch[0] = zero
+	return msg, true
+}
+
+// invoke hands one message to the behavior. A panic is a failure for the
+// supervision strategy to handle.
+func (c *cell[T]) invoke(msg T) {
+	defer c.recoverFailure()
+	if c.x != nil && c.x.idle != nil {
+		c.x.idle.touch(c.sys.clock.Now())
+	}
+	c.behavior.Receive(&c.ctx, msg)
+}
+
+func (c *cell[T]) recoverFailure() {
+	if r := recover(); r != nil {
+		c.fail(r)
+	}
+}
+
+// handleSystem handles the system messages queued so far.
+func (c *cell[T]) handleSystem() {
+	c.mu.Lock()
+	q := c.sysq
+	c.sysq = nil
+	c.sysLen.Store(0)
+	c.mu.Unlock()
+	for _, m := range q {
+		c.handle(m)
+		if c.stopSelf {
+			c.stopSelf = false
+			c.beginStop()
+		}
+	}
+}
+
+func (c *cell[T]) handle(m sysMsg) {
+	switch m.kind {
+	case sysStart:
+		c.signalFailable(Started{})
+	case sysStop:
+		c.beginStop()
+	case sysWatch:
+		x := c.ext()
+		if x.watchers == nil {
+			x.watchers = make(map[actorCell]struct{})
+		}
+		x.watchers[m.ref] = struct{}{}
+	case sysUnwatch:
+		if c.x != nil {
+			delete(c.x.watchers, m.ref)
+		}
+	case sysTerminated:
+		c.watchedTerminated(m.ref)
+	case sysChildStopped:
+		c.removeChild(m.name, m.ref)
+	case sysTimer:
+		c.timerFired(m.key, m.gen)
+	case sysRestart:
+		c.restart()
+	case sysIdle:
+		c.idleCheck()
+	}
+}
+
+// signal delivers a lifecycle signal whose panic is only logged: the actor
+// is already on its way out.
+func (c *cell[T]) signal(sig Signal) {
+	if c.signals == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger().Error("panic while handling a signal", "signal", signalName(sig), "panic", r)
+		}
+	}()
+	c.signals.OnSignal(&c.ctx, sig)
+}
+
+// signalFailable delivers a signal whose panic is a failure like a
+// message's: Started and Terminated.
+func (c *cell[T]) signalFailable(sig Signal) {
+	if c.signals == nil || c.state != alive {
+		return
+	}
+	defer c.recoverFailure()
+	c.signals.OnSignal(&c.ctx, sig)
+}
+
+// addChild is parent.addChild for an actor; it runs on the actor's goroutine
+// because only the actor's own Context spawns its children.
+func (c *cell[T]) addChild(name string, child actorCell) error {
+	if c.state != alive {
+		return ErrStopping
+	}
+	x := c.ext()
+	if x.children == nil {
+		x.children = make(map[string]actorCell)
+	}
+	if _, taken := x.children[name]; taken {
+		return nameTakenError(c.Path(), name)
+	}
+	x.children[name] = child
+	return nil
+}
+
+// childStopped is parent.childStopped: it tells this actor, whose goroutine
+// is not the child's.
+func (c *cell[T]) childStopped(name string, child actorCell) {
+	c.sendSystem(sysMsg{kind: sysChildStopped, ref: child, name: name})
+}
+
+func (c *cell[T]) removeChild(name string, child actorCell) {
+	if c.x == nil || c.x.children[name] != child {
+		return
+	}
+	delete(c.x.children, name)
+	if c.state == stopping && len(c.x.children) == 0 {
+		c.finish()
+	}
+}
+
+// logger is the system's logger with the actor's path, made on first use.
+func (c *cell[T]) logger() *slog.Logger {
+	x := c.ext()
+	if x.log == nil {
+		x.log = c.sys.log.With("actor", c.Path())
+	}
+	return x.log
+}
+
+// childName returns name, or a generated one when it is empty.
+func childName(sys *System, name string) string {
+	if name != "" {
+		return name
+	}
+	return "$" + strconv.FormatUint(sys.ids.Add(1), 36)
+}

@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// runnable is a mailbox that has mail: running it handles some of it.
+type runnable interface{ run() }
+
+// runQueueSize is how many scheduled mailboxes wait in the channel before
+// the overflow list takes the rest. Scheduling never blocks, so an actor
+// that tells many idle actors can never deadlock the workers.
+const runQueueSize = 16384
+
+// dispatcher runs scheduled mailboxes on a fixed pool of worker goroutines.
+//
+// The run queue is a buffered channel: a worker waiting on it is handed the
+// next mailbox directly, and Go's scheduler runs that worker on the sender's
+// processor next, which is what makes actor-to-actor request/response as
+// cheap as a channel round trip. Mailboxes that do not fit go to an overflow
+// list that every worker drains after each run.
+type dispatcher struct {
+	runq       chan runnable
+	throughput int
+	workers    int
+	wg         sync.WaitGroup
+
+	overflowMu  sync.Mutex
+	overflow    []runnable
+	overflowLen atomic.Int64
+}
+
+func newDispatcher(workers, throughput int) *dispatcher {
+	return &dispatcher{
+		runq:       make(chan runnable, runQueueSize),
+		throughput: throughput,
+		workers:    workers,
+	}
+}
+
+// start launches the workers.
+func (d *dispatcher) start() {
+	d.wg.Add(d.workers)
+	for range d.workers {
+		go d.work()
+	}
+}
+
+// shutdown stops the workers once they have run what was scheduled before
+// it, and waits for them. Call it after every actor has stopped.
+func (d *dispatcher) shutdown() {
+	for range d.workers {
+		d.schedule(nil)
+	}
+	d.wg.Wait()
+}
+
+func (d *dispatcher) work() {
+	defer d.wg.Done()
+	for r := range d.runq {
+		if r == nil {
+			return
+		}
+		r.run()
+		if d.overflowLen.Load() > 0 {
+			d.drainOverflow()
+		}
+	}
+}
+
+// schedule queues a mailbox to run. It never blocks.
+func (d *dispatcher) schedule(r runnable) {
+	select {
+	case d.runq <- r:
+		return
+	default:
+	}
+	d.overflowMu.Lock()
+	d.overflow = append(d.overflow, r)
+	d.overflowLen.Store(int64(len(d.overflow)))
+	d.overflowMu.Unlock()
+	// The workers may have emptied the channel since the send failed; move
+	// what fits now so that nothing waits on a worker that is not coming.
+	d.drainOverflow()
+}
+
+// drainOverflow moves overflowed mailboxes into the channel while it has room.
+func (d *dispatcher) drainOverflow() {
+	d.overflowMu.Lock()
+	defer d.overflowMu.Unlock()
+	moved := 0
+move:
+	for _, r := range d.overflow {
+		select {
+		case d.runq <- r:
+			moved++
+		default:
+			break move
+		}
+	}
+	n := copy(d.overflow, d.overflow[moved:])
+	clear(d.overflow[n:])
+	d.overflow = d.overflow[:n]
+	d.overflowLen.Store(int64(n))
+}
+
+// othersWaiting reports whether some mailbox is waiting for a worker, so a
+// mailbox that used its throughput budget should give its worker up.
+func (d *dispatcher) othersWaiting() bool {
+	return len(d.runq) > 0 || d.overflowLen.Load() > 0
+}

@@ -1,0 +1,39 @@
+// Package runtime owns Trellis's actors: typed refs and behaviors, the mailbox
+// and the dispatcher that runs it, ask, watch, stash, per-actor timers,
+// supervision, dead letters, the receptionist and local sharding of entities.
+//
+// # The model
+//
+// An actor is a [Behavior] behind a [Ref]. Messages sent with [Ref.Tell] are
+// queued in the actor's mailbox; the actor handles them one at a time, in the
+// order each sender sent them. Nothing else of the actor is shared: its state
+// lives in the Behavior value that its factory built, so the runtime can
+// restart it with fresh state after a panic.
+//
+//	type counter struct{ n int }
+//	func (c *counter) Receive(ctx *runtime.Context[Inc], msg Inc) { c.n += msg.By }
+//
+//	sys := runtime.NewSystem("demo")
+//	defer sys.Shutdown(context.Background())
+//	ref, _ := runtime.Spawn(sys, "counter", func() runtime.Behavior[Inc] { return &counter{} })
+//	ref.Tell(Inc{By: 1})
+//
+// # Mailbox and dispatcher
+//
+// Every actor has one mailbox: a queue of user messages and a queue of system
+// messages (stop, watch, terminated, timers), and system messages overtake
+// user messages. A message to an idle actor schedules its mailbox once on the
+// dispatcher, a fixed pool of long-lived worker goroutines. A worker runs a
+// mailbox for up to Throughput messages; if other mailboxes are waiting it
+// then yields the worker and the mailbox is scheduled again, otherwise it
+// keeps going (yielding to nobody only costs time). So an actor never
+// handles two messages at once, no goroutine is started per message or per
+// actor, and an idle actor costs only its memory.
+//
+// # Rules for behaviors
+//
+// A [Context] belongs to its actor: use it only inside Receive or OnSignal,
+// never from another goroutine. Functions passed to [MessageAdapter] and
+// [AskFrom] run on the goroutine that sends the reply, so they must only map
+// values. A Receive that blocks holds a worker for as long as it blocks.
+package runtime

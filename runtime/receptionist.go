@@ -1,0 +1,155 @@
+package runtime
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ServiceKey names a service that actors of message type T register under.
+// Two keys are the same when both id and T are.
+type ServiceKey[T any] struct{ id string }
+
+// NewServiceKey makes the key for service id.
+func NewServiceKey[T any](id string) ServiceKey[T] { return ServiceKey[T]{id: id} }
+
+// ID is the service's id.
+func (k ServiceKey[T]) ID() string { return k.id }
+
+func (k ServiceKey[T]) name() serviceName {
+	return serviceName{id: k.id, typ: reflect.TypeFor[T]()}
+}
+
+// Listing is the set of actors registered under a key, as sent to
+// subscribers: once when they subscribe and after each change.
+type Listing[T any] struct {
+	Key  ServiceKey[T]
+	Refs []Ref[T]
+}
+
+type serviceName struct {
+	id  string
+	typ reflect.Type
+}
+
+// receptionist is the system's registry of services. It is a lock-guarded
+// map rather than an actor: everything is local, so a lookup can be a plain
+// call, and an actor's registrations go away the moment it terminates.
+type receptionist struct {
+	mu       sync.Mutex
+	services map[serviceName][]AnyRef
+	subs     map[serviceName][]subscriber
+	byActor  map[actorCell][]serviceName // registrations and subscriptions to drop when the actor stops
+}
+
+type subscriber struct {
+	ref    AnyRef
+	notify func(refs []AnyRef)
+}
+
+func (r *receptionist) init() {
+	r.services = make(map[serviceName][]AnyRef)
+	r.subs = make(map[serviceName][]subscriber)
+	r.byActor = make(map[actorCell][]serviceName)
+}
+
+// Register lists ref under key until it is deregistered or its actor stops.
+// Registering twice is the same as once; registering an actor that has
+// already stopped does nothing.
+func Register[T any](sys *System, key ServiceKey[T], ref Ref[T]) {
+	r := &sys.reception
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := ref.target()
+	if t == nil || !t.isAlive() {
+		return
+	}
+	name := key.name()
+	if slices.Contains(r.services[name], AnyRef(ref)) {
+		return
+	}
+	r.services[name] = append(r.services[name], ref)
+	r.byActor[t] = append(r.byActor[t], name)
+	r.publish(name)
+}
+
+// Deregister removes ref from key's listing.
+func Deregister[T any](sys *System, key ServiceKey[T], ref Ref[T]) {
+	r := &sys.reception
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := key.name()
+	refs := r.services[name]
+	if i := slices.Index(refs, AnyRef(ref)); i >= 0 {
+		r.services[name] = slices.Delete(refs, i, i+1)
+		r.publish(name)
+	}
+}
+
+// Find returns the refs registered under key now, ordered by path.
+func Find[T any](sys *System, key ServiceKey[T]) []Ref[T] {
+	r := &sys.reception
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return typed[T](r.services[key.name()])
+}
+
+// Subscribe sends subscriber the listing of key now and after every change,
+// until the subscriber stops (or forever, for a ref that is not an actor).
+func Subscribe[T any](sys *System, key ServiceKey[T], subscriber Ref[Listing[T]]) {
+	r := &sys.reception
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := key.name()
+	s := subscriberOf(key, subscriber)
+	r.subs[name] = append(r.subs[name], s)
+	if t := subscriber.target(); t != nil {
+		r.byActor[t] = append(r.byActor[t], name)
+	}
+	s.notify(r.services[name])
+}
+
+func subscriberOf[T any](key ServiceKey[T], to Ref[Listing[T]]) subscriber {
+	return subscriber{ref: to, notify: func(refs []AnyRef) {
+		to.Tell(Listing[T]{Key: key, Refs: typed[T](refs)})
+	}}
+}
+
+// typed copies refs, sorted by path, as Ref[T]s.
+func typed[T any](refs []AnyRef) []Ref[T] {
+	out := make([]Ref[T], 0, len(refs))
+	for _, ref := range refs {
+		out = append(out, ref.(Ref[T]))
+	}
+	slices.SortFunc(out, func(a, b Ref[T]) int { return strings.Compare(a.Path(), b.Path()) })
+	return out
+}
+
+// publish tells every subscriber of name the new listing; the caller holds
+// r.mu, so listings reach each subscriber in the order of the changes.
+func (r *receptionist) publish(name serviceName) {
+	for _, s := range r.subs[name] {
+		s.notify(r.services[name])
+	}
+}
+
+// actorStopped drops everything the terminated actor registered or
+// subscribed, telling the remaining subscribers.
+func (r *receptionist) actorStopped(a actorCell) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names, ok := r.byActor[a]
+	if !ok {
+		return
+	}
+	delete(r.byActor, a)
+	for _, name := range names {
+		r.subs[name] = slices.DeleteFunc(r.subs[name], func(s subscriber) bool { return s.ref.target() == a })
+		before := len(r.services[name])
+		r.services[name] = slices.DeleteFunc(r.services[name], func(ref AnyRef) bool { return ref.target() == a })
+		if len(r.services[name]) != before {
+			r.publish(name)
+		}
+	}
+}

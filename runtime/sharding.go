@@ -1,0 +1,275 @@
+package runtime
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// EntityTypeKey names a type of sharded entity whose actors handle T.
+type EntityTypeKey[T any] struct{ name string }
+
+// NewEntityTypeKey makes the key for the entity type name.
+func NewEntityTypeKey[T any](name string) EntityTypeKey[T] { return EntityTypeKey[T]{name: name} }
+
+// Name is the entity type's name.
+func (k EntityTypeKey[T]) Name() string { return k.name }
+
+// DefaultPassivateAfter is how long an entity may be idle before it is
+// stopped, when Entity.PassivateAfter is zero.
+const DefaultPassivateAfter = 2 * time.Minute
+
+// Entity describes one type of sharded entity.
+type Entity[T any] struct {
+	Key EntityTypeKey[T]
+	// Create makes the behavior of entity id: on its first message, and on
+	// the first message after it was passivated or stopped.
+	Create func(id string) Behavior[T]
+	// PassivateAfter is how long an entity may go without a message before
+	// it is stopped (zero: DefaultPassivateAfter; negative: never).
+	PassivateAfter time.Duration
+	// Supervision of each entity; nil is DefaultSupervision.
+	Supervision *Supervision
+}
+
+// Sharding runs the entities of one type on this system: each id is one
+// actor, started by its first message, stopped when idle, started again by
+// the next message. Messages to an entity that is being passivated wait and
+// go to its next incarnation, so none is lost.
+type Sharding[T any] struct {
+	sys            *System
+	key            EntityTypeKey[T]
+	create         func(id string) Behavior[T]
+	passivateAfter time.Duration
+	super          *Supervision
+	shards         [shardCount]entityShard[T]
+	closed         atomic.Bool
+	live           atomic.Int64
+	done           chan struct{}
+	doneOnce       sync.Once
+}
+
+// shardCount spreads the entity map over this many locks.
+const shardCount = 64
+
+type entityShard[T any] struct {
+	mu      sync.Mutex
+	entries map[string]*entityEntry[T]
+}
+
+// entityEntry is one entity id: its running actor and, while that actor is
+// being passivated, the messages for its next incarnation.
+type entityEntry[T any] struct {
+	cell     *cell[T]
+	stopping bool
+	buffer   []T
+}
+
+// InitSharding starts sharding for an entity type. Each type is
+// initialised once per system.
+func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
+	if e.Create == nil {
+		return nil, fmt.Errorf("sharding %q: Entity.Create is nil", e.Key.name)
+	}
+	s := &Sharding[T]{
+		sys:            sys,
+		key:            e.Key,
+		create:         e.Create,
+		passivateAfter: e.PassivateAfter,
+		super:          e.Supervision,
+		done:           make(chan struct{}),
+	}
+	if s.passivateAfter == 0 {
+		s.passivateAfter = DefaultPassivateAfter
+	}
+	if s.super == nil {
+		s.super = &DefaultSupervision
+	}
+	for i := range s.shards {
+		s.shards[i].entries = make(map[string]*entityEntry[T])
+	}
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	if sys.stopped {
+		return nil, ErrSystemStopped
+	}
+	if _, ok := sys.regions[e.Key.name]; ok {
+		return nil, fmt.Errorf("sharding %q: the entity type is already initialised", e.Key.name)
+	}
+	sys.regions[e.Key.name] = s
+	return s, nil
+}
+
+// EntityRef is the ref of entity id. It needs no running actor: the
+// entity starts when a message arrives. It cannot be watched.
+func (s *Sharding[T]) EntityRef(id string) Ref[T] { return &entityRef[T]{s: s, id: id} }
+
+// Active is the number of entities with a running actor.
+func (s *Sharding[T]) Active() int { return int(s.live.Load()) }
+
+func (s *Sharding[T]) shard(id string) *entityShard[T] {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	return &s.shards[h%shardCount]
+}
+
+func (s *Sharding[T]) path() string    { return "/system/sharding/" + s.key.name }
+func (s *Sharding[T]) system() *System { return s.sys }
+
+// addChild is a no-op: entities are registered by tell.
+func (s *Sharding[T]) addChild(string, actorCell) error { return nil }
+
+// tell delivers msg to entity id, starting it when needed.
+func (s *Sharding[T]) tell(id string, msg T) {
+	sh := s.shard(id)
+	sh.mu.Lock()
+	if s.closed.Load() {
+		sh.mu.Unlock()
+		s.sys.deadLetter(&entityRef[T]{s: s, id: id}, msg)
+		return
+	}
+	e := sh.entries[id]
+	switch {
+	case e == nil:
+		e = &entityEntry[T]{cell: s.startEntity(id)}
+		sh.entries[id] = e
+		s.live.Add(1)
+		e.cell.Tell(msg)
+	case e.stopping:
+		e.buffer = append(e.buffer, msg)
+	default:
+		e.cell.Tell(msg)
+	}
+	sh.mu.Unlock()
+}
+
+func (s *Sharding[T]) startEntity(id string) *cell[T] {
+	c := newCell(s.sys, s, id, func() Behavior[T] { return s.create(id) }, s.super)
+	if s.passivateAfter > 0 {
+		w := &idleWatch{after: s.passivateAfter, last: s.sys.clock.Now(), passivate: func() bool { return s.passivate(id, c) }}
+		c.ext().idle = w
+		w.arm(c, s.passivateAfter)
+	}
+	c.start()
+	return c
+}
+
+// passivate stops entity c if its mailbox is empty; from now until it has
+// stopped, its messages are kept for the next incarnation. It runs on c's
+// goroutine.
+func (s *Sharding[T]) passivate(id string, c *cell[T]) bool {
+	sh := s.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[id]
+	if e == nil || e.cell != c || e.stopping {
+		return false
+	}
+	c.mu.Lock()
+	empty := len(c.inbox) == 0
+	c.mu.Unlock()
+	if !empty || c.next < len(c.batch) || (c.x.unext < len(c.x.unstashed)) {
+		return false
+	}
+	e.stopping = true
+	c.stopSelf = true
+	return true
+}
+
+// childStopped starts the next incarnation when messages are waiting for it.
+func (s *Sharding[T]) childStopped(id string, child actorCell) {
+	sh := s.shard(id)
+	sh.mu.Lock()
+	e := sh.entries[id]
+	if e == nil || actorCell(e.cell) != child {
+		sh.mu.Unlock()
+		return
+	}
+	if len(e.buffer) > 0 && !s.closed.Load() {
+		e.cell, e.stopping = s.startEntity(id), false
+		for _, msg := range e.buffer {
+			e.cell.Tell(msg)
+		}
+		e.buffer = nil
+		sh.mu.Unlock()
+		return
+	}
+	delete(sh.entries, id)
+	buffered := e.buffer
+	sh.mu.Unlock()
+	for _, msg := range buffered {
+		s.sys.deadLetter(&entityRef[T]{s: s, id: id}, msg)
+	}
+	if s.live.Add(-1) == 0 && s.closed.Load() {
+		s.doneOnce.Do(func() { close(s.done) })
+	}
+}
+
+// stopAll stops every entity and refuses new messages.
+func (s *Sharding[T]) stopAll() <-chan struct{} {
+	s.closed.Store(true)
+	var running []*cell[T]
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.entries {
+			running = append(running, e.cell)
+		}
+		sh.mu.Unlock()
+	}
+	if s.live.Load() == 0 {
+		s.doneOnce.Do(func() { close(s.done) })
+	}
+	for _, c := range running {
+		c.sendSystem(sysMsg{kind: sysStop})
+	}
+	return s.done
+}
+
+type entityRef[T any] struct {
+	s  *Sharding[T]
+	id string
+}
+
+func (r *entityRef[T]) Tell(msg T)        { r.s.tell(r.id, msg) }
+func (r *entityRef[T]) Path() string      { return r.s.path() + "/" + r.id }
+func (r *entityRef[T]) target() actorCell { return nil }
+
+// idleWatch passivates an entity that has had no message for a while.
+type idleWatch struct {
+	after     time.Duration
+	last      time.Time // when the entity last handled a message
+	timer     clockwork.Timer
+	passivate func() bool
+}
+
+func (w *idleWatch) touch(now time.Time) { w.last = now }
+
+func (w *idleWatch) arm(c actorCell, d time.Duration) {
+	w.timer = c.system().clock.AfterFunc(d, func() { c.sendSystem(sysMsg{kind: sysIdle}) })
+}
+
+func (w *idleWatch) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// idleCheck passivates the entity if it has been idle long enough, or looks
+// again when it would have been.
+func (c *cell[T]) idleCheck() {
+	w := c.x.idle
+	if w == nil || c.state != alive {
+		return
+	}
+	idle := c.sys.clock.Since(w.last)
+	if idle >= w.after && w.passivate() {
+		return
+	}
+	w.arm(c, max(w.after-idle, time.Millisecond))
+}

@@ -1,0 +1,284 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// System runs actors: it owns the dispatcher's workers, the top-level
+// actors, the receptionist, sharding regions and dead letters. Make one with
+// [NewSystem] and end it with [System.Shutdown].
+type System struct {
+	name      string
+	d         *dispatcher
+	clock     clockwork.Clock
+	log       *slog.Logger
+	user      *guardian
+	reception receptionist
+	dead      deadLetters
+	ids       atomic.Uint64
+
+	mu      sync.Mutex
+	regions map[string]region
+	stopped bool
+}
+
+// Option configures a System.
+type Option func(*System)
+
+// WithWorkers sets the number of worker goroutines (default GOMAXPROCS).
+func WithWorkers(n int) Option {
+	return func(s *System) {
+		if n > 0 {
+			s.d.workers = n
+		}
+	}
+}
+
+// WithThroughput sets how many messages a mailbox handles before it gives
+// its worker to another waiting mailbox (default 5, as in Akka; 1 is the
+// fairest, larger is faster under load).
+func WithThroughput(n int) Option {
+	return func(s *System) {
+		if n > 0 {
+			s.d.throughput = n
+		}
+	}
+}
+
+// WithClock sets the clock of timers, asks and passivation; tests pass a
+// clockwork.FakeClock and advance it.
+func WithClock(c clockwork.Clock) Option { return func(s *System) { s.clock = c } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *System) { s.log = l } }
+
+// WithDeadLetterLogInterval sets how often dead letters are logged at most
+// (default 1 s); in between they are only counted.
+func WithDeadLetterLogInterval(d time.Duration) Option {
+	return func(s *System) { s.dead.every = d }
+}
+
+// NewSystem starts an actor system: its workers run until Shutdown.
+func NewSystem(name string, opts ...Option) *System {
+	s := &System{
+		name:    name,
+		d:       newDispatcher(runtime.GOMAXPROCS(0), 5),
+		clock:   clockwork.NewRealClock(),
+		log:     slog.Default(),
+		regions: make(map[string]region),
+	}
+	s.dead.every = time.Second
+	for _, o := range opts {
+		o(s)
+	}
+	s.log = s.log.With("system", name)
+	s.user = newGuardian(s, "/user")
+	s.reception.init()
+	s.d.start()
+	return s
+}
+
+// Name is the name given to NewSystem.
+func (s *System) Name() string { return s.name }
+
+// Clock is the system's clock.
+func (s *System) Clock() clockwork.Clock { return s.clock }
+
+// Logger is the system's logger.
+func (s *System) Logger() *slog.Logger { return s.log }
+
+// DeadLetters counts the messages that found no actor to handle them.
+func (s *System) DeadLetters() uint64 { return s.dead.count.Load() }
+
+// Stop stops a top-level actor (one spawned on the System). Use
+// Context.Stop inside actors.
+func (s *System) Stop(ref AnyRef) {
+	if t := ref.target(); t != nil {
+		t.sendSystem(sysMsg{kind: sysStop})
+	}
+}
+
+func (s *System) spawnParent() parent { return s.user }
+
+// Shutdown stops every actor (children before their parents, each handling
+// its Stopped signal), then the workers. It returns when all have stopped,
+// or with ctx's error if ctx ends first; then actors stuck in a Receive
+// still hold their workers.
+func (s *System) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	waits := []<-chan struct{}{s.user.stopAll()}
+	for _, r := range s.regions {
+		waits = append(waits, r.stopAll())
+	}
+	s.mu.Unlock()
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("runtime: shutdown of system %q: %w", s.name, ctx.Err())
+		}
+	}
+	s.d.shutdown()
+	return nil
+}
+
+// Spawner is where actors are spawned: a *System for top-level actors, or an
+// actor's *Context for its children.
+type Spawner interface{ spawnParent() parent }
+
+// SpawnOption configures one actor.
+type SpawnOption func(*spawnConfig)
+
+type spawnConfig struct{ super Supervision }
+
+// WithSupervision sets what happens when the actor's behavior panics
+// (default [DefaultSupervision]).
+func WithSupervision(s Supervision) SpawnOption {
+	return func(c *spawnConfig) { c.super = s }
+}
+
+// Spawn starts an actor under on, named name (unique among its siblings;
+// empty for a generated one), whose behavior newBehavior makes, now and on
+// each restart. Spawn on a Context only from the actor's own goroutine.
+func Spawn[T any](on Spawner, name string, newBehavior func() Behavior[T], opts ...SpawnOption) (Ref[T], error) {
+	p := on.spawnParent()
+	sys := p.system()
+	if newBehavior == nil {
+		return nil, fmt.Errorf("spawn %q under %s: the behavior factory is nil", name, p.path())
+	}
+	if strings.Contains(name, "/") || strings.HasPrefix(name, "$") {
+		return nil, fmt.Errorf("spawn %q under %s: a name must not contain '/' nor start with '$'", name, p.path())
+	}
+	cfg := spawnConfig{super: DefaultSupervision}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := newCell(sys, p, childName(sys, name), newBehavior, &cfg.super)
+	if err := p.addChild(c.name, c); err != nil {
+		return nil, err
+	}
+	c.start()
+	return c, nil
+}
+
+// newCell builds an actor that is not yet registered with its parent.
+func newCell[T any](sys *System, p parent, name string, newBehavior func() Behavior[T], super *Supervision) *cell[T] {
+	c := &cell[T]{sys: sys, parent: p, name: name, factory: newBehavior, super: super}
+	c.ctx.c = c
+	c.setBehavior(newBehavior())
+	return c
+}
+
+// start sends Started when the behavior wants signals.
+func (c *cell[T]) start() {
+	if c.signals != nil {
+		c.sendSystem(sysMsg{kind: sysStart})
+	}
+}
+
+// region is a parent with many children that Shutdown stops as a whole.
+type region interface {
+	stopAll() <-chan struct{}
+}
+
+// guardian is the parent of top-level actors.
+type guardian struct {
+	sys      *System
+	name     string
+	mu       sync.Mutex
+	children map[string]actorCell
+	stopping bool
+	done     chan struct{} // closed once stopping and no child is left
+}
+
+func newGuardian(sys *System, name string) *guardian {
+	return &guardian{sys: sys, name: name, children: make(map[string]actorCell), done: make(chan struct{})}
+}
+
+func (g *guardian) path() string    { return g.name }
+func (g *guardian) system() *System { return g.sys }
+
+func (g *guardian) addChild(name string, child actorCell) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopping {
+		return ErrSystemStopped
+	}
+	if _, taken := g.children[name]; taken {
+		return nameTakenError(g.name, name)
+	}
+	g.children[name] = child
+	return nil
+}
+
+func (g *guardian) childStopped(name string, child actorCell) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.children[name] == child {
+		delete(g.children, name)
+	}
+	if g.stopping && len(g.children) == 0 {
+		g.closeDone()
+	}
+}
+
+func (g *guardian) closeDone() {
+	select {
+	case <-g.done:
+	default:
+		close(g.done)
+	}
+}
+
+// stopAll stops every child and refuses new ones.
+func (g *guardian) stopAll() <-chan struct{} {
+	g.mu.Lock()
+	g.stopping = true
+	children := make([]actorCell, 0, len(g.children))
+	for _, c := range g.children {
+		children = append(children, c)
+	}
+	if len(children) == 0 {
+		g.closeDone()
+	}
+	g.mu.Unlock()
+	for _, c := range children {
+		c.sendSystem(sysMsg{kind: sysStop})
+	}
+	return g.done
+}
+
+// deadLetters counts messages that found no actor and logs them at a
+// bounded rate.
+type deadLetters struct {
+	every   time.Duration
+	count   atomic.Uint64
+	logged  atomic.Uint64 // count when last logged
+	lastLog atomic.Int64  // unix nanos of the last log line
+}
+
+func (s *System) deadLetter(to AnyRef, msg any) {
+	n := s.dead.count.Add(1)
+	now := s.clock.Now().UnixNano()
+	last := s.dead.lastLog.Load()
+	if now-last < int64(s.dead.every) || !s.dead.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	prev := s.dead.logged.Swap(n)
+	s.log.Info("dead letter", "to", to.Path(), "type", fmt.Sprintf("%T", msg),
+		"suppressed", n-prev-1, "total", n)
+}
