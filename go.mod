@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

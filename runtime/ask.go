@@ -17,39 +17,44 @@ func Ask[Req, Resp any](ctx context.Context, to Ref[Req], build func(replyTo Ref
 	r := &replyRef[Resp]{ch: make(chan Resp, 1)}
 	if t := to.target(); t != nil {
 		r.sys = t.system()
+	} else if e, ok := to.(*entityRef[Req]); ok {
+		r.sys = e.s.sys // no actor behind it, but a system to count dead letters
 	}
 	to.Tell(build(r))
 	select {
 	case resp := <-r.ch:
 		return resp, nil
 	case <-ctx.Done():
-		r.closed.Store(true)
-		// A reply may have raced the deadline: take it rather than lose it.
-		select {
-		case resp := <-r.ch:
-			return resp, nil
-		default:
+		if !r.state.CompareAndSwap(replyOpen, replyGaveUp) {
+			// A reply claimed the address first: it is in the channel or
+			// about to be, so take it rather than lose it.
+			return <-r.ch, nil
 		}
 		var zero Resp
 		return zero, fmt.Errorf("ask %s: %w: %w", to.Path(), ErrAskTimeout, ctx.Err())
 	}
 }
 
+// States of a replyRef: a reply and the asker giving up race to move it
+// out of replyOpen, so every reply is either returned or a dead letter.
+const (
+	replyOpen   uint32 = iota // waiting for the reply
+	replyTaken                // a reply claimed the address and is sent on ch
+	replyGaveUp               // the asker gave up: replies are dead letters
+)
+
 // replyRef is the reply address of an Ask from plain Go code: it takes one
 // reply; anything after that, or after the asker gave up, is a dead letter.
 type replyRef[T any] struct {
-	ch     chan T
-	sys    *System
-	closed atomic.Bool
+	ch    chan T // capacity 1: the one reply never blocks its sender
+	sys   *System
+	state atomic.Uint32
 }
 
 func (r *replyRef[T]) Tell(msg T) {
-	if !r.closed.Load() {
-		select {
-		case r.ch <- msg:
-			return
-		default:
-		}
+	if r.state.CompareAndSwap(replyOpen, replyTaken) {
+		r.ch <- msg
+		return
 	}
 	if r.sys != nil {
 		r.sys.deadLetter(r, msg)

@@ -23,6 +23,9 @@ type actorCell interface {
 	AnyRef
 	sendSystem(m sysMsg)
 	isAlive() bool
+	// terminated reports whether the actor has finished stopping, which
+	// frees its name even before its parent has heard of it.
+	terminated() bool
 	system() *System
 }
 
@@ -94,20 +97,29 @@ func (c *cell[T]) ext() *cellExt[T] {
 // Tell queues msg for the actor. A stopping or stopped actor's mail goes to
 // dead letters.
 func (c *cell[T]) Tell(msg T) {
+	if !c.tellAlive(msg) {
+		c.sys.deadLetter(c, msg)
+	}
+}
+
+// tellAlive is Tell, except that it returns false instead of making msg a
+// dead letter when the actor is stopping or stopped. Checking isAlive
+// before Tell would not do: the actor may begin to stop in between.
+func (c *cell[T]) tellAlive(msg T) bool {
 	c.mu.Lock()
 	if c.state != alive {
 		c.mu.Unlock()
-		c.sys.deadLetter(c, msg)
-		return
+		return false
 	}
 	c.inbox = append(c.inbox, msg)
 	if c.scheduled || c.suspended {
 		c.mu.Unlock()
-		return
+		return true
 	}
 	c.scheduled = true
 	c.mu.Unlock()
 	c.sys.d.schedule(c)
+	return true
 }
 
 // sendSystem queues a system message. To a dead actor, a watch is answered
@@ -136,6 +148,12 @@ func (c *cell[T]) isAlive() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state == alive
+}
+
+func (c *cell[T]) terminated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == dead
 }
 
 // Path is the actor's place in the hierarchy, such as /user/orders/o-1.
@@ -252,6 +270,15 @@ func (c *cell[T]) handleSystem() {
 }
 
 func (c *cell[T]) handle(m sysMsg) {
+	if c.state == dead {
+		// finish ran on an earlier message of the same batch, after it had
+		// answered the watches queued so far: treat the rest as mail to a
+		// dead actor, or a watcher would never hear of the end.
+		if m.kind == sysWatch {
+			m.ref.sendSystem(sysMsg{kind: sysTerminated, ref: c})
+		}
+		return
+	}
 	switch m.kind {
 	case sysStart:
 		c.signalFailable(Started{})
@@ -305,7 +332,10 @@ func (c *cell[T]) signalFailable(sig Signal) {
 }
 
 // addChild is parent.addChild for an actor; it runs on the actor's goroutine
-// because only the actor's own Context spawns its children.
+// because only the actor's own Context spawns its children. A child that has
+// terminated gives up its name at once: its watchers may already know, while
+// this actor only learns it from a system message still on its way
+// (removeChild then leaves the new holder alone).
 func (c *cell[T]) addChild(name string, child actorCell) error {
 	if c.state != alive {
 		return ErrStopping
@@ -314,7 +344,7 @@ func (c *cell[T]) addChild(name string, child actorCell) error {
 	if x.children == nil {
 		x.children = make(map[string]actorCell)
 	}
-	if _, taken := x.children[name]; taken {
+	if holder, taken := x.children[name]; taken && !holder.terminated() {
 		return nameTakenError(c.Path(), name)
 	}
 	x.children[name] = child

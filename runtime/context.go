@@ -110,12 +110,14 @@ func (ctx *Context[T]) Unwatch(ref AnyRef) {
 }
 
 // watchedTerminated delivers a watched actor's end, unless it was unwatched.
+// During a restart backoff it is left for the next incarnation: the watch is
+// kept, and restart watches again to hear of the end once more.
 func (c *cell[T]) watchedTerminated(ref actorCell) {
 	if c.x == nil {
 		return
 	}
 	msg, watched := c.x.watching[ref]
-	if !watched || c.state != alive {
+	if !watched || c.state != alive || c.suspended {
 		return
 	}
 	delete(c.x.watching, ref)

@@ -26,9 +26,10 @@ type dispatcher struct {
 	workers    int
 	wg         sync.WaitGroup
 
-	overflowMu  sync.Mutex
-	overflow    []runnable
-	overflowLen atomic.Int64
+	overflowMu   sync.Mutex
+	overflow     []runnable // waiting from overflowHead on, oldest first
+	overflowHead int
+	overflowLen  atomic.Int64 // len(overflow) - overflowHead
 }
 
 func newDispatcher(workers, throughput int) *dispatcher {
@@ -78,31 +79,42 @@ func (d *dispatcher) schedule(r runnable) {
 	}
 	d.overflowMu.Lock()
 	d.overflow = append(d.overflow, r)
-	d.overflowLen.Store(int64(len(d.overflow)))
+	d.overflowLen.Store(int64(len(d.overflow) - d.overflowHead))
 	d.overflowMu.Unlock()
 	// The workers may have emptied the channel since the send failed; move
 	// what fits now so that nothing waits on a worker that is not coming.
 	d.drainOverflow()
 }
 
-// drainOverflow moves overflowed mailboxes into the channel while it has room.
+// drainOverflow moves overflowed mailboxes into the channel while it has
+// room. It costs what it moves, not what waits: it runs after every run and
+// every overflowing schedule, so a long overflow list must not be copied
+// each time.
 func (d *dispatcher) drainOverflow() {
 	d.overflowMu.Lock()
 	defer d.overflowMu.Unlock()
-	moved := 0
+	head := d.overflowHead
 move:
-	for _, r := range d.overflow {
+	for head < len(d.overflow) {
 		select {
-		case d.runq <- r:
-			moved++
+		case d.runq <- d.overflow[head]:
+			d.overflow[head] = nil
+			head++
 		default:
 			break move
 		}
 	}
-	n := copy(d.overflow, d.overflow[moved:])
-	clear(d.overflow[n:])
-	d.overflow = d.overflow[:n]
-	d.overflowLen.Store(int64(n))
+	switch {
+	case head == len(d.overflow):
+		d.overflow, head = d.overflow[:0], 0
+	case head > len(d.overflow)/2:
+		// Compact once half is spent, so the list cannot creep forward forever.
+		n := copy(d.overflow, d.overflow[head:])
+		clear(d.overflow[n:])
+		d.overflow, head = d.overflow[:n], 0
+	}
+	d.overflowHead = head
+	d.overflowLen.Store(int64(len(d.overflow) - head))
 }
 
 // othersWaiting reports whether some mailbox is waiting for a worker, so a

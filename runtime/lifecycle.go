@@ -122,6 +122,9 @@ func (c *cell[T]) fail(cause any) {
 		c.restart()
 		return
 	}
+	// The timers belong to the failed incarnation: cancel them now, or
+	// their messages would reach it during the backoff.
+	c.cancelAllTimers()
 	c.logger().Info("actor restarts after backoff", "backoff", delay.String(), "failures", x.failures)
 	x.restartTimer = c.sys.clock.AfterFunc(delay, func() { c.sendSystem(sysMsg{kind: sysRestart}) })
 }
@@ -134,10 +137,12 @@ func (c *cell[T]) restart() {
 		return
 	}
 	c.cancelAllTimers()
+	afterBackoff := false
 	if x := c.x; x != nil {
 		for _, msg := range x.unstashed[x.unext:] {
 			c.sys.deadLetter(c, msg)
 		}
+		afterBackoff = x.restartTimer != nil
 		x.unstashed, x.unext, x.restartTimer = nil, 0, nil
 	}
 	c.setBehavior(c.factory())
@@ -145,6 +150,15 @@ func (c *cell[T]) restart() {
 	c.suspended = false
 	c.mu.Unlock()
 	c.signalFailable(Started{})
+	if afterBackoff && c.state == alive {
+		// watchedTerminated ignored the ends that came during the backoff.
+		// Watching again brings them back (at once from an actor that has
+		// terminated); to a live actor it changes nothing, and a second
+		// Terminated for the same end finds the watch gone and is dropped.
+		for t := range c.x.watching {
+			t.sendSystem(sysMsg{kind: sysWatch, ref: c})
+		}
+	}
 }
 
 func (c *cell[T]) setBehavior(b Behavior[T]) {

@@ -83,7 +83,24 @@ func Deregister[T any](sys *System, key ServiceKey[T], ref Ref[T]) {
 	refs := r.services[name]
 	if i := slices.Index(refs, AnyRef(ref)); i >= 0 {
 		r.services[name] = slices.Delete(refs, i, i+1)
+		r.dropByActor(ref.target(), name)
 		r.publish(name)
+	}
+}
+
+// dropByActor forgets a's registration under name, so that an actor that
+// registers and deregisters again and again does not grow byActor. byActor
+// holds name once for the registration and once per subscription, so any
+// one entry of name stands for the registration.
+func (r *receptionist) dropByActor(a actorCell, name serviceName) {
+	names := r.byActor[a]
+	if i := slices.Index(names, name); i >= 0 {
+		names = slices.Delete(names, i, i+1)
+		if len(names) == 0 {
+			delete(r.byActor, a)
+			return
+		}
+		r.byActor[a] = names
 	}
 }
 
@@ -97,14 +114,22 @@ func Find[T any](sys *System, key ServiceKey[T]) []Ref[T] {
 
 // Subscribe sends subscriber the listing of key now and after every change,
 // until the subscriber stops (or forever, for a ref that is not an actor).
+// Subscribing an actor that has already stopped does nothing.
 func Subscribe[T any](sys *System, key ServiceKey[T], subscriber Ref[Listing[T]]) {
 	r := &sys.reception
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	t := subscriber.target()
+	if t != nil && !t.isAlive() {
+		// actorStopped, which drops an actor's subscriptions once it is
+		// dead, may have run already: a subscription kept now would never
+		// be dropped, and every later change would be a dead letter.
+		return
+	}
 	name := key.name()
 	s := subscriberOf(key, subscriber)
 	r.subs[name] = append(r.subs[name], s)
-	if t := subscriber.target(); t != nil {
+	if t != nil {
 		r.byActor[t] = append(r.byActor[t], name)
 	}
 	s.notify(r.services[name])

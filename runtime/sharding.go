@@ -25,8 +25,10 @@ const DefaultPassivateAfter = 2 * time.Minute
 // Entity describes one type of sharded entity.
 type Entity[T any] struct {
 	Key EntityTypeKey[T]
-	// Create makes the behavior of entity id: on its first message, and on
-	// the first message after it was passivated or stopped.
+	// Create makes the behavior of entity id: on its first message, on the
+	// first message after it was passivated or stopped, and when it restarts
+	// after a failure. It runs while the entity's shard is locked, so it
+	// must only build the behavior: a Tell to an entity from it can deadlock.
 	Create func(id string) Behavior[T]
 	// PassivateAfter is how long an entity may go without a message before
 	// it is stopped (zero: DefaultPassivateAfter; negative: never).
@@ -38,7 +40,10 @@ type Entity[T any] struct {
 // Sharding runs the entities of one type on this system: each id is one
 // actor, started by its first message, stopped when idle, started again by
 // the next message. Messages to an entity that is being passivated wait and
-// go to its next incarnation, so none is lost.
+// go to its next incarnation, so none is lost. An entity that stops itself
+// (or is stopped by its supervision) is started again the same way by the
+// messages sent after it began to stop; those already in its mailbox then
+// are dead letters.
 type Sharding[T any] struct {
 	sys            *System
 	key            EntityTypeKey[T]
@@ -134,24 +139,32 @@ func (s *Sharding[T]) tell(id string, msg T) {
 		return
 	}
 	e := sh.entries[id]
-	switch {
-	case e == nil:
+	if e == nil {
 		e = &entityEntry[T]{cell: s.startEntity(id)}
 		sh.entries[id] = e
 		s.live.Add(1)
-		e.cell.Tell(msg)
-	case e.stopping:
-		e.buffer = append(e.buffer, msg)
-	default:
-		e.cell.Tell(msg)
 	}
+	e.send(msg)
 	sh.mu.Unlock()
+}
+
+// send queues msg for the entity's actor or, once that actor has begun to
+// stop, for its next incarnation, which childStopped starts. The caller
+// holds the shard's lock.
+func (e *entityEntry[T]) send(msg T) {
+	if !e.stopping && e.cell.tellAlive(msg) {
+		return
+	}
+	// Passivating, or the actor stopped itself: cell.Tell would make msg a
+	// dead letter.
+	e.stopping = true
+	e.buffer = append(e.buffer, msg)
 }
 
 func (s *Sharding[T]) startEntity(id string) *cell[T] {
 	c := newCell(s.sys, s, id, func() Behavior[T] { return s.create(id) }, s.super)
 	if s.passivateAfter > 0 {
-		w := &idleWatch{after: s.passivateAfter, last: s.sys.clock.Now(), passivate: func() bool { return s.passivate(id, c) }}
+		w := &idleWatch{c: c, after: s.passivateAfter, last: s.sys.clock.Now(), passivate: func() bool { return s.passivate(id, c) }}
 		c.ext().idle = w
 		w.arm(c, s.passivateAfter)
 	}
@@ -191,11 +204,11 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 		return
 	}
 	if len(e.buffer) > 0 && !s.closed.Load() {
-		e.cell, e.stopping = s.startEntity(id), false
-		for _, msg := range e.buffer {
-			e.cell.Tell(msg)
+		buffered := e.buffer
+		e.cell, e.stopping, e.buffer = s.startEntity(id), false, nil
+		for _, msg := range buffered {
+			e.send(msg) // the new actor may stop itself in Started already
 		}
-		e.buffer = nil
 		sh.mu.Unlock()
 		return
 	}
@@ -242,6 +255,7 @@ func (r *entityRef[T]) target() actorCell { return nil }
 
 // idleWatch passivates an entity that has had no message for a while.
 type idleWatch struct {
+	c         actorCell
 	after     time.Duration
 	last      time.Time // when the entity last handled a message
 	timer     clockwork.Timer
@@ -254,8 +268,12 @@ func (w *idleWatch) arm(c actorCell, d time.Duration) {
 	w.timer = c.system().clock.AfterFunc(d, func() { c.sendSystem(sysMsg{kind: sysIdle}) })
 }
 
+// stop cancels the watch when the entity stops. cancelAllTimers calls it
+// too when a failed incarnation is restarted, but the watch belongs to the
+// entity, not to one incarnation of its behavior: while the actor is alive
+// it keeps running, or a restarted entity would never be passivated.
 func (w *idleWatch) stop() {
-	if w.timer != nil {
+	if w.timer != nil && !w.c.isAlive() {
 		w.timer.Stop()
 	}
 }

@@ -20,15 +20,28 @@ type Supervision struct {
 	maxRestarts int
 }
 
+// MinRestartBackoff is the shortest wait before a restart after a failure
+// in a row.
+const MinRestartBackoff = time.Millisecond
+
 // DefaultSupervision restarts at once after a first failure, then after
 // 10 ms, 20 ms, … up to 10 s while failures keep coming.
 var DefaultSupervision = Restart(10*time.Millisecond, 10*time.Second)
 
 // Restart replaces the failed behavior with a fresh one from the actor's
-// factory. The first failure restarts at once; each further failure within
-// maxBackoff of the previous one waits twice as long as the last, from
-// minBackoff up to maxBackoff, with the mail kept meanwhile.
+// factory. The first failure restarts at once; each further failure in a row
+// waits twice as long as the last, from minBackoff up to maxBackoff, with the
+// mail (and the ends of watched actors) kept meanwhile for the new behavior;
+// the failed one's timers are cancelled at once. A failure is in a row with
+// the previous one when it comes at most max(2*maxBackoff, 1s) after it, so
+// that a behavior that fails again just after a restart at the cap stays at
+// the cap.
+//
+// A minBackoff under [MinRestartBackoff] counts as MinRestartBackoff: a
+// behavior that fails in Started would otherwise restart itself in a loop
+// that never gives its worker up.
 func Restart(minBackoff, maxBackoff time.Duration) Supervision {
+	minBackoff = max(minBackoff, MinRestartBackoff)
 	if maxBackoff < minBackoff {
 		maxBackoff = minBackoff
 	}
@@ -50,7 +63,7 @@ func (s Supervision) WithMaxRestarts(n int) Supervision {
 
 // backoff is how long to wait before the restart after the n-th failure in a row.
 func (s Supervision) backoff(n int) time.Duration {
-	if n <= 1 || s.minBackoff <= 0 {
+	if n <= 1 {
 		return 0
 	}
 	d := s.minBackoff

@@ -26,9 +26,12 @@ type System struct {
 	dead      deadLetters
 	ids       atomic.Uint64
 
-	mu      sync.Mutex
-	regions map[string]region
-	stopped bool
+	mu       sync.Mutex
+	regions  map[string]region
+	stopped  bool
+	stopWait []<-chan struct{} // closed when the user actors, then each region, have stopped
+
+	workersStopped sync.Once // the workers are stopped once, by the first Shutdown to see every actor stopped
 }
 
 // Option configures a System.
@@ -112,18 +115,21 @@ func (s *System) spawnParent() parent { return s.user }
 // Shutdown stops every actor (children before their parents, each handling
 // its Stopped signal), then the workers. It returns when all have stopped,
 // or with ctx's error if ctx ends first; then actors stuck in a Receive
-// still hold their workers.
+// still hold their workers, and the workers keep running until a later
+// Shutdown sees every actor stopped. Any number of calls, concurrent or
+// not, may be made: each waits for the same stop, which begins only once.
+// Calling it from inside an actor waits for that very actor to stop, so it
+// can only end with ctx.
 func (s *System) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return nil
+	if !s.stopped {
+		s.stopped = true
+		s.stopWait = append(s.stopWait, s.user.stopAll())
+		for _, r := range s.regions {
+			s.stopWait = append(s.stopWait, r.stopAll())
+		}
 	}
-	s.stopped = true
-	waits := []<-chan struct{}{s.user.stopAll()}
-	for _, r := range s.regions {
-		waits = append(waits, r.stopAll())
-	}
+	waits := s.stopWait
 	s.mu.Unlock()
 	for _, done := range waits {
 		select {
@@ -132,7 +138,9 @@ func (s *System) Shutdown(ctx context.Context) error {
 			return fmt.Errorf("runtime: shutdown of system %q: %w", s.name, ctx.Err())
 		}
 	}
-	s.d.shutdown()
+	// Every actor has stopped, so the workers only finish what they are
+	// running: a concurrent call waits here until they are gone.
+	s.workersStopped.Do(s.d.shutdown)
 	return nil
 }
 
@@ -180,14 +188,26 @@ func newCell[T any](sys *System, p parent, name string, newBehavior func() Behav
 	c := &cell[T]{sys: sys, parent: p, name: name, factory: newBehavior, super: super}
 	c.ctx.c = c
 	c.setBehavior(newBehavior())
+	if c.signals != nil {
+		// Queued before the actor is registered, so Started comes before
+		// a stop sent as soon as it is (by a concurrent Shutdown, say).
+		c.sysq = append(c.sysq, sysMsg{kind: sysStart})
+		c.sysLen.Store(1)
+	}
 	return c
 }
 
-// start sends Started when the behavior wants signals.
+// start runs the mailbox of a registered actor, for Started, unless mail
+// has already got it running.
 func (c *cell[T]) start() {
-	if c.signals != nil {
-		c.sendSystem(sysMsg{kind: sysStart})
+	c.mu.Lock()
+	if c.scheduled || len(c.sysq) == 0 {
+		c.mu.Unlock()
+		return
 	}
+	c.scheduled = true
+	c.mu.Unlock()
+	c.sys.d.schedule(c)
 }
 
 // region is a parent with many children that Shutdown stops as a whole.
@@ -218,7 +238,9 @@ func (g *guardian) addChild(name string, child actorCell) error {
 	if g.stopping {
 		return ErrSystemStopped
 	}
-	if _, taken := g.children[name]; taken {
+	// A terminated holder frees the name before childStopped removes it:
+	// its watchers hear of its end first.
+	if holder, taken := g.children[name]; taken && !holder.terminated() {
 		return nameTakenError(g.name, name)
 	}
 	g.children[name] = child

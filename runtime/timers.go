@@ -9,7 +9,8 @@ import (
 // Timers schedules messages to the actor itself, by key. Starting a timer
 // with a key in use replaces it; a cancelled or replaced timer's message is
 // never handled, even if it was already queued. All of an actor's timers are
-// cancelled when it stops or restarts. Use it only on the actor's goroutine.
+// cancelled when it stops, and when it fails and is to be restarted (before
+// any restart backoff). Use it only on the actor's goroutine.
 type Timers[T any] struct {
 	c      *cell[T]
 	active map[any]*actorTimer[T]
