@@ -65,6 +65,7 @@ type cell[T any] struct {
 
 	ctx     Context[T]
 	sys     *System
+	d       *dispatcher // where the mailbox runs
 	parent  parent
 	name    string
 	factory func() Behavior[T]
@@ -118,7 +119,7 @@ func (c *cell[T]) tellAlive(msg T) bool {
 	}
 	c.scheduled = true
 	c.mu.Unlock()
-	c.sys.d.schedule(c)
+	c.d.schedule(c)
 	return true
 }
 
@@ -141,7 +142,7 @@ func (c *cell[T]) sendSystem(m sysMsg) {
 	}
 	c.scheduled = true
 	c.mu.Unlock()
-	c.sys.d.schedule(c)
+	c.d.schedule(c)
 }
 
 func (c *cell[T]) isAlive() bool {
@@ -167,7 +168,7 @@ func (c *cell[T]) system() *System { return c.sys }
 // run handles the mailbox until it is empty or the throughput budget is
 // spent while other mailboxes wait for a worker.
 func (c *cell[T]) run() {
-	budget := c.sys.d.throughput
+	budget := c.d.throughput
 	for {
 		if c.hasSystem() {
 			c.handleSystem()
@@ -182,11 +183,11 @@ func (c *cell[T]) run() {
 			c.beginStop()
 		}
 		if budget--; budget == 0 {
-			if c.sys.d.othersWaiting() {
-				c.sys.d.schedule(c) // still marked scheduled: nobody else queues it
+			if c.d.othersWaiting() {
+				c.d.schedule(c) // still marked scheduled: nobody else queues it
 				return
 			}
-			budget = c.sys.d.throughput
+			budget = c.d.throughput
 		}
 	}
 }

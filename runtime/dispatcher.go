@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -121,4 +122,29 @@ move:
 // mailbox that used its throughput budget should give its worker up.
 func (d *dispatcher) othersWaiting() bool {
 	return len(d.runq) > 0 || d.overflowLen.Load() > 0
+}
+
+// Dispatcher is a pool of workers of its own, for actors spawned
+// [WithDispatcher] or entities whose [Entity].Dispatcher it is. The system
+// stops it in Shutdown, after every actor.
+type Dispatcher struct {
+	name string
+	d    *dispatcher
+}
+
+// NewDispatcher starts a pool of workers goroutines whose mailboxes handle
+// up to throughput messages before yielding (as [WithThroughput]).
+func (s *System) NewDispatcher(name string, workers, throughput int) (*Dispatcher, error) {
+	if workers < 1 || throughput < 1 {
+		return nil, fmt.Errorf("dispatcher %q: workers (%d) and throughput (%d) must be at least 1", name, workers, throughput)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, ErrSystemStopped
+	}
+	d := &Dispatcher{name: name, d: newDispatcher(workers, throughput)}
+	d.d.start()
+	s.dispatchers = append(s.dispatchers, d.d)
+	return d, nil
 }

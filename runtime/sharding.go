@@ -35,6 +35,9 @@ type Entity[T any] struct {
 	PassivateAfter time.Duration
 	// Supervision of each entity; nil is DefaultSupervision.
 	Supervision *Supervision
+	// Dispatcher runs the entities' mailboxes; nil is the system's default.
+	// Entities that block on storage want one of their own.
+	Dispatcher *Dispatcher
 }
 
 // Sharding runs the entities of one type on this system: each id is one
@@ -50,6 +53,7 @@ type Sharding[T any] struct {
 	create         func(id string) Behavior[T]
 	passivateAfter time.Duration
 	super          *Supervision
+	dispatcher     *Dispatcher
 	shards         [shardCount]entityShard[T]
 	closed         atomic.Bool
 	live           atomic.Int64
@@ -85,6 +89,7 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 		create:         e.Create,
 		passivateAfter: e.PassivateAfter,
 		super:          e.Supervision,
+		dispatcher:     e.Dispatcher,
 		done:           make(chan struct{}),
 	}
 	if s.passivateAfter == 0 {
@@ -162,7 +167,7 @@ func (e *entityEntry[T]) send(msg T) {
 }
 
 func (s *Sharding[T]) startEntity(id string) *cell[T] {
-	c := newCell(s.sys, s, id, func() Behavior[T] { return s.create(id) }, s.super)
+	c := newCell(s.sys, s, id, func() Behavior[T] { return s.create(id) }, s.super, s.dispatcher)
 	if s.passivateAfter > 0 {
 		w := &idleWatch{c: c, after: s.passivateAfter, last: s.sys.clock.Now(), passivate: func() bool { return s.passivate(id, c) }}
 		c.ext().idle = w

@@ -31,7 +31,8 @@ type System struct {
 	stopped  bool
 	stopWait []<-chan struct{} // closed when the user actors, then each region, have stopped
 
-	workersStopped sync.Once // the workers are stopped once, by the first Shutdown to see every actor stopped
+	dispatchers    []*dispatcher // made by NewDispatcher
+	workersStopped sync.Once     // the workers are stopped once, by the first Shutdown to see every actor stopped
 }
 
 // Option configures a System.
@@ -140,7 +141,14 @@ func (s *System) Shutdown(ctx context.Context) error {
 	}
 	// Every actor has stopped, so the workers only finish what they are
 	// running: a concurrent call waits here until they are gone.
-	s.workersStopped.Do(s.d.shutdown)
+	s.workersStopped.Do(func() {
+		s.mu.Lock()
+		extra := s.dispatchers
+		s.mu.Unlock()
+		for _, d := range append(extra, s.d) {
+			d.shutdown()
+		}
+	})
 	return nil
 }
 
@@ -151,7 +159,17 @@ type Spawner interface{ spawnParent() parent }
 // SpawnOption configures one actor.
 type SpawnOption func(*spawnConfig)
 
-type spawnConfig struct{ super Supervision }
+type spawnConfig struct {
+	super Supervision
+	d     *Dispatcher
+}
+
+// WithDispatcher runs the actor's mailbox on d instead of the system's
+// default dispatcher: give actors that block (on I/O, say) their own pool,
+// so they cannot starve the others.
+func WithDispatcher(d *Dispatcher) SpawnOption {
+	return func(c *spawnConfig) { c.d = d }
+}
 
 // WithSupervision sets what happens when the actor's behavior panics
 // (default [DefaultSupervision]).
@@ -175,7 +193,7 @@ func Spawn[T any](on Spawner, name string, newBehavior func() Behavior[T], opts 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	c := newCell(sys, p, childName(sys, name), newBehavior, &cfg.super)
+	c := newCell(sys, p, childName(sys, name), newBehavior, &cfg.super, cfg.d)
 	if err := p.addChild(c.name, c); err != nil {
 		return nil, err
 	}
@@ -184,8 +202,11 @@ func Spawn[T any](on Spawner, name string, newBehavior func() Behavior[T], opts 
 }
 
 // newCell builds an actor that is not yet registered with its parent.
-func newCell[T any](sys *System, p parent, name string, newBehavior func() Behavior[T], super *Supervision) *cell[T] {
-	c := &cell[T]{sys: sys, parent: p, name: name, factory: newBehavior, super: super}
+func newCell[T any](sys *System, p parent, name string, newBehavior func() Behavior[T], super *Supervision, on *Dispatcher) *cell[T] {
+	c := &cell[T]{sys: sys, d: sys.d, parent: p, name: name, factory: newBehavior, super: super}
+	if on != nil {
+		c.d = on.d
+	}
 	c.ctx.c = c
 	c.setBehavior(newBehavior())
 	if c.signals != nil {
@@ -207,7 +228,7 @@ func (c *cell[T]) start() {
 	}
 	c.scheduled = true
 	c.mu.Unlock()
-	c.sys.d.schedule(c)
+	c.d.schedule(c)
 }
 
 // region is a parent with many children that Shutdown stops as a whole.
