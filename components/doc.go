@@ -1,5 +1,13 @@
-// Package components will own the component model: component ids, typed
-// method handles, the component registry, the component client that invokes
-// a component now or builds a deferred call, and the dispatch of deferred
-// calls by name.
+// Package components owns the component model: components registered under
+// stable ids, their methods under stable names, typed method handles, the
+// component client that invokes them, and deferred calls — a component id,
+// a method name, an entity id where there is one and a JSON argument — that
+// are stored (by timers) and dispatched by name later.
+//
+// Key-value entities (package entities) and timed actions (package
+// timedactions) implement [Component]; endpoints, timed actions and
+// entities call them through a [Client]:
+//
+//	reply, err := orders.PlaceOrder.Invoke(ctx, client, id, req) // now, and wait
+//	call, err := orders.ExpireOrder.Deferred("", id)              // later, by a timer
 package components

@@ -1,5 +1,27 @@
-// Package entities will own key-value entities: the effects a command handler
-// returns, the entity actor that runs on the runtime's local sharding (one
-// command at a time per id, passivated when idle) and the state store
-// (memory and Redis).
+// Package entities owns key-value entities: a state type with an empty
+// state per id, commands that return effects (update the state then reply,
+// delete then reply, reply, error), the entity actor that runs them one at
+// a time per id on the runtime's local sharding, and the state store
+// (memory, Redis) that keeps each entity's state as JSON.
+//
+// A key-value entity is defined once, next to its commands:
+//
+//	var Counters = entities.Define("counter", func(id string) Counter { return Counter{} })
+//
+//	var Increase = entities.Command(Counters, "increase",
+//		func(ctx *entities.Ctx[Counter, Counter], c Counter, by int) entities.Effect[Counter, Counter] {
+//			if by <= 0 {
+//				return ctx.Error("increase by %d: must be positive", by)
+//			}
+//			c.Value += by
+//			return ctx.UpdateState(c).ThenReply(c)
+//		})
+//
+// and started in a service with Counters.Start(host); callers then write
+// Increase.Invoke(ctx, client, "c-1", 5).
+//
+// A handler is a pure function of (state, argument) → effect: it must not
+// change the state it is given in place (return a new one) nor do I/O of
+// its own, because after a write conflict with another server instance the
+// entity reloads its state and runs the handler again.
 package entities

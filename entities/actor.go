@@ -1,0 +1,129 @@
+package entities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// envelope is one command for an entity actor.
+type envelope[S any] struct {
+	ctx   context.Context
+	cmd   *command[S]
+	arg   any
+	reply chan<- outcome // capacity 1: the actor never waits on the caller
+}
+
+type outcome struct {
+	value any
+	err   error
+}
+
+// entityActor is one entity id: the runtime's sharding runs one per id, so
+// its commands are handled one at a time. It loads the state on its first
+// command and keeps it, with its revision, until it is passivated.
+type entityActor[S any] struct {
+	r      *Running[S]
+	id     string
+	state  S
+	rev    uint64
+	loaded bool
+}
+
+func (a *entityActor[S]) Receive(_ *runtime.Context[envelope[S]], env envelope[S]) {
+	if err := env.ctx.Err(); err != nil {
+		// The caller gave up while the command waited: do not run it.
+		env.reply <- outcome{err: err}
+		return
+	}
+	v, err := a.handle(env)
+	env.reply <- outcome{value: v, err: err}
+}
+
+// handle runs the command and carries out its effect. The state is written
+// before the reply; a write that fails is the caller's error and leaves the
+// state as it was. What the entity holds in memory may be stale when
+// another server instance wrote since: a write then conflicts, and a reply
+// that writes nothing checks the stored revision first; either way the
+// entity reloads and runs the command again.
+func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
+	ctx, r := env.ctx, a.r
+	op := fmt.Sprintf("%s.%s on %q", r.t.id, env.cmd.name, a.id)
+	for conflicts := 0; ; conflicts++ {
+		if conflicts > r.host.MaxConflicts {
+			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op, conflicts-1, ErrConflict)
+		}
+		if !a.loaded {
+			if err := a.load(ctx); err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		eff, err := env.cmd.run(ctx, r.host.Client, a.id, a.state, env.arg)
+		if err != nil {
+			return nil, err
+		}
+		switch eff.kind {
+		case replyOnly, failWith:
+			rev, err := r.host.Store.Revision(ctx, r.t.id, a.id)
+			if err != nil {
+				return nil, fmt.Errorf("%s: check the state is fresh: %w", op, err)
+			}
+			if rev != a.rev {
+				a.loaded = false
+				continue
+			}
+			if eff.kind == failWith {
+				return nil, &components.CommandError{Message: eff.message}
+			}
+			return eff.reply, nil
+		case updateThenReply:
+			data, err := json.Marshal(eff.state)
+			if err != nil {
+				return nil, fmt.Errorf("%s: encode the state: %w", op, err)
+			}
+			rev, err := r.host.Store.Save(ctx, r.t.id, a.id, data, a.rev)
+			if errors.Is(err, ErrConflict) {
+				a.loaded = false
+				continue
+			}
+			if err != nil {
+				// Whether it was written is unknown: the next command finds out.
+				return nil, fmt.Errorf("%s: save the state: %w", op, err)
+			}
+			a.state, a.rev = eff.state, rev
+			return eff.reply, nil
+		case deleteThenReply:
+			err := r.host.Store.Delete(ctx, r.t.id, a.id, a.rev)
+			if errors.Is(err, ErrConflict) {
+				a.loaded = false
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: delete the state: %w", op, err)
+			}
+			a.state, a.rev = a.r.t.empty(a.id), 0
+			return eff.reply, nil
+		}
+		return nil, fmt.Errorf("%s: unknown effect %d", op, eff.kind)
+	}
+}
+
+// load reads the state from the store; absent is the empty state.
+func (a *entityActor[S]) load(ctx context.Context) error {
+	rec, err := a.r.host.Store.Load(ctx, a.r.t.id, a.id)
+	if err != nil {
+		return fmt.Errorf("load the state: %w", err)
+	}
+	state := a.r.t.empty(a.id)
+	if rec.Revision != 0 {
+		if err := json.Unmarshal(rec.Data, &state); err != nil {
+			return fmt.Errorf("decode the stored state (revision %d): %w", rec.Revision, err)
+		}
+	}
+	a.state, a.rev, a.loaded = state, rec.Revision, true
+	return nil
+}

@@ -1,0 +1,131 @@
+package entities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// MemoryStore is a [Store] that keeps documents in process memory: the
+// embedded default for a single server instance and for tests. It is not
+// durable (state is gone when the process exits) and cannot be shared
+// between server instances; use [RedisStore] for that.
+//
+// It is safe for concurrent use. Save and Load copy the document, so callers
+// may reuse or change their buffers afterwards.
+type MemoryStore struct {
+	mu sync.Mutex
+	// rev is the last revision handed out. One counter for the whole store,
+	// not one per document, so that a revision is never reused, not even by a
+	// document that is deleted and created again (no ABA).
+	rev  uint64
+	docs map[memKey]Record
+}
+
+// memKey keys a document. A struct rather than a joined string so that
+// entity types and ids may contain any character without colliding.
+type memKey struct {
+	entityType, id string
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{docs: make(map[memKey]Record)}
+}
+
+// Load implements [Store]. The returned Data is a copy the caller owns.
+func (s *MemoryStore) Load(ctx context.Context, entityType, id string) (Record, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, opErr("load", entityType, id, err)
+	}
+	s.mu.Lock()
+	rec, ok := s.docs[memKey{entityType, id}]
+	s.mu.Unlock()
+	if !ok {
+		return Record{}, nil
+	}
+	// Copy outside the lock: the stored slice is never changed in place
+	// (Save replaces it), so reading it unlocked is safe.
+	return Record{Data: cloneData(rec.Data), Revision: rec.Revision}, nil
+}
+
+// Revision implements [Store].
+func (s *MemoryStore) Revision(ctx context.Context, entityType, id string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, opErr("revision", entityType, id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.docs[memKey{entityType, id}].Revision, nil
+}
+
+// Save implements [Store]. It stores a copy of data.
+func (s *MemoryStore) Save(ctx context.Context, entityType, id string, data []byte, expected uint64) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, opErr("save", entityType, id, err)
+	}
+	// Copy before taking the lock to keep the critical section short.
+	data = cloneData(data)
+	key := memKey{entityType, id}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if found := s.docs[key].Revision; found != expected {
+		return 0, conflictErr("save", entityType, id, expected, found)
+	}
+	s.rev++
+	s.docs[key] = Record{Data: data, Revision: s.rev}
+	return s.rev, nil
+}
+
+// Delete implements [Store].
+func (s *MemoryStore) Delete(ctx context.Context, entityType, id string, expected uint64) error {
+	if err := ctx.Err(); err != nil {
+		return opErr("delete", entityType, id, err)
+	}
+	key := memKey{entityType, id}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if found := s.docs[key].Revision; found != expected {
+		return conflictErr("delete", entityType, id, expected, found)
+	}
+	// Deleting an absent document (expected 0) is a no-op; the revision
+	// counter is not reset, so a later create still gets a fresh revision.
+	delete(s.docs, key)
+	return nil
+}
+
+// Ping implements [Store]. Memory is always reachable; it only reports a
+// done context, like any other call.
+func (s *MemoryStore) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// cloneData copies a document. Unlike bytes.Clone it never returns nil, so
+// a stored empty document reads back as present-but-empty, as it does from
+// Redis.
+func cloneData(data []byte) []byte {
+	out := make([]byte, len(data))
+	copy(out, data)
+	return out
+}
+
+// opErr wraps err with the operation and the document it was about; shared
+// by the stores so that their messages read the same. Type and id are
+// quoted because both may contain '/' and ':'.
+func opErr(op, entityType, id string, err error) error {
+	return fmt.Errorf("%s %q/%q: %w", op, entityType, id, err)
+}
+
+// conflictErr is the error Save and Delete return when the stored revision
+// is not the expected one. It wraps [ErrConflict].
+func conflictErr(op, entityType, id string, expected, found uint64) error {
+	return opErr(op, entityType, id,
+		fmt.Errorf("expected revision %d, found %d: %w", expected, found, ErrConflict))
+}

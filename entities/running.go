@@ -1,0 +1,125 @@
+package entities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// Host is what a started entity type runs on.
+type Host struct {
+	// System runs the entity actors (required).
+	System *runtime.System
+	// Client is the component client; the entity registers in its
+	// registry, and handlers reach it through Ctx.Client (required).
+	Client *components.Client
+	// Store keeps the state (required).
+	Store Store
+	// Dispatcher runs the entity actors, which wait on the store while they
+	// handle a command; nil gives the type a pool of DefaultWorkers of its own.
+	Dispatcher *runtime.Dispatcher
+	// PassivateAfter is how long an entity stays in memory without a command
+	// (zero: runtime.DefaultPassivateAfter; negative: forever).
+	PassivateAfter time.Duration
+	// MaxConflicts is how many write conflicts in a row a command survives
+	// (reloading and running again each time) before it fails (zero: 10).
+	MaxConflicts int
+}
+
+// DefaultWorkers is the size of an entity type's own worker pool: how many
+// of its entities can wait on the store at once.
+const DefaultWorkers = 64
+
+// Running is an entity type started on a host: the component that the
+// registry dispatches its commands to.
+type Running[S any] struct {
+	t        *Type[S]
+	host     Host
+	sharding *runtime.Sharding[envelope[S]]
+}
+
+var _ components.Component = (*Running[struct{}])(nil)
+
+// Start runs the entity type on h and registers it with h.Client's registry.
+func (t *Type[S]) Start(h Host) (*Running[S], error) {
+	if h.System == nil || h.Client == nil || h.Store == nil {
+		return nil, fmt.Errorf("start entity %q: Host.System, Host.Client and Host.Store are required", t.id)
+	}
+	if h.MaxConflicts <= 0 {
+		h.MaxConflicts = 10
+	}
+	if h.Dispatcher == nil {
+		d, err := h.System.NewDispatcher("entity-"+t.id, DefaultWorkers, 5)
+		if err != nil {
+			return nil, fmt.Errorf("start entity %q: %w", t.id, err)
+		}
+		h.Dispatcher = d
+	}
+	r := &Running[S]{t: t, host: h}
+	sh, err := runtime.InitSharding(h.System, runtime.Entity[envelope[S]]{
+		Key:            runtime.NewEntityTypeKey[envelope[S]](t.id),
+		Create:         func(id string) runtime.Behavior[envelope[S]] { return &entityActor[S]{r: r, id: id} },
+		PassivateAfter: h.PassivateAfter,
+		Dispatcher:     h.Dispatcher,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start entity %q: %w", t.id, err)
+	}
+	r.sharding = sh
+	if err := h.Client.Registry().Register(r); err != nil {
+		return nil, fmt.Errorf("start entity %q: %w", t.id, err)
+	}
+	return r, nil
+}
+
+// ComponentID is the entity's component id.
+func (r *Running[S]) ComponentID() string { return r.t.id }
+
+// Kind is components.KindKeyValueEntity.
+func (r *Running[S]) Kind() components.Kind { return components.KindKeyValueEntity }
+
+// Methods are the command names, sorted.
+func (r *Running[S]) Methods() []string { return r.t.methods() }
+
+// Active is the number of entities in memory.
+func (r *Running[S]) Active() int { return r.sharding.Active() }
+
+// Invoke runs command method on entity entityID and waits for the reply,
+// the command's error (a *components.CommandError), a failure, or ctx's end.
+func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg any) (any, error) {
+	cmd, err := r.t.command(method)
+	if err != nil {
+		return nil, err
+	}
+	if entityID == "" {
+		return nil, fmt.Errorf("%s.%s: %w", r.t.id, method, components.ErrMissingEntityID)
+	}
+	reply := make(chan outcome, 1)
+	r.sharding.EntityRef(entityID).Tell(envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
+	select {
+	case out := <-reply:
+		return out.value, out.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s.%s on %q: %w", r.t.id, method, entityID, ctx.Err())
+	}
+}
+
+// InvokeJSON is Invoke with a JSON argument and reply.
+func (r *Running[S]) InvokeJSON(ctx context.Context, entityID, method string, arg []byte) ([]byte, error) {
+	cmd, err := r.t.command(method)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cmd.decode(arg)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", r.t.id, method, err)
+	}
+	reply, err := r.Invoke(ctx, entityID, method, a)
+	if err != nil {
+		return nil, err
+	}
+	return encodeReply(r.t.id, method, reply)
+}

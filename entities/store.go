@@ -1,0 +1,46 @@
+package entities
+
+import (
+	"context"
+	"errors"
+)
+
+// Store keeps key-value entity state: one JSON document per (entity type,
+// entity id), with a revision. Revisions make concurrent writers safe: every
+// write names the revision it was computed from and fails with ErrConflict
+// if the stored one has moved on, so two server instances on one store
+// never lose an update.
+//
+// A revision is unique across the whole store and only grows: a document
+// that is deleted and created again gets a new one, so a revision seen
+// once never comes back (no ABA). Revision 0 means "absent".
+//
+// Implementations: [MemoryStore] (the embedded default; not durable) and
+// [RedisStore]. Both pass the same conformance suite (store_test.go).
+type Store interface {
+	// Load returns the document and its revision; (nil, 0) when absent.
+	Load(ctx context.Context, entityType, id string) (Record, error)
+	// Revision returns the stored revision (0 when absent) without the
+	// document: how an entity checks that what it holds in memory is fresh.
+	Revision(ctx context.Context, entityType, id string) (uint64, error)
+	// Save writes data if the stored revision is expected (0: absent) and
+	// returns the new revision; otherwise it writes nothing and returns an
+	// error wrapping ErrConflict.
+	Save(ctx context.Context, entityType, id string, data []byte, expected uint64) (uint64, error)
+	// Delete removes the document if the stored revision is expected;
+	// otherwise it returns an error wrapping ErrConflict. Deleting an absent
+	// document with expected 0 succeeds.
+	Delete(ctx context.Context, entityType, id string, expected uint64) error
+	// Ping checks that the store can be reached (for /readyz).
+	Ping(ctx context.Context) error
+}
+
+// Record is a stored document and its revision.
+type Record struct {
+	Data     []byte
+	Revision uint64
+}
+
+// ErrConflict is wrapped by Save and Delete when the stored revision is not
+// the expected one: someone else wrote first.
+var ErrConflict = errors.New("revision conflict")
