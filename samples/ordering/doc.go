@@ -1,3 +1,6 @@
-// Package ordering will hold the order-expiry sample: an order is cancelled
-// by a timer unless it is confirmed in time.
+// Package ordering is the order-expiry sample: an order is placed with a
+// timer that cancels it unless it is confirmed in time. It shows a
+// key-value entity (order), a timed action (order-timed-action) and a
+// durable timer working together, written only against the public API a
+// Trellis user has.
 package ordering
