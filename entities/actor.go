@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/runtime"
@@ -56,6 +58,13 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 	for conflicts := 0; ; conflicts++ {
 		if conflicts > r.host.MaxConflicts {
 			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op, conflicts-1, ErrConflict)
+		}
+		if conflicts > 1 {
+			// Instances that keep colliding on one entity take turns at
+			// random, or they could collide in lockstep until one gives up.
+			if err := sleepJitter(ctx, conflicts); err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
 		}
 		if !a.loaded {
 			if err := a.load(ctx); err != nil {
@@ -126,4 +135,17 @@ func (a *entityActor[S]) load(ctx context.Context) error {
 	}
 	a.state, a.rev, a.loaded = state, rec.Revision, true
 	return nil
+}
+
+// sleepJitter waits a random time under n milliseconds (at most 25), or
+// until ctx ends.
+func sleepJitter(ctx context.Context, n int) error {
+	t := time.NewTimer(rand.N(time.Duration(min(n, 25)) * time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -8,8 +8,9 @@ import (
 
 // MemoryStore is a [Store] that keeps documents in process memory: the
 // embedded default for a single server instance and for tests. It is not
-// durable (state is gone when the process exits) and cannot be shared
-// between server instances; use [RedisStore] for that.
+// durable (state is gone when the process exits) and is shared only by
+// instances in the same process (as in tests); use [RedisStore] to share
+// state between processes.
 //
 // It is safe for concurrent use. Save and Load copy the document, so callers
 // may reuse or change their buffers afterwards.

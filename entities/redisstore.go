@@ -18,8 +18,8 @@ const DefaultRedisPrefix = "trellis"
 //
 // # Key layout
 //
-//	<prefix>:entity-revision                          string: the last revision handed out (INCR)
-//	<prefix>:entity:<len(type)>:<type>:<id>           hash: data (the JSON document), rev (decimal)
+//	<prefix>:entity-revision                  string: the last revision handed out (INCR)
+//	<prefix>:entity:<len(type)>:<type>:<id>   hash: data (the JSON document), rev (decimal)
 //
 // len(type) is the entity type's length in bytes, in decimal. Entity types
 // and ids may contain any byte, ':' included; the length says where the type

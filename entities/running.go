@@ -25,7 +25,8 @@ type Host struct {
 	// (zero: runtime.DefaultPassivateAfter; negative: forever).
 	PassivateAfter time.Duration
 	// MaxConflicts is how many write conflicts in a row a command survives
-	// (reloading and running again each time) before it fails (zero: 10).
+	// (reloading and running again each time, after a short random pause
+	// from the second on) before it fails (zero: 30).
 	MaxConflicts int
 }
 
@@ -49,7 +50,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		return nil, fmt.Errorf("start entity %q: Host.System, Host.Client and Host.Store are required", t.id)
 	}
 	if h.MaxConflicts <= 0 {
-		h.MaxConflicts = 10
+		h.MaxConflicts = 30
 	}
 	if h.Dispatcher == nil {
 		d, err := h.System.NewDispatcher("entity-"+t.id, DefaultWorkers, 5)
