@@ -1,3 +1,108 @@
-// Package timers will own the durable timer scheduler (memory and Redis):
-// its event loop, retry backoff, limits and the queries behind the admin API.
+// Package timers owns Trellis's durable timer scheduler: named timers that
+// make a deferred call (package components) once their delay has passed,
+// at least once, retried with backoff until the call succeeds — the Akka
+// SDK's TimerScheduler. It owns the two stores (memory and Redis), the
+// per-instance event loop and its call workers, retry backoff, the limits,
+// leases, wipe detection, the admin queries (List, Get, Delete, Stats) as
+// a Go API, and the scheduler's Prometheus metrics. The HTTP admin routes,
+// /metrics and /readyz are wired by the server on top of this API.
+//
+// # Use
+//
+//	store := timers.NewRedisStore(redisClient, "trellis") // or timers.NewMemoryStore(nil)
+//	sched, err := timers.New(store, componentClient, timers.Config{})
+//	err = sched.Start(ctx)              // run due timers on this instance
+//	defer sched.Shutdown(ctx)
+//
+//	call, _ := ExpireOrder.Deferred(orderID)
+//	_, err = sched.Create(ctx, "order-expiration-"+orderID, 10*time.Second, call)
+//	err = sched.Delete(ctx, "order-expiration-"+orderID) // a missing name is fine
+//
+// A [Scheduler] is a plain value, safe for concurrent use: endpoints,
+// timed actions and entity callers share one. A callee that must not act
+// twice reads [FiringFromContext] — (name, generation, attempt) — and
+// deduplicates on it.
+//
+// # Semantics
+//
+//   - A name is unique in its store, so across every instance on one
+//     Redis. Creating an existing name replaces it in one atomic step.
+//   - At least once: a timer is removed only after its call succeeded.
+//     A failed call — an error effect, a panic, an unknown component or
+//     method, an argument that no longer decodes, a timeout — is retried
+//     after 3 s, 6 s, 12 s, 24 s, then every 30 s ([Backoff]). With
+//     maxRetries n > 0 the timer is removed (logged at error level,
+//     counted in trellis_timers_given_up_total) when call 1+n fails; 0
+//     retries forever. The attempt count and the last error stay with
+//     the timer.
+//   - Never early: due-ness is decided by the store on one clock — Redis
+//     TIME in the Redis store, read inside the scripts — with due times
+//     rounded up and "now" rounded down to the millisecond, so skewed
+//     instance clocks cannot make a timer run early. Both stores accept an
+//     injected clockwork.Clock for deterministic tests.
+//   - Limits, enforced atomically, refused with a *[LimitError] naming the
+//     limit and the value: a serialized argument of at most 1,024 bytes,
+//     at most 50,000 timers per store (a replacement does not count
+//     twice); both can be configured lower ([Config]).
+//
+// # Several instances: claims, leases, generations
+//
+// A due timer is claimed by exactly one instance: the claim script takes
+// a batch of due timers and moves each to now+lease in the due-time
+// sorted set, which hides it from other claims. The instance reports the
+// outcome (complete, or fail-and-reschedule) before the lease ends; if it
+// dies, the lease expires, the timer is due again, and another instance
+// runs it as the next attempt. The lease (≤ 30 s) is longer than the call
+// timeout, so a live instance always reports in time.
+//
+// Every create gets a new generation from a store-wide counter. Complete
+// removes a timer only if its generation still matches, so the success of
+// a replaced timer's old call cannot delete the replacement; fail also
+// checks the attempt, so the late failure of a run whose lease expired
+// cannot reschedule a timer another instance is running.
+//
+// # The loop
+//
+// One goroutine per instance claims (loop.go), a fixed pool of workers
+// calls (worker.go), one reporter writes outcomes back in batches. The
+// loop sleeps exactly until the earliest due time the claim reported —
+// no fixed polling interval — and is woken early through a coalescing
+// one-slot channel by a create that is due sooner: locally at once, and
+// from other instances through a Redis pub/sub channel that the create
+// script publishes to only when the new timer becomes the earliest.
+// Config.IdleCheck (1 s) bounds the sleep as a safety net for a lost
+// pub/sub message and for wipe detection; it is not how timers fire.
+//
+// Backpressure: the loop claims at most as many timers as there are idle
+// workers, so a burst of 50,000 due timers is drained batch by batch by
+// Config.Workers goroutines, and the rest wait in the store under no lease.
+//
+// Shutdown stops claiming, releases claimed timers not yet started,
+// waits for calls in flight until its context ends (then cancels and
+// releases them: due again at once, no failure recorded), writes the
+// outcomes, and closes the subscription, leaving no goroutine behind.
+//
+// # Wiped Redis
+//
+// Start writes a marker key; every claim checks it. If it is gone, Redis
+// was flushed or restarted without persistence and the timers stored
+// before are lost: the scheduler logs it at error level (again every
+// minute), Ready returns a *[WipedError] for /readyz, and the
+// trellis_timers_store_wiped gauge is 1, until [Scheduler.AcknowledgeWipe]
+// or a restart. Timers created since are run. (A wipe while no instance
+// runs is reported at the next start only as a warning: a fresh store
+// looks the same.)
+//
+// # Redis memory
+//
+// Per timer: one sorted-set entry and one hash field holding a compact
+// record (header, last error, call), no key of its own. A 1 KB call is
+// stored Huffman-compressed (record.go), which keeps it under jemalloc's
+// 1,024-byte size class. Measured: 1,204 bytes of used_memory per pending
+// timer with a 1,024-byte random base64 argument (1,460 uncompressed).
+//
+// # Benchmark
+//
+// BenchmarkTimers (bench_test.go) runs the workload on a Redis of
+// its own: go test -run '^$' -bench Timers -benchtime 1x ./timers/
 package timers

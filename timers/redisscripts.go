@@ -1,0 +1,199 @@
+package timers
+
+import "github.com/redis/go-redis/v9"
+
+// The Redis store's scripts. Every change that touches more than one key
+// (or reads then writes) is one script, so Redis runs it with nothing in
+// between: that is what makes the limit, the claim and the generation
+// checks atomic across instances.
+//
+// Times are integer milliseconds. A script's "now" is ARGV[1]: the
+// injected clock's time, or "" to read Redis TIME, the one clock every
+// instance shares (rounded up when it sets a due time, down when it
+// decides due-ness, so nothing is ever claimed early, not even by a
+// fraction of a millisecond). Numbers cross the Lua boundary as decimal
+// strings, formatted with %.0f: Lua numbers are doubles and tostring
+// would switch to exponent notation.
+//
+// A record (the value in the data hash) is
+//
+//	generation:createdMs:maxRetries:dueMs:attempts:lastAttemptMs:errLen:<err><call>
+//
+// six decimal fields, the error's length, the error, then the call's
+// stored form. One string per timer rather than a hash per timer: a
+// 1 KB call would turn a small hash into a real hash table, and every
+// Redis key costs its own overhead on top (see the memory figures in
+// doc.go). The scripts parse only the header and copy the call through.
+const luaPrelude = `
+local function fmt(n) return string.format('%.0f', n) end
+local function now_ms(arg, round_up)
+	if arg ~= '' then return tonumber(arg) end
+	local t = redis.call('TIME')
+	local ms = tonumber(t[1]) * 1000
+	local us = tonumber(t[2])
+	if round_up then return ms + math.ceil(us / 1000) end
+	return ms + math.floor(us / 1000)
+end
+local function parse(rec)
+	local gen, created, maxr, due, att, last, elen, pos =
+		string.match(rec, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):()')
+	if not gen then return nil end
+	elen = tonumber(elen)
+	return {gen = gen, created = created, maxr = maxr, due = due, att = tonumber(att), last = last,
+		err = string.sub(rec, pos, pos + elen - 1), call = string.sub(rec, pos + elen)}
+end
+local function build(r)
+	return table.concat({r.gen, r.created, r.maxr, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err .. r.call
+end
+local function forget(name)
+	redis.call('HDEL', KEYS[2], name)
+	redis.call('ZREM', KEYS[1], name)
+	redis.call('SREM', KEYS[3], name)
+end
+`
+
+// Every script gets KEYS[1] the due sorted set, KEYS[2] the data hash,
+// KEYS[3] the failing set; more keys are listed per script.
+var (
+	// createTimerWithLimit: KEYS[4] generation counter; ARGV[1] now,
+	// ARGV[2] delayMs, ARGV[3] maxActive, ARGV[4] maxRetries, ARGV[5]
+	// name, ARGV[6] stored call, ARGV[7] wake channel.
+	// Replaces a timer of the same name (which therefore does not count
+	// against the limit), and publishes the due time on the wake channel
+	// when the new timer is now the earliest, so that sleeping loops on
+	// other instances re-plan. Returns {'ok', gen, nowMs, dueMs} or
+	// {'limit', active}.
+	createTimerWithLimit = redis.NewScript(luaPrelude + `
+local name = ARGV[5]
+if redis.call('HEXISTS', KEYS[2], name) == 0 then
+	local n = redis.call('HLEN', KEYS[2])
+	if n >= tonumber(ARGV[3]) then return {'limit', n} end
+end
+local now = now_ms(ARGV[1], true)
+local due = now + tonumber(ARGV[2])
+local gen = redis.call('INCR', KEYS[4])
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), maxr = ARGV[4], due = fmt(due),
+	att = 0, last = '0', err = '', call = ARGV[6]}))
+redis.call('ZADD', KEYS[1], fmt(due), name)
+redis.call('SREM', KEYS[3], name)
+if first[2] == nil or due < tonumber(first[2]) then
+	redis.call('PUBLISH', ARGV[7], fmt(due))
+end
+return {'ok', fmt(gen), fmt(now), fmt(due)}
+`)
+
+	// claimDueTimers: KEYS[4] marker; ARGV[1] now, ARGV[2] max,
+	// ARGV[3] leaseMs. Takes up to max timers due by now, counts the
+	// attempt, and moves each to now+lease in the sorted set: that is the
+	// lease. An instance that never reports lets it expire, and the timer
+	// is due again for everyone. Returns {nowMs, waitMs, markerExists,
+	// name, record, …}; waitMs is until the earliest remaining score, -1
+	// when there is none.
+	claimDueTimers = redis.NewScript(luaPrelude + `
+local marker = redis.call('EXISTS', KEYS[4])
+local now = now_ms(ARGV[1], false)
+local names = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {fmt(now), '-1', marker}
+local leased = fmt(now + tonumber(ARGV[3]))
+for _, name in ipairs(names) do
+	local rec = redis.call('HGET', KEYS[2], name)
+	local r = rec and parse(rec)
+	if not r then
+		redis.log(redis.LOG_WARNING, 'trellis timers: dropping corrupt timer ' .. name)
+		forget(name)
+	else
+		r.att = r.att + 1
+		r.last = fmt(now)
+		rec = build(r)
+		redis.call('HSET', KEYS[2], name, rec)
+		redis.call('ZADD', KEYS[1], leased, name)
+		out[#out + 1] = name
+		out[#out + 1] = rec
+	end
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if first[2] then out[2] = fmt(math.max(tonumber(first[2]) - now, 0)) end
+return out
+`)
+
+	// completeTimers: ARGV pairs of name, generation. Removes each timer
+	// whose generation still matches: a replaced timer has a new one, so
+	// the old run's success cannot delete it. Returns 1 or 0 per pair.
+	completeTimers = redis.NewScript(luaPrelude + `
+local out = {}
+for i = 1, #ARGV, 2 do
+	local rec = redis.call('HGET', KEYS[2], ARGV[i])
+	local ok = 0
+	if rec and string.match(rec, '^(%d+):') == ARGV[i + 1] then
+		forget(ARGV[i])
+		ok = 1
+	end
+	out[#out + 1] = ok
+end
+return out
+`)
+
+	// rescheduleFailedTimers: ARGV[1] now, then groups of name,
+	// generation, attempt, retryAfterMs ('-1': give up and remove), error.
+	// Only the timer's current attempt may reschedule it: a run whose
+	// lease expired and was claimed again (attempt moved on), or whose
+	// timer was replaced (generation moved on), changes nothing. Returns
+	// per group 0 (stale), 1 (rescheduled) or 2 (gave up, removed).
+	rescheduleFailedTimers = redis.NewScript(luaPrelude + `
+local now = now_ms(ARGV[1], false)
+local out = {}
+for i = 2, #ARGV, 5 do
+	local name = ARGV[i]
+	local rec = redis.call('HGET', KEYS[2], name)
+	local r = rec and parse(rec)
+	local res = 0
+	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
+		if ARGV[i + 3] == '-1' then
+			forget(name)
+			res = 2
+		else
+			r.err = ARGV[i + 4]
+			r.due = fmt(now + tonumber(ARGV[i + 3]))
+			redis.call('HSET', KEYS[2], name, build(r))
+			redis.call('ZADD', KEYS[1], r.due, name)
+			redis.call('SADD', KEYS[3], name)
+			res = 1
+		end
+	end
+	out[#out + 1] = res
+end
+return out
+`)
+
+	// releaseTimers: ARGV[1] now, then triples of name, generation,
+	// attempt. Makes each still-current attempt due now again, without
+	// recording a failure: a stopping instance hands its work back.
+	releaseTimers = redis.NewScript(luaPrelude + `
+local now = now_ms(ARGV[1], false)
+for i = 2, #ARGV, 3 do
+	local rec = redis.call('HGET', KEYS[2], ARGV[i])
+	local r = rec and parse(rec)
+	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
+		r.due = fmt(now)
+		redis.call('HSET', KEYS[2], ARGV[i], build(r))
+		redis.call('ZADD', KEYS[1], r.due, ARGV[i])
+	end
+end
+return 1
+`)
+
+	// deleteTimer: ARGV[1] name. Removes it from all three keys.
+	deleteTimer = redis.NewScript(luaPrelude + `
+forget(ARGV[1])
+return 1
+`)
+
+	// countTimers: ARGV[1] now, ARGV[2] horizonMs. Returns {active,
+	// failing, due within the horizon}, read at one instant.
+	countTimers = redis.NewScript(luaPrelude + `
+local now = now_ms(ARGV[1], false)
+return {redis.call('ZCARD', KEYS[1]), redis.call('SCARD', KEYS[3]),
+	redis.call('ZCOUNT', KEYS[1], '-inf', fmt(now + tonumber(ARGV[2])))}
+`)
+)

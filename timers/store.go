@@ -1,0 +1,130 @@
+package timers
+
+import (
+	"context"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/trellis-go/trellis/components"
+)
+
+// Store is where timers live: a [MemoryStore] (the embedded default, one
+// process) or a [RedisStore] (durable, shared by every instance on one
+// Redis). Both pass the same conformance suite.
+//
+// The interface is sealed: its methods are the private protocol between
+// the scheduler and its storage (claims, leases, settling), which is not
+// a stable API, so only this package implements it.
+type Store interface {
+	backend
+}
+
+// backend is the protocol between the scheduler and a store. Every method
+// that changes more than one thing does so atomically. Times are the
+// store's (its clock, or Redis TIME), in whole milliseconds: due times are
+// rounded up and "now" for due-ness is rounded down, so a timer is never
+// claimed before its due time even by a microsecond.
+type backend interface {
+	// clock is what the loop sleeps on and what a fake clock in tests
+	// drives; due-ness itself is decided by the store.
+	clock() clockwork.Clock
+	// open prepares the store for a running scheduler (the marker key)
+	// and reports whether the store had to be initialised.
+	open(ctx context.Context) (fresh bool, err error)
+	// create stores a timer due delay from now, replacing one of the same
+	// name, unless that would make more than maxActive timers (a
+	// *LimitError). If the timer is now the earliest, it wakes the other
+	// schedulers subscribed to the store.
+	create(ctx context.Context, r createRequest) (Timer, error)
+	// get returns a timer or an error wrapping ErrNotFound.
+	get(ctx context.Context, name string) (Timer, error)
+	// remove deletes a timer; a missing one is not an error.
+	remove(ctx context.Context, name string) error
+	list(ctx context.Context, q listQuery) (Page, error)
+	stats(ctx context.Context) (storeStats, error)
+	// claim takes up to max due timers under a lease of the given length:
+	// each gets Attempts+1, LastAttemptAt = now, and is hidden from other
+	// claims until the lease expires.
+	claim(ctx context.Context, max int, lease time.Duration) (claimBatch, error)
+	// complete removes the timers whose call succeeded, unless they were
+	// replaced or deleted meanwhile (then it leaves them: ok false).
+	complete(ctx context.Context, fs []Firing) (ok []bool, err error)
+	// fail records failed calls: it reschedules each after its backoff, or
+	// removes it when it gave up; a firing that is no longer the timer's
+	// current attempt (replaced, deleted, or claimed again after its
+	// lease expired) is left alone.
+	fail(ctx context.Context, fs []failure) ([]failOutcome, error)
+	// release puts claimed timers back, due now, without counting a
+	// failure: what a stopping instance does with calls it did not finish.
+	release(ctx context.Context, fs []Firing) error
+	// subscribe calls wake whenever another scheduler sharing the store
+	// created a timer that is now the earliest; cancel stops it and waits.
+	subscribe(wake func()) (cancel func(), err error)
+	// markerName names what wipe detection watches, for messages.
+	markerName() string
+	// resetMarker writes the marker again after a wipe was acknowledged.
+	resetMarker(ctx context.Context) error
+	ping(ctx context.Context) error
+}
+
+type createRequest struct {
+	name       string
+	delay      time.Duration
+	call       components.DeferredCall
+	maxRetries int
+	maxActive  int
+}
+
+// claimBatch is one claim's result.
+type claimBatch struct {
+	// now is the store's time of the claim.
+	now time.Time
+	// wait is how long from now until the earliest timer left is due (or
+	// its lease expires); negative when the store is empty.
+	wait time.Duration
+	// timers are the claimed timers: Attempts already counts this call.
+	timers []Timer
+	// wiped is true when the marker written by open is gone.
+	wiped bool
+}
+
+type failure struct {
+	firing Firing
+	err    string
+	// retryAfter is the backoff before the next attempt.
+	retryAfter time.Duration
+	// giveUp removes the timer instead of rescheduling it.
+	giveUp bool
+}
+
+type failOutcome int
+
+const (
+	// failStale: the firing is not the timer's current attempt; nothing changed.
+	failStale failOutcome = iota
+	failRescheduled
+	failGaveUp
+)
+
+type storeStats struct {
+	active, failing, dueWithin1m int
+}
+
+// maxErrorLen bounds the stored last error, so that a callee returning a
+// huge error cannot grow every timer's record.
+const maxErrorLen = 512
+
+// firingOf is the firing of a claimed timer's current attempt.
+func firingOf(t Timer) Firing {
+	return Firing{Name: t.Name, Generation: t.Generation, Attempt: t.Attempts, DueAt: t.DueAt}
+}
+
+// Millisecond rounding of store times, see backend.
+func ceilMs(t time.Time) int64  { return (t.UnixNano() + 999_999) / 1_000_000 }
+func floorMs(t time.Time) int64 { return t.UnixNano() / 1_000_000 }
+func durMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
