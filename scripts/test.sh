@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: starts a throwaway Redis on a free loopback
-# port, then runs go vet and go test -race against it.
+# The project's test command: checks that the generated API code is up to
+# date and lints the OpenAPI spec, starts a throwaway Redis on a free
+# loopback port, then runs go vet and go test -race against it.
 #
 # Usage: bash scripts/test.sh [package patterns] [go test flags]
 #   Arguments that start with ./ or ../ (or are exactly .) are package
@@ -16,6 +17,41 @@ die() { log "error: $*"; exit 1; }
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 command -v go >/dev/null 2>&1 || die "go is not on PATH; install Go (see go.mod for the version)"
+
+# --- the contract -----------------------------------------------------------
+# api/api.gen.go must be what `go generate` makes of api/openapi.yaml. The
+# generated files are compared before and after regenerating them (rather
+# than with git diff, which would also flag uncommitted edits of the spec).
+check_generated() {
+	local before after
+	before=$(cat api/*.gen.go | cksum)
+	log "go generate ./..."
+	go generate ./... || die "go generate failed"
+	after=$(cat api/*.gen.go | cksum)
+	if [[ $before != "$after" ]]; then
+		if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+			git --no-pager diff --stat -- api/ >&2 || true
+		fi
+		die "api/*.gen.go was stale: it is not what go generate makes of api/openapi.yaml. The regenerated files are now in your work tree; review and commit them."
+	fi
+}
+
+# The spec must pass Redocly's recommended rules without errors. The linter
+# is an npm package, so this runs only where node is installed; a machine
+# with only Go skips it (and says so).
+lint_spec() {
+	if ! command -v npx >/dev/null 2>&1; then
+		log "npx not found: skipping the OpenAPI lint (install Node.js to run it)"
+		return 0
+	fi
+	log "lint api/openapi.yaml (@redocly/cli, recommended rules)"
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true NO_UPDATE_NOTIFIER=1 \
+		npx --yes @redocly/cli@2.77.0 lint --extends=recommended --format=stylish api/openapi.yaml ||
+		die "api/openapi.yaml fails the OpenAPI lint (see above)"
+}
+
+check_generated
+lint_spec
 
 # --- redis-server -----------------------------------------------------------
 install_redis() {

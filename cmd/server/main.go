@@ -1,6 +1,9 @@
-// Command server runs the Trellis HTTP/JSON service. For now it serves only
-// GET /healthz; components, timers and the order sample land with later
-// issues.
+// Command server runs the Trellis HTTP/JSON service with the samples (the
+// counter, at /counters/{id}). Its configuration comes from the environment
+// with flag overrides (see trellis.ConfigFromEnv, or run it with -h).
+//
+// Exit codes: 0 after a graceful shutdown on SIGINT or SIGTERM (or -h); 1
+// when the service fails; 2 when the configuration is invalid.
 package main
 
 import (
@@ -8,78 +11,51 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
+
+	"github.com/trellis-go/trellis"
 )
 
-const shutdownTimeout = 10 * time.Second
-
 func main() {
-	cfg, err := parseConfig(os.Args[1:], os.Getenv, os.Stderr)
+	cfg, err := trellis.ConfigFromEnv(os.Getenv, os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(os.Stderr, trellis.ConfigUsage())
 		os.Exit(0)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "server:", err)
+		fmt.Fprintln(os.Stderr, "server: invalid configuration:", err)
 		os.Exit(2)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	if err := run(cfg, logger); err != nil {
-		logger.Error("server failed", "err", err)
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
 }
 
-// run serves until SIGINT or SIGTERM, then shuts down gracefully.
-func run(cfg config, logger *slog.Logger) error {
+// run serves until SIGINT or SIGTERM, then shuts down gracefully within
+// cfg.ShutdownTimeout.
+func run(cfg trellis.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	ln, err := net.Listen("tcp", cfg.addr)
+	svc, err := trellis.New(cfg, setup)
 	if err != nil {
 		return err
 	}
-	srv := newServer(cfg, logger)
-	logger.Warn("this build serves only /healthz: no components, no timers, no order sample yet (they land with later issues)")
-	logger.Info("listening", "addr", ln.Addr().String())
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-
+	if err := svc.Start(ctx); err != nil {
+		_ = svc.Shutdown(context.Background())
+		return err
+	}
 	select {
-	case err := <-errc:
-		return err
 	case <-ctx.Done():
+		svc.Logger().Info("signal received: shutting down", "timeout", cfg.ShutdownTimeout.String())
+	case <-svc.Done(): // serving failed; Shutdown reports why
 	}
-	logger.Info("shutting down", "timeout", shutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	logger.Info("stopped")
-	return nil
-}
+	stop() // a second signal now kills the process at once
 
-// newServer returns the HTTP server for cfg; the caller starts it.
-func newServer(cfg config, logger *slog.Logger) *http.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
-	return &http.Server{
-		Addr:              cfg.addr,
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
-	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	return svc.Shutdown(sctx)
 }

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+)
+
+// RequestError is a request refused before it ran: the client's mistake,
+// answered with a 4xx problem that names the invalid fields. [Decode]
+// returns them; endpoints make their own with [InvalidField].
+type RequestError struct {
+	// Status is the HTTP status: 400, 413 or 415.
+	Status int
+	// Detail says what is wrong, for a person to read.
+	Detail string
+	// Fields are the invalid fields, if the problem is with fields.
+	Fields []FieldError
+	// Err is the underlying error, if any (for logs and errors.Is).
+	Err error
+}
+
+func (e *RequestError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Detail)
+	for i, f := range e.Fields {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.Field + " " + f.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// HTTPStatus is the response status.
+func (e *RequestError) HTTPStatus() int { return e.Status }
+
+// InvalidField is a 400 error naming one invalid field (a body field's JSON
+// path, or a path or query parameter's name) with what is wrong with it.
+func InvalidField(field, message string) error {
+	return &RequestError{
+		Status: http.StatusBadRequest,
+		Detail: "the request is invalid",
+		Fields: []FieldError{{Field: field, Message: message}},
+	}
+}
+
+// WriteError answers with the problem err stands for:
+//
+//   - a *RequestError (from Decode or InvalidField): its status, detail
+//     and invalid fields;
+//   - a *components.CommandError, an entity's or action's error(message):
+//     400 with the message as the detail;
+//   - entities.ErrConflict, a command that met a write conflict too many
+//     times in a row: 409, to be retried;
+//   - an error with an HTTPStatus() int method: that status, with
+//     err.Error() as the detail for a 4xx;
+//   - context.DeadlineExceeded (the request timeout): 504;
+//   - context.Canceled (the client went away, or the server is stopping):
+//     503;
+//   - anything else: 500 "Unexpected error". Its body carries only the
+//     request id as a correlation id; err itself goes to the log (the
+//     logger in the request's context) under the same id, since its text may
+//     reveal internals.
+//
+// Wrapped errors are unwrapped: the first rule that matches wins.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		reqErr     *RequestError
+		cmdErr     *components.CommandError
+		withStatus interface{ HTTPStatus() int }
+	)
+	switch {
+	case err == nil:
+		err = errors.New("api.WriteError called with a nil error")
+	case errors.As(err, &reqErr):
+		WriteProblem(w, r, reqErr.Status, reqErr.Detail, reqErr.Fields...)
+		return
+	case errors.As(err, &cmdErr):
+		WriteProblem(w, r, http.StatusBadRequest, cmdErr.Message)
+		return
+	case errors.Is(err, entities.ErrConflict):
+		logAt(r, slog.LevelWarn, "write conflicts", err)
+		WriteProblem(w, r, http.StatusConflict, "the entity was changed concurrently too many times; retry the request")
+		return
+	case errors.As(err, &withStatus) && withStatus.HTTPStatus() >= 400 && withStatus.HTTPStatus() < 500:
+		WriteProblem(w, r, withStatus.HTTPStatus(), err.Error())
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		logAt(r, slog.LevelWarn, "request timed out", err)
+		WriteProblem(w, r, http.StatusGatewayTimeout, "the request did not finish in time")
+		return
+	case errors.Is(err, context.Canceled):
+		logAt(r, slog.LevelInfo, "request cancelled", err)
+		WriteProblem(w, r, http.StatusServiceUnavailable, "the request was cancelled")
+		return
+	}
+	status := http.StatusInternalServerError
+	if errors.As(err, &withStatus) && withStatus.HTTPStatus() >= 500 && withStatus.HTTPStatus() < 600 {
+		status = withStatus.HTTPStatus()
+	}
+	logAt(r, slog.LevelError, "unexpected error", err)
+	WriteProblem(w, r, status, "Unexpected error")
+}
+
+// logAt logs err for request r with its request id, method and path.
+func logAt(r *http.Request, level slog.Level, msg string, err error) {
+	ctx := r.Context()
+	Logger(ctx).LogAttrs(ctx, level, msg,
+		slog.String("requestId", RequestID(ctx)),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.String("err", fmt.Sprint(err)),
+	)
+}

@@ -1,0 +1,231 @@
+package trellis_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/testenv"
+)
+
+// The HTTP benchmark drives the same concurrent loopback load at two
+// servers in the same run: the whole Trellis stack (middleware, generated
+// router, Decode, component client, entity actor, Redis store with its
+// compare-and-set script) and a bare chi + go-redis handler doing the same
+// write (HINCRBY) and read (HGET). It reports requests/s and p99 latency of
+// both and their ratio (stack ÷ bare throughput; the target is ≥ 0.8).
+
+const (
+	benchWorkers    = 32   // concurrent clients, each on its own counter id
+	benchRoundTrips = 5000 // POST increase + GET per server per iteration
+)
+
+// BenchmarkHTTPEntityRoundTrip: POST /counters/{id}/increase then GET
+// /counters/{id}, through the whole stack on Redis, against the bare
+// handler.
+func BenchmarkHTTPEntityRoundTrip(b *testing.B) {
+	url := testenv.RedisURL(b)
+	// The stack logs its access lines as in production (JSON at info), into
+	// io.Discard, so that their cost is counted.
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	stack := trellis.StartTest(b, (&counterApp{}).setup, trellis.WithRedisURL(url), trellis.WithTestLogger(logger),
+		trellis.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
+	bareURL := startBare(b, url)
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
+	b.Cleanup(client.CloseIdleConnections)
+	// Warm up: connections, entity activation, script loading.
+	for _, base := range []string{bareURL, stack.URL} {
+		if _, err := runLoad(client, base, benchWorkers*4); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	var stackRes, bareRes loadResult
+	for b.Loop() {
+		r, err := runLoad(client, bareURL, benchRoundTrips)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bareRes.merge(r)
+		r, err = runLoad(client, stack.URL, benchRoundTrips)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stackRes.merge(r)
+	}
+	stackRPS, bareRPS := stackRes.rps(), bareRes.rps()
+	b.ReportMetric(stackRPS, "stack-req/s")
+	b.ReportMetric(bareRPS, "bare-req/s")
+	b.ReportMetric(stackRes.p99().Seconds()*1000, "stack-p99-ms")
+	b.ReportMetric(bareRes.p99().Seconds()*1000, "bare-p99-ms")
+	b.ReportMetric(stackRPS/bareRPS, "x-bare")
+	b.Logf("%d workers, %d round trips (POST+GET) per server: stack %.0f req/s p99 %v; bare %.0f req/s p99 %v; ratio %.2fx",
+		benchWorkers, len(stackRes.latencies)/2, stackRPS, stackRes.p99(), bareRPS, bareRes.p99(), stackRPS/bareRPS)
+}
+
+// loadResult is what one load run measured.
+type loadResult struct {
+	elapsed   time.Duration
+	latencies []time.Duration // one per request
+}
+
+func (r *loadResult) merge(o loadResult) {
+	r.elapsed += o.elapsed
+	r.latencies = append(r.latencies, o.latencies...)
+}
+
+func (r *loadResult) rps() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+
+func (r *loadResult) p99() time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.latencies)
+	slices.Sort(s)
+	return s[len(s)*99/100]
+}
+
+// runLoad makes roundTrips POST increase + GET pairs against base from
+// benchWorkers goroutines, worker w on counter "bench-w".
+func runLoad(client *http.Client, base string, roundTrips int) (loadResult, error) {
+	per := (roundTrips + benchWorkers - 1) / benchWorkers
+	lat := make([][]time.Duration, benchWorkers)
+	errs := make(chan error, benchWorkers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range benchWorkers {
+		wg.Go(func() {
+			post := base + "/counters/bench-" + strconv.Itoa(w) + "/increase"
+			get := base + "/counters/bench-" + strconv.Itoa(w)
+			l := make([]time.Duration, 0, 2*per)
+			for range per {
+				t0 := time.Now()
+				if err := do(client, http.MethodPost, post, `{"by":1}`); err != nil {
+					errs <- err
+					return
+				}
+				t1 := time.Now()
+				if err := do(client, http.MethodGet, get, ""); err != nil {
+					errs <- err
+					return
+				}
+				l = append(l, t1.Sub(t0), time.Since(t1))
+			}
+			lat[w] = l
+		})
+	}
+	wg.Wait()
+	res := loadResult{elapsed: time.Since(start)}
+	close(errs)
+	if err := <-errs; err != nil {
+		return res, err
+	}
+	for _, l := range lat {
+		res.latencies = append(res.latencies, l...)
+	}
+	return res, nil
+}
+
+func do(client *http.Client, method, url, body string) error {
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewReader([]byte(body))
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s %s: status %d", method, url, resp.StatusCode)
+	}
+	return err
+}
+
+// startBare serves the bare baseline on a loopback port: chi and go-redis
+// only, a hash per counter, HINCRBY to increase and HGET to read, with the
+// same JSON in and out (and the same range check) as the stack.
+func startBare(b *testing.B, url string) string {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	prefix := "trellis-bench-bare-" + rand.Text() + ":"
+	reply := func(w http.ResponseWriter, id string, v int64) {
+		body, _ := json.Marshal(struct {
+			ID    string `json:"id"`
+			Value int64  `json:"value"`
+		}{id, v})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}
+	r := chi.NewRouter()
+	r.Post("/counters/{id}/increase", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			By int64 `json:"by"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil || in.By < 1 || in.By > 1_000_000 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		id := chi.URLParam(r, "id")
+		v, err := rdb.HIncrBy(r.Context(), prefix+id, "value", in.By).Result()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		reply(w, id, v)
+	})
+	r.Get("/counters/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "id")
+		v, err := rdb.HGet(r.Context(), prefix+id, "value").Int64()
+		if err != nil && err != redis.Nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		reply(w, id, v)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if keys, err := rdb.Keys(ctx, prefix+"*").Result(); err == nil && len(keys) > 0 {
+			_ = rdb.Del(ctx, keys...).Err()
+		}
+		_ = rdb.Close()
+	})
+	return "http://" + ln.Addr().String()
+}

@@ -1,0 +1,149 @@
+package trellis
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+
+	"github.com/trellis-go/trellis/api"
+)
+
+// HeaderRequestID carries the request id: taken from the request when it
+// is a sane one, generated otherwise, and always echoed in the response.
+const HeaderRequestID = "X-Request-Id"
+
+// maxRequestIDLen bounds a request id taken from a client.
+const maxRequestIDLen = 128
+
+// requestID gives each request an id, in its context (api.RequestID), in
+// the X-Request-Id response header, and on its logger.
+func requestID(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get(HeaderRequestID)
+			if !saneRequestID(id) {
+				id = uuid.NewString()
+			}
+			w.Header().Set(HeaderRequestID, id)
+			ctx := api.ContextWithRequestID(r.Context(), id)
+			ctx = api.ContextWithLogger(ctx, logger)
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// saneRequestID accepts a client's id only if it cannot forge log lines or
+// headers: 1 to 128 characters of [A-Za-z0-9._:-].
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// accessLog logs one line per request, after it: method, path, status,
+// bytes, duration (durationMs) and request id. Probes (/healthz, /readyz) log at debug,
+// so that they do not drown the rest.
+func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			defer func() {
+				status := ww.Status()
+				if status == 0 { // the handler wrote nothing
+					status = http.StatusOK
+				}
+				level := slog.LevelInfo
+				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+					level = slog.LevelDebug
+				}
+				logger.LogAttrs(r.Context(), level, "http request",
+					slog.String("method", r.Method),
+					slog.String("path", r.URL.Path),
+					slog.Int("status", status),
+					slog.Int("bytes", ww.BytesWritten()),
+					slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000),
+					slog.String("requestId", api.RequestID(r.Context())),
+				)
+			}()
+			next.ServeHTTP(ww, r)
+		})
+	}
+}
+
+// recoverPanics turns a panic in a handler into a 500 problem with the
+// request id as its correlation id; the panic value and the stack go to the
+// log only. http.ErrAbortHandler is re-raised: it is how a handler asks
+// net/http to abort the response.
+func recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			ctx := r.Context()
+			api.Logger(ctx).LogAttrs(ctx, slog.LevelError, "handler panicked",
+				slog.String("requestId", api.RequestID(ctx)),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("panic", fmt.Sprint(v)),
+				slog.String("stack", string(debug.Stack())),
+			)
+			if sw, ok := w.(interface{ Status() int }); ok && sw.Status() != 0 {
+				return // the response has begun: nothing sane can be added
+			}
+			api.WriteProblem(w, r, http.StatusInternalServerError, "Unexpected error")
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody refuses bodies larger than limit with 413: at once when the
+// Content-Length says so, else when the handler reads past the limit
+// (api.Decode answers the *http.MaxBytesError with 413).
+func limitBody(limit int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > limit {
+				api.WriteProblem(w, r, http.StatusRequestEntityTooLarge,
+					fmt.Sprintf("the request body is larger than %d bytes", limit))
+				return
+			}
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = http.MaxBytesReader(w, r.Body, limit)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// timeout bounds each request's context: calls that outlive it fail with
+// context.DeadlineExceeded, which api.WriteError answers with 504.
+func timeout(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}

@@ -1,0 +1,297 @@
+package trellis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// Host is what the application's setup starts its components on.
+type Host struct {
+	// Config is the service's configuration.
+	Config Config
+	// System is the actor system the components run on.
+	System *runtime.System
+	// Client is the component client: components register in its registry,
+	// endpoints invoke them through it.
+	Client *components.Client
+	// Store keeps the entities' state: Redis, or the embedded in-memory store.
+	Store entities.Store
+	// Clock is the service's clock (a fake one under StartTest).
+	Clock clockwork.Clock
+	// Logger is the service's logger.
+	Logger *slog.Logger
+	// Redis is the Redis client of the store; nil with the embedded store.
+	// The service closes it at shutdown.
+	Redis redis.UniversalClient
+}
+
+// Entities is the entities.Host to start key-value entities on, with the
+// entities' defaults: a worker pool of their own per type, the default
+// passivation and conflict limits. Change its fields before Start to
+// override them.
+func (h *Host) Entities() entities.Host {
+	return entities.Host{System: h.System, Client: h.Client, Store: h.Store}
+}
+
+// Setup starts the application's components on the host and returns its
+// implementation of the routes generated from the contract. An error stops
+// New.
+type Setup func(h *Host) (api.ServerInterface, error)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+	clock  clockwork.Clock
+}
+
+// WithLogger sets the logger (default: JSON on stderr at Config.LogLevel).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithClock sets the clock of the actor system: its timers and passivation
+// (default: the real clock). Tests pass a clockwork.FakeClock.
+func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
+
+// Service is the assembled service: build it with New, serve with Start or
+// Serve, and stop it with Shutdown.
+type Service struct {
+	cfg     Config
+	log     *slog.Logger
+	host    *Host
+	handler http.Handler
+	srv     *http.Server
+
+	mu      sync.Mutex
+	ln      net.Listener  // set by Start or Serve
+	done    chan struct{} // closed when the Serve started by Start returns
+	serveMu sync.Mutex
+	served  error // what that Serve returned
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// readHeaderTimeout bounds how long a client may take to send the request
+// headers (slowloris); idleTimeout how long a keep-alive connection waits
+// for its next request.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// New builds the service: the state store (Redis when cfg.RedisURL is set,
+// else the embedded in-memory store), the actor system, the component
+// client, the application (setup) and the HTTP handler. It does not listen
+// yet. On error everything it built is released. Start cfg from
+// DefaultConfig or ConfigFromEnv: a zero Config is invalid.
+func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("trellis: %w", err)
+	}
+	if setup == nil {
+		return nil, errors.New("trellis: the setup function is nil")
+	}
+	o := options{clock: clockwork.NewRealClock()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	}
+	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger}
+	if err := openStore(h); err != nil {
+		return nil, err
+	}
+	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
+	h.Client = components.NewClient(components.NewRegistry())
+
+	impl, err := setup(h)
+	if err == nil && impl == nil {
+		err = errors.New("it returned no api.ServerInterface")
+	}
+	if err != nil {
+		releaseHost(h)
+		return nil, fmt.Errorf("trellis: setup: %w", err)
+	}
+	s := &Service{cfg: cfg, log: o.logger, host: h}
+	s.handler = newRouter(cfg, o.logger, h.Store, impl)
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		// A handler that overruns its request timeout still ends its
+		// connection a little later.
+		WriteTimeout: cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:  idleTimeout,
+		ErrorLog:     slog.NewLogLogger(o.logger.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// openStore makes h's store, and its Redis client when there is one.
+func openStore(h *Host) error {
+	if h.Config.RedisURL == "" {
+		h.Store = entities.NewMemoryStore()
+		h.Logger.Warn("TRELLIS_REDIS_URL is not set: using the embedded in-memory store, which is NOT durable; " +
+			"all state is lost when the process stops. Set TRELLIS_REDIS_URL to keep it in Redis.")
+		return nil
+	}
+	ropts, err := redis.ParseURL(h.Config.RedisURL)
+	if err != nil { // Validate checked it; this is belt and braces
+		return fmt.Errorf("trellis: %w", &ConfigError{Var: EnvRedisURL, Reason: redact(err, h.Config.RedisURL)})
+	}
+	h.Redis = redis.NewClient(ropts)
+	h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
+	h.Logger.Info("state store: Redis", "addr", ropts.Addr, "db", ropts.DB, "prefix", h.Config.RedisPrefix)
+	return nil
+}
+
+// releaseHost stops what New started, when New fails.
+func releaseHost(h *Host) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if h.System != nil {
+		_ = h.System.Shutdown(ctx)
+	}
+	if h.Redis != nil {
+		_ = h.Redis.Close()
+	}
+}
+
+// Host is what the application was set up on.
+func (s *Service) Host() *Host { return s.host }
+
+// Handler is the service's HTTP handler, with all its middleware.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Logger is the service's logger.
+func (s *Service) Logger() *slog.Logger { return s.log }
+
+// Start listens on Config.HTTPAddr (ctx bounds only the listen) and serves
+// in the background until Shutdown. Done is closed when serving ends.
+func (s *Service) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("trellis: listen on %s: %w", s.cfg.HTTPAddr, err)
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.done = done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := s.Serve(ln)
+		s.serveMu.Lock()
+		s.served = err
+		s.serveMu.Unlock()
+		if err != nil {
+			s.log.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Serve serves HTTP on ln until Shutdown, then returns nil; any other end
+// is an error. It takes ownership of ln.
+func (s *Service) Serve(ln net.Listener) error {
+	s.setListener(ln)
+	s.log.Info("listening", "addr", ln.Addr().String())
+	err := s.srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("trellis: serve HTTP: %w", err)
+}
+
+func (s *Service) setListener(ln net.Listener) {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+}
+
+// Addr is the address the service listens on (nil before Start or Serve).
+func (s *Service) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Done is closed when the serving that Start began has ended: after
+// Shutdown, or on a failure (then Shutdown returns it). It is nil before
+// Start.
+func (s *Service) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+// Shutdown stops the service gracefully, in this order:
+//
+//  1. HTTP: stop accepting connections and wait for the requests in flight
+//     to finish (http.Server.Shutdown). When ctx ends first, the remaining
+//     connections are closed.
+//  2. The actor system: every entity and timed action stops (entities
+//     passivate: their state is already stored, since every command writes
+//     before it replies). This comes after HTTP, so that the requests that
+//     were allowed to finish could still reach their entities.
+//  3. Redis: closed last, once nothing can use it.
+//
+// ctx bounds steps 1 and 2. Shutdown may be called more than once; each
+// call returns the first call's result.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Service) shutdown(ctx context.Context) error {
+	var errs []error
+	s.log.Info("shutting down: draining HTTP requests")
+	if err := s.srv.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("drain HTTP: %w", err))
+		_ = s.srv.Close()
+	}
+	if done := s.Done(); done != nil {
+		select {
+		case <-done:
+			s.serveMu.Lock()
+			if s.served != nil {
+				errs = append(errs, s.served)
+			}
+			s.serveMu.Unlock()
+		case <-ctx.Done():
+		}
+	}
+	s.log.Info("shutting down: stopping entities")
+	if err := s.host.System.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop the actor system: %w", err))
+	}
+	if s.host.Redis != nil {
+		if err := s.host.Redis.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close Redis: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("trellis: shutdown: %w", err)
+	}
+	s.log.Info("stopped")
+	return nil
+}
