@@ -2,12 +2,13 @@ package trellis
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/trellis-go/trellis/api"
-	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/timers"
 )
 
 // pingTimeout bounds the store ping of /readyz, so that a probe gets its
@@ -22,19 +23,34 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(healthOK)
 }
 
-// readyz answers 200 when the store answers a ping, else 503: readiness
-// to take traffic. Why the store failed goes to the log only.
-func readyz(store entities.Store) http.HandlerFunc {
+// readyz answers 200 when the store answers a ping and the timer scheduler
+// is sound, else 503: readiness to take traffic. A wiped Redis (the timers
+// it held are gone) keeps the service unready until an operator has looked.
+// Why goes to the log, and a short reason to the caller.
+func readyz(h *Host) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
 		defer cancel()
-		if err := store.Ping(ctx); err != nil {
-			api.Logger(ctx).LogAttrs(ctx, slog.LevelWarn, "not ready: the store does not answer",
-				slog.String("requestId", api.RequestID(ctx)), slog.String("err", err.Error()))
-			api.WriteProblem(w, r, http.StatusServiceUnavailable, "the state store is not reachable")
+		if err := h.Store.Ping(ctx); err != nil {
+			notReady(w, r, "the state store is not reachable", err)
+			return
+		}
+		if err := h.Timers.Ready(ctx); err != nil {
+			reason := "the timer scheduler is not ready"
+			if errors.Is(err, timers.ErrStoreWiped) {
+				reason = "the timer store was wiped: timers created before may be lost"
+			}
+			notReady(w, r, reason, err)
 			return
 		}
 		w.Header().Set("Content-Type", api.ContentTypeJSON)
 		_, _ = w.Write(healthOK)
 	}
+}
+
+func notReady(w http.ResponseWriter, r *http.Request, reason string, err error) {
+	ctx := r.Context()
+	api.Logger(ctx).LogAttrs(ctx, slog.LevelWarn, "not ready: "+reason,
+		slog.String("requestId", api.RequestID(ctx)), slog.String("err", err.Error()))
+	api.WriteProblem(w, r, http.StatusServiceUnavailable, reason)
 }

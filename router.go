@@ -9,14 +9,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-go/trellis/api"
-	"github.com/trellis-go/trellis/entities"
 )
 
 // newRouter is the service's HTTP handler: the middleware (outermost
 // first: request id, access log, panic recovery, body limit, timeout), the
 // service's own routes, and the application's routes generated from the
 // contract. Unknown routes and wrong methods answer problems too.
-func newRouter(cfg Config, logger *slog.Logger, store entities.Store, impl api.ServerInterface) http.Handler {
+func newRouter(cfg Config, logger *slog.Logger, h *Host, impl api.ServerInterface) http.Handler {
 	r := chi.NewRouter()
 	r.Use(
 		requestID(logger),
@@ -31,7 +30,7 @@ func newRouter(cfg Config, logger *slog.Logger, store entities.Store, impl api.S
 	r.MethodNotAllowed(methodNotAllowed(r))
 
 	r.Get("/healthz", healthz)
-	r.Get("/readyz", readyz(store))
+	r.Get("/readyz", readyz(h))
 	r.Get("/openapi.yaml", serveSpec)
 	api.HandlerWithOptions(impl, api.ChiServerOptions{
 		BaseRouter:       r,

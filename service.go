@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/runtime"
+	"github.com/trellis-go/trellis/timers"
 )
 
 // Host is what the application's setup starts its components on.
@@ -38,6 +39,10 @@ type Host struct {
 	// Redis is the Redis client of the store; nil with the embedded store.
 	// The service closes it at shutdown.
 	Redis redis.UniversalClient
+	// Timers is the timer scheduler, on the same store as the entities
+	// (Redis, or in memory). It starts firing once setup has returned, so
+	// that every component a timer may call is registered by then.
+	Timers *timers.Scheduler
 }
 
 // Entities is the entities.Host to start key-value entities on, with the
@@ -57,8 +62,9 @@ type Setup func(h *Host) (api.ServerInterface, error)
 type Option func(*options)
 
 type options struct {
-	logger *slog.Logger
-	clock  clockwork.Clock
+	logger   *slog.Logger
+	clock    clockwork.Clock
+	clockSet bool // WithClock was given: timers on Redis follow it too
 }
 
 // WithLogger sets the logger (default: JSON on stderr at Config.LogLevel).
@@ -66,7 +72,10 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 
 // WithClock sets the clock of the actor system: its timers and passivation
 // (default: the real clock). Tests pass a clockwork.FakeClock.
-func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
+// With Redis, timers then also take their time from c instead of Redis TIME.
+func WithClock(c clockwork.Clock) Option {
+	return func(o *options) { o.clock, o.clockSet = c, true }
+}
 
 // Service is the assembled service: build it with New, serve with Start or
 // Serve, and stop it with Shutdown.
@@ -76,6 +85,7 @@ type Service struct {
 	host    *Host
 	handler http.Handler
 	srv     *http.Server
+	timers  *timerStarter
 
 	mu      sync.Mutex
 	ln      net.Listener  // set by Start or Serve
@@ -120,6 +130,10 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	}
 	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
 	h.Client = components.NewClient(components.NewRegistry())
+	if err := openTimers(h, o); err != nil {
+		releaseHost(h)
+		return nil, err
+	}
 
 	impl, err := setup(h)
 	if err == nil && impl == nil {
@@ -129,8 +143,9 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		releaseHost(h)
 		return nil, fmt.Errorf("trellis: setup: %w", err)
 	}
-	s := &Service{cfg: cfg, log: o.logger, host: h}
-	s.handler = newRouter(cfg, o.logger, h.Store, impl)
+	s := &Service{cfg: cfg, log: o.logger, host: h, timers: &timerStarter{sched: h.Timers, log: o.logger}}
+	s.timers.start()
+	s.handler = newRouter(cfg, o.logger, h, impl)
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -161,10 +176,33 @@ func openStore(h *Host) error {
 	return nil
 }
 
+// openTimers makes h's timer scheduler on the same store as the entities.
+func openTimers(h *Host, o options) error {
+	var store timers.Store
+	if h.Redis != nil {
+		var ropts []timers.RedisOption
+		if o.clockSet {
+			ropts = append(ropts, timers.WithRedisClock(o.clock))
+		}
+		store = timers.NewRedisStore(h.Redis, h.Config.RedisPrefix, ropts...)
+	} else {
+		store = timers.NewMemoryStore(o.clock)
+	}
+	sched, err := timers.New(store, h.Client, timers.Config{Logger: h.Logger})
+	if err != nil {
+		return fmt.Errorf("trellis: timer scheduler: %w", err)
+	}
+	h.Timers = sched
+	return nil
+}
+
 // releaseHost stops what New started, when New fails.
 func releaseHost(h *Host) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if h.Timers != nil {
+		_ = h.Timers.Shutdown(ctx)
+	}
 	if h.System != nil {
 		_ = h.System.Shutdown(ctx)
 	}
@@ -249,13 +287,16 @@ func (s *Service) Done() <-chan struct{} {
 //  1. HTTP: stop accepting connections and wait for the requests in flight
 //     to finish (http.Server.Shutdown). When ctx ends first, the remaining
 //     connections are closed.
-//  2. The actor system: every entity and timed action stops (entities
+//  2. The timer scheduler: it stops claiming timers and finishes (or
+//     releases to another instance) the calls in flight, which still reach
+//     their components.
+//  3. The actor system: every entity and timed action stops (entities
 //     passivate: their state is already stored, since every command writes
 //     before it replies). This comes after HTTP, so that the requests that
 //     were allowed to finish could still reach their entities.
-//  3. Redis: closed last, once nothing can use it.
+//  4. Redis: closed last, once nothing can use it.
 //
-// ctx bounds steps 1 and 2. Shutdown may be called more than once; each
+// ctx bounds steps 1 to 3. Shutdown may be called more than once; each
 // call returns the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -279,6 +320,13 @@ func (s *Service) shutdown(ctx context.Context) error {
 			s.serveMu.Unlock()
 		case <-ctx.Done():
 		}
+	}
+	// Timers next: a timer's call reaches entities and timed actions, so the
+	// calls in flight finish (or are released for another instance) while
+	// those can still answer.
+	s.log.Info("shutting down: stopping the timer scheduler")
+	if err := s.timers.shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop the timer scheduler: %w", err))
 	}
 	s.log.Info("shutting down: stopping entities")
 	if err := s.host.System.Shutdown(ctx); err != nil {
