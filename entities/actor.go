@@ -54,21 +54,23 @@ func (a *entityActor[S]) Receive(_ *runtime.Context[envelope[S]], env envelope[S
 // entity reloads and runs the command again.
 func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 	ctx, r := env.ctx, a.r
-	op := fmt.Sprintf("%s.%s on %q", r.t.id, env.cmd.name, a.id)
+	// op names the command in errors; made only when there is one, since
+	// this is every command's path.
+	op := func() string { return fmt.Sprintf("%s.%s on %q", r.t.id, env.cmd.name, a.id) }
 	for conflicts := 0; ; conflicts++ {
 		if conflicts > r.host.MaxConflicts {
-			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op, conflicts-1, ErrConflict)
+			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op(), conflicts-1, ErrConflict)
 		}
 		if conflicts > 1 {
 			// Instances that keep colliding on one entity take turns at
 			// random, or they could collide in lockstep until one gives up.
 			if err := sleepJitter(ctx, conflicts); err != nil {
-				return nil, fmt.Errorf("%s: %w", op, err)
+				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 		}
 		if !a.loaded {
 			if err := a.load(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", op, err)
+				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 		}
 		eff, err := env.cmd.run(ctx, r.host.Client, a.id, a.state, env.arg)
@@ -79,7 +81,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		case replyOnly, failWith:
 			rev, err := r.host.Store.Revision(ctx, r.t.id, a.id)
 			if err != nil {
-				return nil, fmt.Errorf("%s: check the state is fresh: %w", op, err)
+				return nil, fmt.Errorf("%s: check the state is fresh: %w", op(), err)
 			}
 			if rev != a.rev {
 				a.loaded = false
@@ -92,7 +94,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		case updateThenReply:
 			data, err := json.Marshal(eff.state)
 			if err != nil {
-				return nil, fmt.Errorf("%s: encode the state: %w", op, err)
+				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}
 			rev, err := r.host.Store.Save(ctx, r.t.id, a.id, data, a.rev)
 			if errors.Is(err, ErrConflict) {
@@ -101,7 +103,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			}
 			if err != nil {
 				// Whether it was written is unknown: the next command finds out.
-				return nil, fmt.Errorf("%s: save the state: %w", op, err)
+				return nil, fmt.Errorf("%s: save the state: %w", op(), err)
 			}
 			a.state, a.rev = eff.state, rev
 			return eff.reply, nil
@@ -112,12 +114,12 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: delete the state: %w", op, err)
+				return nil, fmt.Errorf("%s: delete the state: %w", op(), err)
 			}
 			a.state, a.rev = a.r.t.empty(a.id), 0
 			return eff.reply, nil
 		}
-		return nil, fmt.Errorf("%s: unknown effect %d", op, eff.kind)
+		return nil, fmt.Errorf("%s: unknown effect %d", op(), eff.kind)
 	}
 }
 

@@ -99,7 +99,7 @@ func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg an
 		return nil, fmt.Errorf("%s.%s: %w", r.t.id, method, components.ErrMissingEntityID)
 	}
 	reply := make(chan outcome, 1)
-	r.sharding.EntityRef(entityID).Tell(envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
+	r.sharding.Tell(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
 	select {
 	case out := <-reply:
 		return out.value, out.err

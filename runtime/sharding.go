@@ -117,6 +117,9 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 // entity starts when a message arrives. It cannot be watched.
 func (s *Sharding[T]) EntityRef(id string) Ref[T] { return &entityRef[T]{s: s, id: id} }
 
+// Tell sends msg to entity id: EntityRef(id).Tell(msg) without making a ref.
+func (s *Sharding[T]) Tell(id string, msg T) { s.tell(id, msg) }
+
 // Active is the number of entities with a running actor.
 func (s *Sharding[T]) Active() int { return int(s.live.Load()) }
 
