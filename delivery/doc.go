@@ -1,5 +1,73 @@
-// Package delivery will provide reliable delivery on top of the actor runtime:
-// producer and consumer controllers for point-to-point delivery, work pulling
-// and sharding, a durable producer queue (memory and Redis) and chunking of
-// large messages. It imports the runtime package only.
+// Package delivery owns reliable delivery between actors of the runtime,
+// point to point: a producer controller and a consumer controller that sit
+// between one producer and one consumer actor and give them ordered
+// delivery without loss or duplicates while neither side crashes, flow
+// control that keeps a fast producer from flooding a slow consumer, chunking
+// of large messages, and, with a durable producer queue (package durable,
+// and package durable/redisqueue for Redis), at-least-once delivery across
+// a crash of the producer's process.
+//
+// # Use
+//
+// The producer side spawns a producer controller ([SpawnProducerController])
+// and the producer sends it [ProducerStart]; the consumer side spawns a
+// consumer controller ([SpawnConsumerController]) and the consumer sends it
+// [ConsumerStart]; one of the two sides connects them
+// ([RegisterToProducerController] to the consumer controller, or
+// [RegisterConsumer] to the producer controller):
+//
+//	pc, _ := delivery.SpawnProducerController[Job](sys, "jobs-pc", "jobs", delivery.ProducerSettings{})
+//	cc, _ := delivery.SpawnConsumerController[Job](sys, "jobs-cc", delivery.ConsumerSettings{})
+//	pc.Tell(delivery.ProducerStart[Job]{Producer: producerAdapter})   // from the producer
+//	cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: consumerAdapter}) // from the consumer
+//	cc.Tell(delivery.RegisterToProducerController[Job]{ProducerController: pc})
+//
+// The producer gets a [RequestNext] each time it may send one message, to
+// RequestNext.SendNextTo, or with a reply once it is confirmed (or stored)
+// to RequestNext.AskNextTo. The consumer gets each message in a [Delivery]
+// and confirms it with [Delivery.Confirm]; the next Delivery comes only
+// then.
+//
+// Producer and consumer must be local to their controllers: between them
+// and their controllers messages are plain tells, which are only reliable
+// in one process. Every ref of this runtime is in-process, so the
+// controllers only check that the refs they are given are set. Between the
+// two controllers anything may happen to a message — lost, repeated, late —
+// and the protocol makes up for it.
+//
+// # The protocol
+//
+// Every message gets a sequence number, 1 for a producer's first. The
+// consumer controller drives the flow with a window W (default 50): it
+// answers the first message s with Request(0, s-1+W), and whenever only W/2
+// of its demand is left after a confirmation it asks for W/2 more, so at
+// most W messages are in flight and the producer controller hears of
+// confirmations every W/2. The producer controller keeps what is sent until
+// it is confirmed. A gap in the sequence numbers makes the consumer
+// controller ask for a Resend from the missing one, and drop everything
+// else until it comes; duplicates are dropped. A consumer controller that
+// hears nothing for a while (2 s, then 1.5 times longer up to 30 s) asks
+// again, which brings back a lost last message. The first message of an
+// association (marked first) is sent again every second until it is
+// confirmed; every producer controller instance has an incarnation id, so
+// a consumer controller tells a new producer controller from the old one
+// and starts over with it at its first message. With OnlyFlowControl
+// nothing is resent: gaps are delivered and the producer controller keeps
+// nothing.
+//
+// Where the reference implementation is weak this one does better: the head
+// of the unconfirmed messages is marked first before it is resent (one
+// round trip, not two); a Delivery the consumer lost is delivered again
+// after [ConsumerSettings.RedeliverAfter] instead of hanging the stream
+// (with the same SeqNr, and a second Confirmed for it is ignored); and a
+// durable producer controller restarted with nothing unconfirmed starts at
+// the stored sequence number without failing.
+//
+// # Failures
+//
+// A controller whose peer breaks the protocol (a producer that sends
+// without a RequestNext), whose durable queue keeps failing, or whose codec
+// fails, logs the error and stops; watch it to learn of it. Settings out of
+// range are an error from the constructors (a window below 2, a chunk size
+// below 1 byte), naming the field.
 package delivery

@@ -1,0 +1,424 @@
+package delivery
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	goruntime "runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/redisqueue"
+	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// The benchmarks run reliable delivery and, in the same process and on the
+// same actor system, the plain runtime workloads it is compared with, and
+// report both and their ratio. Run them with
+//
+//	go test -run '^$' -bench . -benchmem ./delivery/...
+//
+// BenchmarkDurable/redis (and the redisqueue benchmarks) need a Redis in
+// TRELLIS_TEST_REDIS_URL, as the tests do; -delivery.benchworkers=N runs
+// the actor system with N workers.
+
+var flagBenchWorkers = flag.Int("delivery.benchworkers", 0, "workers of the benchmarks' actor system (0: GOMAXPROCS, the default)")
+
+func newBenchSystem(b *testing.B) *runtime.System {
+	b.Helper()
+	opts := []runtime.Option{runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if *flagBenchWorkers > 0 {
+		opts = append(opts, runtime.WithWorkers(*flagBenchWorkers))
+	}
+	sys := runtime.NewSystem("bench", opts...)
+	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	return sys
+}
+
+// rawTell tells n ints to one actor from one goroutine: the runtime's own
+// throughput, the yardstick of the delivery benchmarks.
+func rawTell(b *testing.B, sys *runtime.System, n int) time.Duration {
+	done := make(chan struct{})
+	ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[int] {
+		count := 0
+		return runtime.Receive[int](func(_ *runtime.Context[int], _ int) {
+			if count++; count == n {
+				close(done)
+			}
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for i := range n {
+		ref.Tell(i)
+	}
+	<-done
+	d := time.Since(start)
+	sys.Stop(ref)
+	return d
+}
+
+// pingPong is a message of the request/response yardstick.
+type pingPong struct {
+	left  int
+	reply runtime.Ref[pingPong]
+}
+
+// twoPingPongs runs two request/response loops of n round trips each at
+// once: the floor of point-to-point delivery on this runtime, whose
+// producer and consumer sides are one round trip per message each
+// (RequestNext and message; Delivery and Confirmed).
+func twoPingPongs(b *testing.B, sys *runtime.System, n int) time.Duration {
+	loop := func(done chan struct{}) (runtime.Ref[pingPong], []runtime.AnyRef) {
+		echo, err := runtime.Spawn(sys, "", func() runtime.Behavior[pingPong] {
+			return runtime.Receive[pingPong](func(ctx *runtime.Context[pingPong], m pingPong) {
+				m.reply.Tell(pingPong{left: m.left, reply: ctx.Self()})
+			})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pinger, err := runtime.Spawn(sys, "", func() runtime.Behavior[pingPong] {
+			return runtime.Receive[pingPong](func(ctx *runtime.Context[pingPong], m pingPong) {
+				if m.left == 0 {
+					close(done)
+					return
+				}
+				echo.Tell(pingPong{left: m.left - 1, reply: ctx.Self()})
+			})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return pinger, []runtime.AnyRef{echo, pinger}
+	}
+	d1, d2 := make(chan struct{}), make(chan struct{})
+	p1, refs1 := loop(d1)
+	p2, refs2 := loop(d2)
+	start := time.Now()
+	p1.Tell(pingPong{left: n})
+	p2.Tell(pingPong{left: n})
+	<-d1
+	<-d2
+	d := time.Since(start)
+	for _, r := range append(refs1, refs2...) {
+		sys.Stop(r)
+	}
+	return d
+}
+
+// benchProdMsg is the protocol of the benchmarks' producer: go, a
+// RequestNext (by value: no allocation), or an ask's reply.
+type benchProdMsg struct {
+	start  runtime.Ref[ProducerCommand[int]]
+	next   RequestNext[int]
+	isNext bool
+}
+
+// p2pSpec describes a point-to-point run.
+type p2pSpec struct {
+	n            int           // messages
+	ask          bool          // the producer asks (MessageWithConfirmation) instead of telling
+	consumerWork time.Duration // busy time per message in the consumer
+	producerWork time.Duration // busy time per message in the producer
+	samplePeak   bool          // sample the peak heap while running
+	settings     ConsumerSettings
+	queue        durable.Queue[int] // the producer controller's durable queue; nil: none
+}
+
+// p2pRun is the outcome of one run.
+type p2pRun struct {
+	elapsed    time.Duration
+	outOfOrder int64  // deliveries that were not the next message: duplicates or gaps
+	mallocs    uint64 // heap allocations during the run
+	bytes      uint64 // bytes allocated during the run
+	heapGrowth int64  // live heap after the run minus before, each after a GC
+	peakHeap   uint64 // the most heap in use while running, when sampled
+}
+
+// spin keeps the goroutine busy for d, as real work would.
+func spin(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// runP2P sends spec.n ints from a producer through a producer controller
+// and a consumer controller to a consumer, and waits for the last.
+func runP2P(b *testing.B, sys *runtime.System, spec p2pSpec) p2pRun {
+	b.Helper()
+	done := make(chan struct{})
+	var opts []ProducerOption[int]
+	if spec.queue != nil {
+		opts = append(opts, WithDurableQueue(spec.queue))
+	}
+	pc, err := SpawnProducerController[int](sys, "", "bench", ProducerSettings{}, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := SpawnConsumerController[int](sys, "", spec.settings)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var outOfOrder atomic.Int64
+	consumer, err := runtime.Spawn(sys, "", func() runtime.Behavior[Delivery[int]] {
+		last := 0
+		return runtime.Receive[Delivery[int]](func(_ *runtime.Context[Delivery[int]], d Delivery[int]) {
+			spin(spec.consumerWork)
+			if d.Message != last+1 {
+				outOfOrder.Add(1)
+			}
+			last = d.Message
+			d.Confirm()
+			if last == spec.n {
+				close(done)
+			}
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	producer, err := runtime.Spawn(sys, "", func() runtime.Behavior[benchProdMsg] {
+		sent := 0
+		return runtime.Receive[benchProdMsg](func(ctx *runtime.Context[benchProdMsg], m benchProdMsg) {
+			if m.start != nil {
+				m.start.Tell(ProducerStart[int]{Producer: runtime.MessageAdapter(ctx, func(r RequestNext[int]) benchProdMsg {
+					return benchProdMsg{next: r, isNext: true}
+				})})
+				return
+			}
+			if !m.isNext || sent == spec.n {
+				return
+			}
+			spin(spec.producerWork)
+			sent++
+			if !spec.ask {
+				m.next.SendNextTo.Tell(sent)
+				return
+			}
+			v := sent
+			runtime.AskFrom(ctx, m.next.AskNextTo, time.Minute,
+				func(r runtime.Ref[SeqNr]) MessageWithConfirmation[int] {
+					return MessageWithConfirmation[int]{Message: v, ReplyTo: r}
+				},
+				func(SeqNr, error) benchProdMsg { return benchProdMsg{} })
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	var peak atomic.Uint64
+	stopSampling := make(chan struct{})
+	var sampler sync.WaitGroup
+	if spec.samplePeak {
+		sampler.Add(1)
+		go func() {
+			defer sampler.Done()
+			samplePeakHeap(&peak, stopSampling)
+		}()
+	}
+	start := time.Now()
+	cc.Tell(ConsumerStart[int]{DeliverTo: consumer})
+	cc.Tell(RegisterToProducerController[int]{ProducerController: pc})
+	producer.Tell(benchProdMsg{start: pc})
+	<-done
+	var out p2pRun
+	out.elapsed = time.Since(start)
+	goruntime.ReadMemStats(&after)
+	close(stopSampling)
+	sampler.Wait()
+	out.mallocs = after.Mallocs - before.Mallocs
+	out.bytes = after.TotalAlloc - before.TotalAlloc
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	out.heapGrowth = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	out.peakHeap = peak.Load()
+	out.outOfOrder = outOfOrder.Load()
+	for _, ref := range []runtime.AnyRef{producer, pc, cc, consumer} {
+		sys.Stop(ref)
+	}
+	return out
+}
+
+// samplePeakHeap records the most heap in use, every millisecond, until stop.
+func samplePeakHeap(peak *atomic.Uint64, stop <-chan struct{}) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		metrics.Read(s)
+		if v := s[0].Value.Uint64(); v > peak.Load() {
+			peak.Store(v)
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// BenchmarkPointToPoint: 1,000,000 small messages, window 50, telling and
+// asking, against raw Tell of as many messages on the same system.
+func BenchmarkPointToPoint(b *testing.B) {
+	const n = 1_000_000
+	for _, mode := range []string{"tell", "ask"} {
+		b.Run(mode, func(b *testing.B) {
+			sys := newBenchSystem(b)
+			var raw, floor time.Duration
+			var sum p2pRun
+			runs := 0
+			for b.Loop() {
+				raw += rawTell(b, sys, n)
+				floor += twoPingPongs(b, sys, n)
+				r := runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"})
+				sum.elapsed += r.elapsed
+				sum.outOfOrder += r.outOfOrder
+				sum.mallocs += r.mallocs
+				sum.bytes += r.bytes
+				sum.heapGrowth += r.heapGrowth
+				runs++
+			}
+			msgs := float64(n * runs)
+			perMsg := float64(sum.elapsed.Nanoseconds()) / msgs
+			perRaw := float64(raw.Nanoseconds()) / msgs
+			perFloor := float64(floor.Nanoseconds()) / msgs
+			b.ReportMetric(perMsg, "ns/msg")
+			b.ReportMetric(perRaw, "tell-ns/msg")
+			b.ReportMetric(perRaw/perMsg, "x-tell")
+			b.ReportMetric(perFloor, "2pingpong-ns/msg")
+			b.ReportMetric(perFloor/perMsg, "x-2pingpong")
+			b.ReportMetric(msgs/sum.elapsed.Seconds(), "msgs/s")
+			b.ReportMetric(float64(sum.bytes)/msgs, "B/msg")
+			b.ReportMetric(float64(sum.mallocs)/msgs, "allocs/msg")
+			b.ReportMetric(float64(sum.heapGrowth)/msgs, "retained-B/msg")
+			b.ReportMetric(float64(sum.outOfOrder), "out-of-order")
+			b.Logf("%s: %.0f ns/msg (%.0f msgs/s), raw tell %.1f ns/msg, ratio %.3fx; two ping-pong loops %.0f ns per round trip, ratio %.2fx; %.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
+				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs,
+				float64(sum.heapGrowth)/msgs, sum.outOfOrder, n, runs)
+		})
+	}
+}
+
+// BenchmarkFastProducer: a producer 10 times faster than its consumer. With
+// flow control the peak heap stays flat as N grows; raw tells from the same
+// producer pile up in the consumer's mailbox.
+func BenchmarkFastProducer(b *testing.B) {
+	const consumerWork, producerWork = 2 * time.Microsecond, 200 * time.Nanosecond
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmtN(n), func(b *testing.B) {
+			sys := newBenchSystem(b)
+			var r p2pRun
+			var rawPeak uint64
+			for b.Loop() {
+				r = runP2P(b, sys, p2pSpec{n: n, consumerWork: consumerWork, producerWork: producerWork, samplePeak: true})
+				rawPeak = max(rawPeak, rawTellPeak(b, sys, n, consumerWork, producerWork))
+			}
+			b.ReportMetric(float64(r.peakHeap)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(rawPeak)/(1<<20), "tell-peak-heap-MiB")
+			b.ReportMetric(float64(r.elapsed.Nanoseconds())/float64(n), "ns/msg")
+			b.Logf("n=%d: delivery peak heap %.1f MiB, raw tell peak heap %.1f MiB, %.0f ns/msg",
+				n, float64(r.peakHeap)/(1<<20), float64(rawPeak)/(1<<20), float64(r.elapsed.Nanoseconds())/float64(n))
+		})
+	}
+}
+
+func fmtN(n int) string {
+	switch n {
+	case 100_000:
+		return "N=1e5"
+	case 1_000_000:
+		return "N=1e6"
+	}
+	return "N"
+}
+
+// rawTellPeak is the fast producer without flow control: it tells n
+// messages, spinning producerWork each, to a consumer spinning
+// consumerWork each, and returns the peak heap.
+func rawTellPeak(b *testing.B, sys *runtime.System, n int, consumerWork, producerWork time.Duration) uint64 {
+	done := make(chan struct{})
+	ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[[4]int] {
+		count := 0
+		return runtime.Receive[[4]int](func(_ *runtime.Context[[4]int], _ [4]int) {
+			spin(consumerWork)
+			if count++; count == n {
+				close(done)
+			}
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	goruntime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		samplePeakHeap(&peak, stop)
+	}()
+	for i := range n {
+		spin(producerWork)
+		ref.Tell([4]int{i}) // about a Delivery's size
+	}
+	<-done
+	close(stop)
+	wg.Wait()
+	sys.Stop(ref)
+	return peak.Load()
+}
+
+// BenchmarkDurable: point to point with a durable queue, in memory and in
+// Redis: each message is stored (one round trip to the queue's goroutine,
+// and for Redis one to the server) before it is sent, and confirmations are
+// written behind.
+func BenchmarkDurable(b *testing.B) {
+	const n = 20_000
+	for _, store := range []string{"memory", "redis"} {
+		b.Run(store, func(b *testing.B) {
+			sys := newBenchSystem(b)
+			var elapsed time.Duration
+			runs := 0
+			for b.Loop() {
+				var q durable.Queue[int]
+				if store == "memory" {
+					q = durable.NewMemory[int]()
+				} else {
+					c := testenv.Redis(b)
+					rq, err := redisqueue.New[int](c, fmt.Sprintf("trellis-bench:%d:%d", time.Now().UnixNano(), runs), nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { _ = rq.Delete(context.Background()) })
+					q = rq
+				}
+				r := runP2P(b, sys, p2pSpec{n: n, queue: q})
+				if r.outOfOrder != 0 {
+					b.Fatalf("%d deliveries out of order", r.outOfOrder)
+				}
+				elapsed += r.elapsed
+				runs++
+			}
+			msgs := float64(n * runs)
+			b.ReportMetric(msgs/elapsed.Seconds(), "msgs/s")
+			b.ReportMetric(float64(elapsed.Nanoseconds())/msgs, "ns/msg")
+		})
+	}
+}

@@ -1,0 +1,457 @@
+package delivery
+
+// The consumer controller: it takes the producer controller's messages in
+// order, drops duplicates, asks for lost ones and for more within its
+// window, joins chunks, and delivers to the consumer one at a time.
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// ConsumerOption configures a consumer controller beyond its settings.
+type ConsumerOption[A any] func(*consumerConfig[A])
+
+// WithConsumerCodec sets the codec that joins chunked messages (default
+// [JSONCodec]); its manifest must be the producer controller's.
+func WithConsumerCodec[A any](codec Codec[A]) ConsumerOption[A] {
+	return func(c *consumerConfig[A]) { c.codec = codec }
+}
+
+type consumerConfig[A any] struct {
+	settings ConsumerSettings
+	codec    Codec[A]
+}
+
+// NewConsumerController validates the settings and returns the factory of
+// a consumer controller, to give to runtime.Spawn. Prefer
+// [SpawnConsumerController], which also makes it stop, rather than restart
+// empty, if it fails.
+//
+// The controller delivers to the consumer of [ConsumerStart], one message
+// at a time, what the producer controller it is connected to sends
+// ([RegisterToProducerController], or the producer controller's
+// [RegisterConsumer]). It drives the flow: it asks for at most
+// FlowControlWindow messages ahead, detects lost ones by their sequence
+// numbers and asks for them again, and drops duplicates.
+func NewConsumerController[A any](settings ConsumerSettings, opts ...ConsumerOption[A]) (func() runtime.Behavior[ConsumerCommand[A]], error) {
+	s, err := settings.validate()
+	if err != nil {
+		return nil, fmt.Errorf("consumer controller: %w", err)
+	}
+	cfg := &consumerConfig[A]{settings: s, codec: JSONCodec[A]{}}
+	for _, o := range opts {
+		o(cfg)
+	}
+	if cfg.codec == nil {
+		return nil, fmt.Errorf("consumer controller: %w: the codec is nil", ErrInvalidSettings)
+	}
+	return func() runtime.Behavior[ConsumerCommand[A]] { return &consumer[A]{cfg: cfg} }, nil
+}
+
+// SpawnConsumerController spawns a consumer controller under on, named
+// name, that stops if it fails.
+func SpawnConsumerController[A any](on runtime.Spawner, name string, settings ConsumerSettings, opts ...ConsumerOption[A]) (runtime.Ref[ConsumerCommand[A]], error) {
+	factory, err := NewConsumerController(settings, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
+	if err != nil {
+		return nil, fmt.Errorf("spawn consumer controller: %w", err)
+	}
+	return ref, nil
+}
+
+// confirmTags is how many ConfirmTo refs a consumer controller hands out in
+// turn. A Confirmed that comes through another ref than the outstanding
+// Delivery's is stale (a second confirmation of a Delivery that came
+// again), so it cannot confirm the next one by mistake. The tags are boxed
+// once, so a confirmation costs no allocation.
+const confirmTags = 4
+
+type confirmTag[A any] uint8
+type retryTick[A any] struct{}
+type retryKey struct{}
+type consumerTerminated[A any] struct{ ref runtime.AnyRef }
+
+func (confirmTag[A]) consumerCommand(A)         {}
+func (retryTick[A]) consumerCommand(A)          {}
+func (consumerTerminated[A]) consumerCommand(A) {}
+
+// consumer is the consumer controller's behavior and state.
+type consumer[A any] struct {
+	cfg       *consumerConfig[A]
+	ctx       *runtime.Context[ConsumerCommand[A]]
+	self      runtime.Ref[ConsumerCommand[A]]
+	log       *slog.Logger
+	confirmTo [confirmTags]runtime.Ref[Confirmed]
+	deliverTo runtime.Ref[Delivery[A]]
+
+	// The association with a producer controller.
+	associated  bool
+	pc          runtime.Ref[ProducerCommand[A]]
+	producerID  string
+	incarnation uint64
+	askedFirst  bool // sent Resend(0) to pc, a producer controller not yet known
+
+	receivedSeqNr  SeqNr // the last message taken in order
+	confirmedSeqNr SeqNr // the last whole message confirmed by the consumer
+	requestedSeqNr SeqNr // the demand given to the producer controller
+	resendingFrom  SeqNr // > 0: asked for a resend from here; drop all else
+
+	stash  ring[*SequencedMessage[A]] // taken in order, not yet delivered
+	chunks assembly
+
+	// The Delivery out to the consumer.
+	outstanding    bool
+	out            Delivery[A]
+	outTag         confirmTag[A]
+	outFirst       bool
+	outAck         bool
+	outIncarnation uint64
+	deliveries     uint64        // Deliveries made, for the tags and the stall check
+	stalledOf      uint64        // the delivery the stall time is for
+	stalled        time.Duration // how long it has been outstanding, in retry ticks
+
+	registering   runtime.Ref[ProducerCommand[A]] // RegisterConsumer sent, no message yet
+	stopping      bool                            // DeliverThenStop
+	failed        bool
+	retryInterval time.Duration
+	heard         bool  // a SequencedMessage came since the last retry tick
+	resendAtTick  SeqNr // resendingFrom at the last retry tick
+}
+
+func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig runtime.Signal) {
+	switch sig.(type) {
+	case runtime.Started:
+		c.init(ctx)
+	case runtime.Stopped:
+		// Best effort: let the producer controller drop what was confirmed.
+		if c.associated && !c.failed {
+			c.pc.Tell(Ack[A]{ConfirmedSeqNr: c.confirmedSeqNr})
+		}
+	}
+}
+
+func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
+	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
+	for i := range c.confirmTo {
+		boxed := ConsumerCommand[A](confirmTag[A](i))
+		c.confirmTo[i] = runtime.MessageAdapter(ctx, func(Confirmed) ConsumerCommand[A] { return boxed })
+	}
+	c.retryInterval = c.cfg.settings.ResendIntervalMin
+	ctx.Timers().StartPeriodic(retryKey{}, retryTick[A]{}, c.retryInterval)
+}
+
+func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
+	if c.failed {
+		return
+	}
+	if c.ctx == nil {
+		c.init(ctx)
+	}
+	switch m := msg.(type) {
+	case *SequencedMessage[A]:
+		c.onSequenced(m)
+	case confirmTag[A]:
+		c.onConfirmed(m)
+	case retryTick[A]:
+		c.onRetry()
+	case ConsumerStart[A]:
+		c.onStart(m)
+	case RegisterToProducerController[A]:
+		c.onRegister(m)
+	case DeliverThenStop[A]:
+		c.stopping = true
+		c.maybeStop()
+	case consumerTerminated[A]:
+		if m.ref == runtime.AnyRef(c.deliverTo) {
+			c.log.Debug("consumer stopped; stopping its controller")
+			_ = ctx.Stop(c.self)
+		}
+	}
+}
+
+func (c *consumer[A]) fail(err error) {
+	c.failed = true
+	c.log.Error("consumer controller failed", "producerId", c.producerID, "error", err)
+	_ = c.ctx.Stop(c.self)
+}
+
+func (c *consumer[A]) onStart(m ConsumerStart[A]) {
+	if m.DeliverTo == nil {
+		c.log.Error("ConsumerStart without a consumer ref: ignored")
+		return
+	}
+	if c.deliverTo != nil && c.deliverTo != m.DeliverTo {
+		c.ctx.Unwatch(c.deliverTo)
+	}
+	c.deliverTo = m.DeliverTo
+	c.ctx.WatchWith(m.DeliverTo, consumerTerminated[A]{ref: m.DeliverTo})
+	if c.outstanding {
+		// A consumer that starts again (restarted, or replaced) has lost
+		// the Delivery it was given: give it again.
+		c.stalled = 0
+		c.deliverTo.Tell(c.out)
+		return
+	}
+	c.drain()
+}
+
+func (c *consumer[A]) onRegister(m RegisterToProducerController[A]) {
+	if m.ProducerController == nil {
+		c.log.Error("RegisterToProducerController without a producer controller ref: ignored")
+		return
+	}
+	if c.associated && m.ProducerController == c.pc {
+		return
+	}
+	c.registering = m.ProducerController
+	c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self})
+}
+
+func (c *consumer[A]) onSequenced(m *SequencedMessage[A]) {
+	c.heard = true
+	if c.registering != nil && m.ProducerController == c.registering {
+		c.registering = nil
+	}
+	if !c.associated || m.Incarnation != c.incarnation {
+		switch {
+		case m.First || c.cfg.settings.OnlyFlowControl:
+			c.adopt(m)
+			c.accept(m)
+		case !c.associated:
+			// A producer controller whose first message was lost: ask it
+			// for everything unconfirmed, first marked. Once; the retry
+			// timer asks again.
+			if !c.askedFirst || c.pc != m.ProducerController {
+				c.pc, c.askedFirst = m.ProducerController, true
+				c.pc.Tell(Resend[A]{FromSeqNr: 0})
+			}
+		}
+		// Otherwise the message is from a producer controller that was
+		// replaced, or from a new one before its first message: drop it.
+		return
+	}
+	switch expected := c.receivedSeqNr + 1; {
+	case m.SeqNr == expected:
+		c.accept(m)
+	case m.SeqNr > expected:
+		switch {
+		case m.First:
+			c.adopt(m) // the producer controller started over
+			c.accept(m)
+		case c.cfg.settings.OnlyFlowControl:
+			c.accept(m) // lost messages stay lost
+		case c.resendingFrom != expected:
+			c.resendingFrom = expected
+			c.pc.Tell(Resend[A]{FromSeqNr: expected})
+		}
+		// While resending, everything but the expected message is dropped:
+		// it comes again after it.
+	default:
+		// A duplicate. A first one means the producer controller has not
+		// heard the Request that confirms it: say it again.
+		if m.First {
+			c.sendRequest(false)
+		}
+	}
+}
+
+// adopt starts an association at m, the first message of a producer
+// controller (or any message without resending).
+func (c *consumer[A]) adopt(m *SequencedMessage[A]) {
+	if c.associated && c.incarnation != m.Incarnation {
+		c.log.Info("new producer controller", "producerId", m.ProducerID, "seqNr", m.SeqNr, "previousProducerId", c.producerID)
+		c.stash.clear() // the old producer controller's: it is gone
+		c.chunks.reset()
+	}
+	c.associated, c.askedFirst, c.resendingFrom = true, false, 0
+	c.pc, c.producerID, c.incarnation = m.ProducerController, m.ProducerID, m.Incarnation
+	c.receivedSeqNr = m.SeqNr - 1
+	c.confirmedSeqNr = m.SeqNr - 1
+	c.requestedSeqNr = m.SeqNr - 1 + SeqNr(c.cfg.settings.FlowControlWindow)
+	c.pc.Tell(Request[A]{ConfirmedSeqNr: 0, RequestUpToSeqNr: c.requestedSeqNr, SupportResend: !c.cfg.settings.OnlyFlowControl})
+}
+
+// accept takes m, the next message in order: it is delivered now or
+// stashed until the consumer has confirmed the messages before it.
+func (c *consumer[A]) accept(m *SequencedMessage[A]) {
+	c.receivedSeqNr, c.resendingFrom = m.SeqNr, 0
+	if c.outstanding || c.deliverTo == nil || c.stash.len() > 0 {
+		if c.stash.len() >= c.cfg.settings.FlowControlWindow {
+			// More than the window: the producer controller sent beyond
+			// the demand. Forget it; it is resent when its gap shows.
+			c.receivedSeqNr = m.SeqNr - 1
+			return
+		}
+		c.stash.push(m)
+		return
+	}
+	c.process(m)
+}
+
+// drain delivers stashed messages while the consumer is free.
+func (c *consumer[A]) drain() {
+	for !c.outstanding && !c.failed && c.deliverTo != nil && c.stash.len() > 0 {
+		c.process(c.stash.pop())
+	}
+	c.maybeStop()
+}
+
+// process delivers m, or takes it as the next chunk of a message.
+func (c *consumer[A]) process(m *SequencedMessage[A]) {
+	if m.Chunk == nil {
+		c.deliver(m.Message, m, m.First)
+		return
+	}
+	if !c.chunks.add(m.Chunk, m.SeqNr, m.First) {
+		c.processed(m.SeqNr, m.First, false) // the rest of a message whose start was lost
+		return
+	}
+	if !m.Chunk.Last {
+		c.processed(m.SeqNr, m.First, false)
+		return
+	}
+	first := c.chunks.first
+	msg, err := decodeChunks(&c.chunks, c.cfg.codec)
+	if err != nil {
+		c.fail(fmt.Errorf("message %d of producer %q: %w", m.SeqNr, m.ProducerID, err))
+		return
+	}
+	c.deliver(msg, m, first || m.First)
+}
+
+func (c *consumer[A]) deliver(msg A, m *SequencedMessage[A], first bool) {
+	c.deliveries++
+	c.outTag = confirmTag[A](c.deliveries % confirmTags)
+	c.out = Delivery[A]{Message: msg, ConfirmTo: c.confirmTo[c.outTag], ProducerID: m.ProducerID, SeqNr: m.SeqNr}
+	c.outstanding, c.outFirst, c.outAck, c.outIncarnation = true, first, m.Ack, m.Incarnation
+	c.deliverTo.Tell(c.out)
+}
+
+func (c *consumer[A]) onConfirmed(tag confirmTag[A]) {
+	if !c.outstanding || tag != c.outTag {
+		return // a second confirmation of a Delivery that came again
+	}
+	seqNr, first, ack, ours := c.out.SeqNr, c.outFirst, c.outAck, c.associated && c.outIncarnation == c.incarnation
+	c.outstanding, c.out = false, Delivery[A]{}
+	if c.stash.len() > 0 && c.stash.at(0).Chunk == nil && c.deliverTo != nil {
+		// Deliver the next message before the bookkeeping: the consumer
+		// works on it meanwhile.
+		c.process(c.stash.pop())
+	}
+	if ours {
+		c.confirmedSeqNr = max(c.confirmedSeqNr, seqNr)
+		c.processed(seqNr, first, ack)
+	}
+	c.drain()
+}
+
+// processed runs the flow control after message (or chunk) n is done: ask
+// for W/2 more once only W/2 of the demand is left, so at most W messages
+// are in flight and the producer controller hears of confirmations every
+// W/2 messages.
+func (c *consumer[A]) processed(n SeqNr, first, ack bool) {
+	half := SeqNr(c.cfg.settings.FlowControlWindow / 2)
+	switch {
+	case c.requestedSeqNr-n <= half:
+		c.requestedSeqNr = max(c.requestedSeqNr, n) + half
+		c.sendRequest(false)
+	case first:
+		c.sendRequest(false) // confirms the first message: the association stands
+	case ack:
+		c.pc.Tell(Ack[A]{ConfirmedSeqNr: c.confirmedSeqNr})
+	}
+}
+
+func (c *consumer[A]) sendRequest(viaTimeout bool) {
+	c.pc.Tell(Request[A]{
+		ConfirmedSeqNr:   c.confirmedSeqNr,
+		RequestUpToSeqNr: c.requestedSeqNr,
+		SupportResend:    !c.cfg.settings.OnlyFlowControl,
+		ViaTimeout:       viaTimeout,
+	})
+}
+
+func (c *consumer[A]) maybeStop() {
+	if c.stopping && !c.outstanding && c.stash.len() == 0 {
+		_ = c.ctx.Stop(c.self)
+	}
+}
+
+// onRetry runs every retry interval. A tick with no message since the last
+// one is idle: ask the producer controller again for what is missing, and
+// wait 1.5 times longer next time, up to the maximum. The first message
+// after that brings the interval back to the minimum.
+func (c *consumer[A]) onRetry() {
+	s := c.cfg.settings
+	elapsed := c.retryInterval
+	next := c.retryInterval
+	// Still waiting for the same resend as a tick ago: the Resend, or the
+	// message it brought, was lost too (the messages after it, which do
+	// come, are dropped while resending). Ask again.
+	stuck := c.resendingFrom != 0 && c.resendingFrom == c.resendAtTick
+	c.resendAtTick = c.resendingFrom
+	if c.heard {
+		c.heard = false
+		next = s.ResendIntervalMin
+		if stuck {
+			c.pc.Tell(Resend[A]{FromSeqNr: c.resendingFrom})
+		}
+	} else {
+		c.idleRetry()
+		next = min(time.Duration(float64(c.retryInterval)*1.5), s.ResendIntervalMax)
+	}
+	if next != c.retryInterval {
+		c.retryInterval = next
+		c.ctx.Timers().StartPeriodic(retryKey{}, retryTick[A]{}, next)
+	}
+	c.checkStalled(elapsed)
+}
+
+func (c *consumer[A]) idleRetry() {
+	if c.registering != nil {
+		c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self})
+	}
+	switch {
+	case !c.associated:
+		if c.askedFirst {
+			c.pc.Tell(Resend[A]{FromSeqNr: 0})
+		}
+	case c.resendingFrom != 0:
+		c.pc.Tell(Resend[A]{FromSeqNr: c.resendingFrom})
+	default:
+		// Expecting more than came: the last messages, or the Request
+		// that asked for them, may be lost. Otherwise just say where the
+		// consumer is, which also repeats a lost Ack.
+		c.sendRequest(c.receivedSeqNr < c.requestedSeqNr)
+	}
+}
+
+// checkStalled gives the outstanding Delivery again once it has been
+// unconfirmed for RedeliverAfter: the consumer may have lost it (failed
+// while handling it, say), and waiting on would hang the stream. The
+// Delivery keeps its SeqNr and ConfirmTo, so a consumer that was only slow
+// can tell, and its second Confirmed is ignored.
+func (c *consumer[A]) checkStalled(elapsed time.Duration) {
+	after := c.cfg.settings.RedeliverAfter
+	if !c.outstanding || after < 0 {
+		return
+	}
+	if c.stalledOf != c.deliveries {
+		c.stalledOf, c.stalled = c.deliveries, 0 // delivered during this tick: count from now
+		return
+	}
+	c.stalled += elapsed
+	if c.stalled >= after {
+		c.log.Warn("delivery unconfirmed; delivering it again", "producerId", c.out.ProducerID,
+			"seqNr", c.out.SeqNr, "unconfirmedFor", c.stalled.String())
+		c.stalled = 0
+		c.deliverTo.Tell(c.out)
+	}
+}

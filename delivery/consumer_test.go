@@ -1,0 +1,395 @@
+package delivery
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// ccHarness is a consumer controller between probes: one plays the
+// producer controller, one the consumer. Its clock is fake.
+type ccHarness struct {
+	sys      *runtime.System
+	clock    *clockwork.FakeClock
+	cc       runtime.Ref[ConsumerCommand[job]]
+	pc       *probe[ProducerCommand[job]]
+	consumer *probe[Delivery[job]]
+	logs     *logBuffer
+}
+
+const incA, incB = 0xA, 0xB // two producer controller incarnations
+
+func newCC(t *testing.T, s ConsumerSettings) *ccHarness {
+	t.Helper()
+	h := &ccHarness{clock: clockwork.NewFakeClock()}
+	h.sys, h.logs = newSystem(t, runtime.WithClock(h.clock))
+	var err error
+	h.cc, err = SpawnConsumerController[job](h.sys, "cc", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pc = newProbe[ProducerCommand[job]](t, h.sys, "pc")
+	h.consumer = newProbe[Delivery[job]](t, h.sys, "consumer")
+	h.cc.Tell(ConsumerStart[job]{DeliverTo: h.consumer.Ref})
+	return h
+}
+
+// send tells the consumer controller message n of producer incarnation inc.
+func (h *ccHarness) send(n SeqNr, first bool, inc uint64) {
+	h.cc.Tell(&SequencedMessage[job]{ProducerID: "p", SeqNr: n, Message: job{N: int(n)}, First: first,
+		ProducerController: h.pc.Ref, Incarnation: inc})
+}
+
+func (h *ccHarness) expectRequest(t *testing.T, confirmed, upTo SeqNr, viaTimeout bool) {
+	t.Helper()
+	want := Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, ViaTimeout: viaTimeout}
+	if got := h.pc.expect(t); got != ProducerCommand[job](want) {
+		t.Fatalf("producer controller got %#v, want %#v", got, want)
+	}
+}
+
+func (h *ccHarness) expectPC(t *testing.T, want ProducerCommand[job]) {
+	t.Helper()
+	if got := h.pc.expect(t); got != want {
+		t.Fatalf("producer controller got %#v, want %#v", got, want)
+	}
+}
+
+func (h *ccHarness) expectDelivery(t *testing.T, seqNr SeqNr) Delivery[job] {
+	t.Helper()
+	d := h.consumer.expect(t)
+	if d.SeqNr != seqNr || d.Message.N != int(seqNr) || d.ProducerID != "p" {
+		t.Fatalf("delivery %+v, want seqNr %d", d, seqNr)
+	}
+	return d
+}
+
+// tick fires the retry timer, whose interval must be d.
+func (h *ccHarness) tick(t *testing.T, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("retry timer not armed: %v", err)
+	}
+	h.clock.Advance(d)
+}
+
+// TestConsumerWindow checks the flow control arithmetic with W = 20: the
+// first message s asks for s-1+W, confirming it asks again, and from then
+// on a Request goes out only when W/2 of the demand is left.
+func TestConsumerWindow(t *testing.T) {
+	cases := []struct {
+		name  string
+		first SeqNr // the association's first sequence number
+	}{
+		{name: "fresh producer", first: 1},
+		{name: "producer restarted at 5", first: 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+			s := tc.first
+			h.send(s, true, incA)
+			h.expectRequest(t, 0, s-1+20, false)
+			h.expectDelivery(t, s).Confirm()
+			h.expectRequest(t, s, s-1+20, false)
+			upTo := s - 1 + 20
+			for n := s + 1; n <= s+30; n++ {
+				h.send(n, false, incA)
+				h.expectDelivery(t, n).Confirm()
+				if upTo-n == 10 {
+					upTo += 10
+					h.expectRequest(t, n, upTo, false)
+				}
+			}
+			h.pc.expectNone(t, 20*time.Millisecond) // exactly the Requests above
+		})
+	}
+}
+
+// TestConsumerStashesWhileWaiting: messages that arrive while a Delivery
+// is unconfirmed are kept and delivered in order, one at a time.
+func TestConsumerStashesWhileWaiting(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	for n := SeqNr(1); n <= 5; n++ {
+		h.send(n, n == 1, incA)
+	}
+	h.expectRequest(t, 0, 20, false)
+	d := h.expectDelivery(t, 1)
+	h.consumer.expectNone(t, 20*time.Millisecond)
+	d.Confirm()
+	h.expectRequest(t, 1, 20, false) // the first message is confirmed
+	for n := SeqNr(2); n <= 5; n++ {
+		d = h.expectDelivery(t, n)
+		h.consumer.expectNone(t, 5*time.Millisecond)
+		d.Confirm()
+	}
+}
+
+// TestConsumerResendOnGap: a gap asks for a Resend from the missing number
+// once; until it comes everything else is dropped.
+func TestConsumerResendOnGap(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.send(2, false, incA)
+	h.expectDelivery(t, 2).Confirm()
+	h.send(4, false, incA) // 3 lost
+	h.expectPC(t, Resend[job]{FromSeqNr: 3})
+	h.send(5, false, incA) // in flight before the Resend: dropped, no second Resend
+	h.pc.expectNone(t, 20*time.Millisecond)
+	for n := SeqNr(3); n <= 5; n++ {
+		h.send(n, false, incA)
+	}
+	for n := SeqNr(3); n <= 5; n++ {
+		h.expectDelivery(t, n).Confirm()
+	}
+	h.consumer.expectNone(t, 20*time.Millisecond)
+}
+
+// TestConsumerDropsDuplicates: a message already taken is dropped; a
+// duplicate of the first message (its confirmation was lost) makes the
+// controller repeat its Request.
+func TestConsumerDropsDuplicates(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.send(2, false, incA)
+	h.expectDelivery(t, 2).Confirm()
+	h.send(2, false, incA)
+	h.send(1, true, incA) // the first message again
+	h.expectRequest(t, 2, 20, false)
+	h.send(3, false, incA)
+	h.expectDelivery(t, 3)
+	h.consumer.expectNone(t, 20*time.Millisecond)
+}
+
+// TestConsumerNewProducer checks the first-message handshake: which
+// messages of an unknown producer controller incarnation are taken.
+func TestConsumerNewProducer(t *testing.T) {
+	t.Run("first message of a new incarnation is taken", func(t *testing.T) {
+		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+		h.send(1, true, incA)
+		h.expectRequest(t, 0, 20, false)
+		h.expectDelivery(t, 1).Confirm()
+		h.expectRequest(t, 1, 20, false)
+		h.send(2, false, incB) // new incarnation, not first: dropped
+		h.pc.expectNone(t, 20*time.Millisecond)
+		h.consumer.expectNone(t, 0)
+		h.send(1, true, incB) // its first: a new association
+		h.expectRequest(t, 0, 20, false)
+		h.expectDelivery(t, 1).Confirm()
+		h.expectRequest(t, 1, 20, false)
+		h.send(2, false, incB)
+		h.expectDelivery(t, 2)
+		h.send(2, false, incA) // the old incarnation's: dropped
+		h.consumer.expectNone(t, 20*time.Millisecond)
+	})
+	t.Run("fresh controller that missed the first asks for a resend from 0, once", func(t *testing.T) {
+		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+		h.send(7, false, incA)
+		h.expectPC(t, Resend[job]{FromSeqNr: 0})
+		h.send(8, false, incA)
+		h.pc.expectNone(t, 20*time.Millisecond)
+		h.consumer.expectNone(t, 0)
+		h.send(7, true, incA)
+		h.expectRequest(t, 0, 26, false)
+		h.expectDelivery(t, 7)
+	})
+	t.Run("new producer while a delivery is unconfirmed", func(t *testing.T) {
+		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+		h.send(1, true, incA)
+		h.expectRequest(t, 0, 20, false)
+		d := h.expectDelivery(t, 1)
+		h.send(2, false, incA) // stashed, then dropped with the old association
+		h.send(1, true, incB)
+		h.expectRequest(t, 0, 20, false)
+		d.Confirm() // the old producer's: no Request to the new one
+		h.expectDelivery(t, 1).Confirm()
+		h.expectRequest(t, 1, 20, false)
+		h.consumer.expectNone(t, 20*time.Millisecond)
+	})
+}
+
+// TestConsumerOnlyFlowControl: without resending, gaps are delivered and
+// every message is taken, first or not.
+func TestConsumerOnlyFlowControl(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20, OnlyFlowControl: true})
+	h.send(3, false, incA) // not first: taken all the same
+	h.expectPC(t, Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 22})
+	h.expectDelivery(t, 3).Confirm()
+	h.send(5, false, incA) // 4 lost: delivered with the gap, no Resend
+	h.expectDelivery(t, 5).Confirm()
+	h.send(4, false, incA) // late: a duplicate now
+	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.pc.expectNone(t, 0)
+}
+
+// TestConsumerRetry drives the retry timer: an idle controller asks again
+// after 2 s, then waits 1.5 times longer each idle tick up to 30 s; a
+// message brings the interval back to 2 s.
+func TestConsumerRetry(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.tick(t, 2*time.Second) // heard a message since the start: not idle
+	h.pc.expectNone(t, 20*time.Millisecond)
+	intervals := []time.Duration{2 * time.Second, 3 * time.Second, 4500 * time.Millisecond, 6750 * time.Millisecond,
+		10125 * time.Millisecond, 15187500 * time.Microsecond, 22781250 * time.Microsecond, 30 * time.Second, 30 * time.Second}
+	for _, d := range intervals {
+		h.tick(t, d)
+		h.expectRequest(t, 1, 20, true) // expecting more than came: via timeout
+	}
+	h.send(2, false, incA)
+	h.expectDelivery(t, 2).Confirm()
+	h.tick(t, 30*time.Second) // heard: back to the minimum
+	h.pc.expectNone(t, 20*time.Millisecond)
+	h.tick(t, 2*time.Second)
+	h.expectRequest(t, 2, 20, true)
+}
+
+// TestConsumerRetryWhileResending: a lost Resend (or lost resent message)
+// is asked for again on the retry tick, even while later messages come.
+func TestConsumerRetryWhileResending(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.send(3, false, incA)
+	h.expectPC(t, Resend[job]{FromSeqNr: 2})
+	h.tick(t, 2*time.Second) // heard 3 just now
+	h.pc.expectNone(t, 20*time.Millisecond)
+	h.send(4, false, incA)
+	h.send(1, true, incA) // a duplicate first, answered with a Request: shows 4 was handled
+	h.expectRequest(t, 1, 20, false)
+	h.tick(t, 2*time.Second) // heard 4, but still no 2: ask again
+	h.expectPC(t, Resend[job]{FromSeqNr: 2})
+	h.tick(t, 2*time.Second) // idle
+	h.expectPC(t, Resend[job]{FromSeqNr: 2})
+}
+
+// TestConsumerRedeliversLostDelivery: a Delivery the consumer lost is
+// given again after RedeliverAfter, and a late second Confirmed of it does
+// not confirm the next message.
+func TestConsumerRedeliversLostDelivery(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20, RedeliverAfter: 5 * time.Second})
+	h.send(1, true, incA)
+	h.send(2, false, incA)
+	h.expectRequest(t, 0, 20, false)
+	lost := h.expectDelivery(t, 1) // the consumer drops it
+	h.tick(t, 2*time.Second)       // delivered during this tick: not yet counted
+	h.tick(t, 2*time.Second)       // idle: unconfirmed for 2 s
+	h.expectRequest(t, 0, 20, true)
+	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.tick(t, 3*time.Second) // 2+3 s without confirmation >= 5 s
+	h.expectRequest(t, 0, 20, true)
+	again := h.expectDelivery(t, 1)
+	if again != lost {
+		t.Fatalf("redelivered %+v, want the same delivery %+v", again, lost)
+	}
+	again.Confirm()
+	h.expectRequest(t, 1, 20, false)
+	next := h.expectDelivery(t, 2)
+	lost.Confirm() // the first delivery's own confirmation, late: ignored
+	h.consumer.expectNone(t, 20*time.Millisecond)
+	next.Confirm()
+	h.send(3, false, incA)
+	h.expectDelivery(t, 3)
+}
+
+// TestConsumerStartAgain: a consumer that sends Start again (it restarted)
+// gets the unconfirmed Delivery again.
+func TestConsumerStartAgain(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1)
+	h.cc.Tell(ConsumerStart[job]{DeliverTo: h.consumer.Ref})
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+}
+
+// TestConsumerStashBound: beyond the window, messages are not kept; they
+// come again by Resend.
+func TestConsumerStashBound(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 4})
+	for n := SeqNr(1); n <= 7; n++ { // 1 out, 2..5 stashed, 6 dropped, so 7 is a gap
+		h.send(n, n == 1, incA)
+	}
+	h.expectRequest(t, 0, 4, false)
+	h.expectPC(t, Resend[job]{FromSeqNr: 6})
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 4, false)
+	for n := SeqNr(2); n <= 5; n++ {
+		h.expectDelivery(t, n).Confirm()
+	}
+}
+
+// TestConsumerDeliverThenStop: the controller stops once the stashed
+// messages are delivered and confirmed, and acks the last on its way out.
+func TestConsumerDeliverThenStop(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	w := newWatcher(t, h.sys)
+	w.watch(h.cc)
+	for n := SeqNr(1); n <= 3; n++ {
+		h.send(n, n == 1, incA)
+	}
+	h.expectRequest(t, 0, 20, false)
+	h.cc.Tell(DeliverThenStop[job]{})
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.expectDelivery(t, 2).Confirm()
+	select {
+	case p := <-w.stopped:
+		t.Fatalf("%s stopped with a message left", p)
+	case <-time.After(20 * time.Millisecond):
+	}
+	h.expectDelivery(t, 3).Confirm()
+	w.expectStopped(t, "/user/cc")
+	h.expectPC(t, Ack[job]{ConfirmedSeqNr: 3})
+}
+
+// TestConsumerStopsWithConsumer: the controller watches its consumer.
+func TestConsumerStopsWithConsumer(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	w := newWatcher(t, h.sys)
+	w.watch(h.cc)
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.sys.Stop(h.consumer.Ref)
+	w.expectStopped(t, "/user/cc")
+	h.expectPC(t, Ack[job]{ConfirmedSeqNr: 1})
+}
+
+// TestConsumerRegisterRetries: RegisterToProducerController sends
+// RegisterConsumer, again on idle ticks until a message from that producer
+// controller arrives.
+func TestConsumerRegisterRetries(t *testing.T) {
+	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h.cc.Tell(RegisterToProducerController[job]{ProducerController: h.pc.Ref})
+	h.expectPC(t, RegisterConsumer[job]{ConsumerController: h.cc})
+	h.tick(t, 2*time.Second)
+	h.expectPC(t, RegisterConsumer[job]{ConsumerController: h.cc})
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.expectDelivery(t, 1).Confirm()
+	h.expectRequest(t, 1, 20, false)
+	h.tick(t, 3*time.Second) // heard; the interval grew on the idle tick before
+	h.tick(t, 2*time.Second) // idle: a Request, no RegisterConsumer
+	h.expectRequest(t, 1, 20, true)
+	h.pc.expectNone(t, 20*time.Millisecond)
+}

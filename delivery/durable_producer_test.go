@@ -1,0 +1,264 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis/delivery/durable"
+)
+
+// storeJobs stores jobs from..to in q and confirms up to confirmed.
+func storeJobs(t *testing.T, q durable.Queue[job], from, to, confirmed SeqNr) {
+	t.Helper()
+	ctx := context.Background()
+	for n := from; n <= to; n++ {
+		if err := q.StoreMessageSent(ctx, durable.MessageSent[job]{SeqNr: n, Message: job{N: int(n)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if confirmed > 0 {
+		if err := q.StoreMessageConfirmed(ctx, confirmed, durable.NoQualifier, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDurableRestartNothingUnconfirmed is the regression test of the
+// reference's bug: a durable producer controller restarted with nothing
+// unconfirmed must send its first message, numbered where the queue left
+// off, not fail with "no demand".
+func TestDurableRestartNothingUnconfirmed(t *testing.T) {
+	q := durable.NewMemory[job]()
+	storeJobs(t, q, 1, 5, 5)
+	h := newPC(t, ProducerSettings{}, WithDurableQueue[job](q))
+	h.start()
+	r := h.expectRequestNext(t, 6, 5)
+	r.SendNextTo.Tell(job{N: 6})
+	h.expectSeq(t, 6, true)
+	h.request(0, 55)
+	r = h.expectRequestNext(t, 7, 5)
+	r.SendNextTo.Tell(job{N: 7})
+	h.expectSeq(t, 7, false)
+	h.request(7, 55)
+	eventually(t, "confirmation 7 stored", func() bool {
+		s, err := q.LoadState(context.Background())
+		return err == nil && s.HighestConfirmedSeqNr == 7 && len(s.Unconfirmed) == 0 && s.CurrentSeqNr == 8
+	})
+}
+
+// TestDurableRestartResendsUnconfirmed: the loaded unconfirmed messages go
+// out again with their sequence numbers, the head marked first, and the
+// producer is asked for more only when the consumer controller asks.
+func TestDurableRestartResendsUnconfirmed(t *testing.T) {
+	q := durable.NewMemory[job]()
+	storeJobs(t, q, 1, 5, 2)
+	h := newPC(t, ProducerSettings{}, WithDurableQueue[job](q))
+	h.start()
+	h.expectSeq(t, 3, true)
+	h.expectSeq(t, 4, false)
+	h.expectSeq(t, 5, false)
+	h.producer.expectNone(t, 20*time.Millisecond)
+	h.request(0, 52)
+	h.expectRequestNext(t, 6, 2)
+}
+
+// TestDurableDropsPartialChunks: chunks of a message that was not stored
+// whole are forgotten on load, and the message is stored again from its
+// first chunk.
+func TestDurableDropsPartialChunks(t *testing.T) {
+	q := durable.NewMemory[job]()
+	ctx := context.Background()
+	storeJobs(t, q, 1, 1, 1)
+	for n, c := range []durable.Chunk{{Data: []byte(`{"n"`), First: true}, {Data: []byte(`:2`)}} {
+		if err := q.StoreMessageSent(ctx, durable.MessageSent[job]{SeqNr: SeqNr(n + 2), Chunk: &c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newPC(t, ProducerSettings{ChunkLargeMessages: 4}, WithDurableQueue[job](q))
+	h.start()
+	r := h.expectRequestNext(t, 2, 1)
+	r.SendNextTo.Tell(job{N: 2}) // {"n":2}: 2 chunks
+	h.expectSeq(t, 2, true)
+	h.request(0, 50)
+	h.expectSeq(t, 3, false)
+	h.expectRequestNext(t, 4, 1)
+	s, err := q.LoadState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Unconfirmed) != 2 || !s.Unconfirmed[1].Chunk.Last || string(s.Unconfirmed[1].Chunk.Data) != `:2}` {
+		t.Fatalf("stored %+v", s.Unconfirmed)
+	}
+}
+
+// TestDurableAskRepliesWhenStored: with a durable queue, an ask is answered
+// once the message is stored, before the consumer confirms it.
+func TestDurableAskRepliesWhenStored(t *testing.T) {
+	q := durable.NewMemory[job]()
+	h := newPC(t, ProducerSettings{}, WithDurableQueue[job](q))
+	replies := newProbe[SeqNr](t, h.sys, "replies")
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref})
+	if got := replies.expect(t); got != 1 {
+		t.Fatalf("reply %d, want 1", got)
+	}
+	h.expectSeq(t, 1, true)
+}
+
+// failingQueue fails the calls its fail function picks; blocking ones
+// wait until the controller gives up on them.
+type failingQueue struct {
+	durable.Queue[job]
+	fail  func(op string) error
+	block bool
+}
+
+func (f *failingQueue) StoreMessageSent(ctx context.Context, m durable.MessageSent[job]) error {
+	if err := f.fail("sent"); err != nil {
+		if f.block {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return err
+	}
+	return f.Queue.StoreMessageSent(ctx, m)
+}
+
+func (f *failingQueue) LoadState(ctx context.Context) (durable.State[job], error) {
+	if err := f.fail("load"); err != nil {
+		return durable.State[job]{}, err
+	}
+	return f.Queue.LoadState(ctx)
+}
+
+// TestDurableStoreKeepsFailing: a store that keeps failing (fast, or by
+// timing out) is retried DurableQueueRetryAttempts times, then the
+// controller stops with an error that says so.
+func TestDurableStoreKeepsFailing(t *testing.T) {
+	cases := []struct {
+		name  string
+		block bool   // the store hangs until its deadline instead of failing
+		op    string // the call that fails
+		want  string // in the log
+	}{
+		{name: "store fails", op: "sent", want: "store message sent 1: gave up after 3 attempts"},
+		{name: "store times out", op: "sent", block: true, want: "store message sent 1: gave up after 3 attempts: context deadline exceeded"},
+		{name: "load fails", op: "load", want: "load state: gave up after 3 attempts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errBoom := errors.New("boom")
+			q := &failingQueue{Queue: durable.NewMemory[job](), block: tc.block,
+				fail: func(op string) error {
+					if op == tc.op {
+						return errBoom
+					}
+					return nil
+				}}
+			h := newPC(t, ProducerSettings{DurableQueueRetryAttempts: 2, DurableQueueRequestTimeout: time.Second,
+				DurableQueueRetryBackoff: 100 * time.Millisecond}, WithDurableQueue[job](q))
+			h.start()
+			if tc.op == "sent" {
+				r := h.expectRequestNext(t, 1, 0)
+				r.SendNextTo.Tell(job{N: 1})
+			}
+			deadline := time.Now().Add(waitLimit)
+			for !h.logs.contains(tc.want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no %q in the log:\n%s", tc.want, h.logs.tail(10))
+				}
+				if timersPending(h.clock, 1) {
+					h.clock.Advance(100 * time.Millisecond)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			h.watcher.expectStopped(t, "/user/pc")
+			h.cc.expectNone(t, 0) // nothing was sent unstored
+		})
+	}
+}
+
+// TestDurableProducerReplaced: a producer controller and its producer stop
+// mid-stream (as if their process died) and new ones with the same queue
+// take over: every job arrives, and only unconfirmed ones come twice.
+func TestDurableProducerReplaced(t *testing.T) {
+	const n = 300
+	sys, _ := newSystem(t)
+	q := durable.NewMemory[job]()
+	cc, err := SpawnConsumerController[job](sys, "cc", ConsumerSettings{FlowControlWindow: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector(n)
+	slow := func() time.Duration { return 200 * time.Microsecond } // so the producer dies mid-stream
+	spawnConsumer(t, sys, "consumer", cc, consumerSpec{delay: slow}, col)
+	w := newWatcher(t, sys)
+
+	pc1, err := SpawnProducerController[job](sys, "pc1", "p", ProducerSettings{}, WithDurableQueue[job](q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.watch(pc1)
+	prod1 := spawnProducer(t, sys, "producer1", pc1, producerSpec{limit: n, bySeqNr: true})
+	cc.Tell(RegisterToProducerController[job]{ProducerController: pc1})
+	eventually(t, "a third of the jobs delivered", func() bool { return col.count() >= n/3 })
+	sys.Stop(prod1)
+	sys.Stop(pc1)
+	w.expectStopped(t, "/user/pc1")
+	if c := col.count(); c >= n {
+		t.Fatalf("all %d jobs delivered before the producer stopped: nothing tested", c)
+	}
+	s, err := q.LoadState(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmed := int(s.HighestConfirmedSeqNr)
+
+	pc2, err := SpawnProducerController[job](sys, "pc2", "p", ProducerSettings{}, WithDurableQueue[job](q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawnProducer(t, sys, "producer2", pc2, producerSpec{limit: n, bySeqNr: true})
+	cc.Tell(RegisterToProducerController[job]{ProducerController: pc2})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := col.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkAtLeastOnce(t, col.jobs(), n, confirmed)
+}
+
+// checkAtLeastOnce fails unless every job 1..n is in got, in order apart
+// from one restart, and any job that came twice is above confirmed (it was
+// not known to be confirmed when the producer died).
+func checkAtLeastOnce(t *testing.T, got []int, n, confirmed int) {
+	t.Helper()
+	seen := make(map[int]int)
+	for _, j := range got {
+		seen[j]++
+	}
+	for j := 1; j <= n; j++ {
+		if seen[j] == 0 {
+			t.Fatalf("job %d lost (confirmed at the crash: %d)", j, confirmed)
+		}
+		if seen[j] > 1 && j <= confirmed {
+			t.Fatalf("job %d delivered %d times, but it was confirmed (%d) before the crash", j, seen[j], confirmed)
+		}
+	}
+	restarts := 0
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+1 {
+			restarts++
+			if got[i] > got[i-1] || got[i] < confirmed {
+				t.Fatalf("job %d after job %d (confirmed at the crash: %d)", got[i], got[i-1], confirmed)
+			}
+		}
+	}
+	if restarts > 1 {
+		t.Fatalf("the sequence restarts %d times: %v", restarts, got)
+	}
+	t.Logf("%d deliveries of %d jobs; confirmed at the crash: %d", len(got), n, confirmed)
+}

@@ -1,0 +1,183 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind. Run with
+// the environment variable of the kill -9 test, the binary is instead that
+// test's producer process.
+func TestMain(m *testing.M) {
+	if os.Getenv(kill9RoleEnv) != "" {
+		os.Exit(kill9Child())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// waitLimit bounds every wait in these tests; nothing waits on a bare sleep.
+const waitLimit = 10 * time.Second
+
+// newSystem starts a system that is shut down when the test ends. Its log
+// goes to the test's output when the test is verbose, and is kept in the
+// returned buffer for tests that look for an error.
+func newSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	var w io.Writer = logs
+	level := slog.LevelInfo
+	if testing.Verbose() {
+		w, level = io.MultiWriter(logs, tWriter{t}), slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	sys := runtime.NewSystem(t.Name(), append([]runtime.Option{runtime.WithLogger(log)}, opts...)...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := sys.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return sys, logs
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+// logBuffer collects log lines, safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
+// probe is an actor that forwards every message it gets to a channel.
+type probe[T any] struct {
+	Ref  runtime.Ref[T]
+	msgs chan T
+}
+
+func newProbe[T any](t testing.TB, sys *runtime.System, name string) *probe[T] {
+	t.Helper()
+	p := &probe[T]{msgs: make(chan T, 4096)}
+	ref, err := runtime.Spawn(sys, name, func() runtime.Behavior[T] {
+		return runtime.Receive[T](func(_ *runtime.Context[T], m T) { p.msgs <- m })
+	})
+	if err != nil {
+		t.Fatalf("spawn probe %s: %v", name, err)
+	}
+	p.Ref = ref
+	return p
+}
+
+// expect returns the next message, failing the test if none comes in time.
+func (p *probe[T]) expect(t testing.TB) T {
+	t.Helper()
+	return recv(t, p.msgs)
+}
+
+// expectNone fails if a message is waiting or arrives within d. Use it
+// only after what would have sent the message has certainly happened.
+func (p *probe[T]) expectNone(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case m := <-p.msgs:
+		t.Fatalf("unexpected message %#v", m)
+	case <-time.After(d):
+	}
+}
+
+// recv takes one value from ch or fails after waitLimit.
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		var zero T
+		t.Fatalf("nothing received within %v", waitLimit)
+		return zero
+	}
+}
+
+// eventually polls cond until it holds or waitLimit passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true within %v: %s", waitLimit, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// watcher reports the end of the actors it is told to watch.
+type watcher struct {
+	ref     runtime.Ref[runtime.AnyRef]
+	stopped chan string // the path of each watched actor that stopped
+}
+
+func newWatcher(t testing.TB, sys *runtime.System) *watcher {
+	t.Helper()
+	w := &watcher{stopped: make(chan string, 16)}
+	ref, err := runtime.Spawn(sys, "watcher", func() runtime.Behavior[runtime.AnyRef] {
+		return runtime.Funcs[runtime.AnyRef]{
+			Message: func(ctx *runtime.Context[runtime.AnyRef], r runtime.AnyRef) { ctx.Watch(r) },
+			Signal: func(_ *runtime.Context[runtime.AnyRef], s runtime.Signal) {
+				if term, ok := s.(runtime.Terminated); ok {
+					w.stopped <- term.Ref.Path()
+				}
+			},
+		}
+	})
+	if err != nil {
+		t.Fatalf("spawn watcher: %v", err)
+	}
+	w.ref = ref
+	return w
+}
+
+// watch starts watching ref.
+func (w *watcher) watch(ref runtime.AnyRef) { w.ref.Tell(ref) }
+
+// expectStopped waits until the watched actor at path stops.
+func (w *watcher) expectStopped(t testing.TB, path string) {
+	t.Helper()
+	if got := recv(t, w.stopped); got != path {
+		t.Fatalf("stopped: %s, want %s", got, path)
+	}
+}
+
+// tail returns the last n lines logged.
+func (b *logBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lines := bytes.Split(bytes.TrimRight(b.buf.Bytes(), "\n"), []byte("\n"))
+	return string(bytes.Join(lines[max(0, len(lines)-n):], []byte("\n")))
+}

@@ -1,0 +1,151 @@
+// Package queuetest owns the contract test of durable producer queues: one
+// suite that every durable.Queue implementation (memory, Redis) must pass.
+package queuetest
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis/delivery/durable"
+)
+
+// Payload is the message type of the suite.
+type Payload struct {
+	Text string `json:"text"`
+	N    int    `json:"n"`
+}
+
+// Run runs the contract against fresh queues from newQueue; each call must
+// return an empty queue, and reopen must return the same queue's data
+// through a new value (as a restarted process would see it).
+func Run(t *testing.T, newQueue func(t *testing.T) (q durable.Queue[Payload], reopen func() durable.Queue[Payload])) {
+	ctx := context.Background()
+	at := time.UnixMilli(1_700_000_000_123)
+	sent := func(n durable.SeqNr, qual string) durable.MessageSent[Payload] {
+		return durable.MessageSent[Payload]{SeqNr: n, Message: Payload{Text: "m", N: int(n)}, Qualifier: qual, Timestamp: at, Ack: n%2 == 0}
+	}
+	store := func(t *testing.T, q durable.Queue[Payload], ms ...durable.MessageSent[Payload]) {
+		t.Helper()
+		for _, m := range ms {
+			if err := q.StoreMessageSent(ctx, m); err != nil {
+				t.Fatalf("store %d: %v", m.SeqNr, err)
+			}
+		}
+	}
+	load := func(t *testing.T, q durable.Queue[Payload]) durable.State[Payload] {
+		t.Helper()
+		s, err := q.LoadState(ctx)
+		if err != nil {
+			t.Fatalf("load: %v", err)
+		}
+		return s
+	}
+	seqNrs := func(s durable.State[Payload]) []durable.SeqNr {
+		var out []durable.SeqNr
+		for _, m := range s.Unconfirmed {
+			out = append(out, m.SeqNr)
+		}
+		return out
+	}
+
+	t.Run("empty", func(t *testing.T) {
+		q, _ := newQueue(t)
+		s := load(t, q)
+		if s.CurrentSeqNr != 1 || s.HighestConfirmedSeqNr != 0 || len(s.Confirmed) != 0 || len(s.Unconfirmed) != 0 {
+			t.Fatalf("empty state %+v, want (1, 0, {}, [])", s)
+		}
+	})
+
+	t.Run("stores and loads in order", func(t *testing.T) {
+		q, reopen := newQueue(t)
+		want := []durable.MessageSent[Payload]{sent(1, ""), sent(2, ""), sent(3, "")}
+		store(t, q, want...)
+		s := load(t, reopen())
+		if s.CurrentSeqNr != 4 {
+			t.Fatalf("current %d, want 4", s.CurrentSeqNr)
+		}
+		for i := range want {
+			got := s.Unconfirmed[i]
+			if got.SeqNr != want[i].SeqNr || got.Message != want[i].Message || got.Ack != want[i].Ack ||
+				got.Qualifier != want[i].Qualifier || !got.Timestamp.Equal(want[i].Timestamp) || got.Chunk != nil {
+				t.Fatalf("loaded %+v, want %+v", got, want[i])
+			}
+		}
+	})
+
+	t.Run("store is idempotent", func(t *testing.T) {
+		q, reopen := newQueue(t)
+		store(t, q, sent(1, ""), sent(2, ""), sent(3, ""))
+		store(t, q, sent(3, "")) // a retry after a lost reply
+		for _, n := range []durable.SeqNr{2, 5, 1} {
+			if err := q.StoreMessageSent(ctx, sent(n, "")); !errors.Is(err, durable.ErrUnexpectedSeqNr) {
+				t.Fatalf("store %d with current 4: %v, want ErrUnexpectedSeqNr", n, err)
+			}
+		}
+		if s := load(t, reopen()); !reflect.DeepEqual(seqNrs(s), []durable.SeqNr{1, 2, 3}) || s.CurrentSeqNr != 4 {
+			t.Fatalf("unconfirmed %v current %d, want [1 2 3] 4", seqNrs(s), s.CurrentSeqNr)
+		}
+	})
+
+	t.Run("confirmations per qualifier", func(t *testing.T) {
+		q, reopen := newQueue(t)
+		store(t, q, sent(1, ""), sent(2, "a"), sent(3, "b"), sent(4, "a"), sent(5, ""))
+		confirm := func(n durable.SeqNr, qual string) {
+			t.Helper()
+			if err := q.StoreMessageConfirmed(ctx, n, qual, at); err != nil {
+				t.Fatalf("confirm %d %q: %v", n, qual, err)
+			}
+		}
+		confirm(2, "a")
+		confirm(1, "a") // lower: no change
+		confirm(3, "b")
+		s := load(t, reopen())
+		if !reflect.DeepEqual(seqNrs(s), []durable.SeqNr{1, 4, 5}) || s.HighestConfirmedSeqNr != 3 {
+			t.Fatalf("unconfirmed %v highest %d, want [1 4 5] 3", seqNrs(s), s.HighestConfirmedSeqNr)
+		}
+		if c := s.Confirmed["a"]; c.SeqNr != 2 || !c.Timestamp.Equal(at) {
+			t.Fatalf("confirmation of a %+v, want 2 at %v", c, at)
+		}
+		confirm(5, "")
+		s = load(t, reopen())
+		if !reflect.DeepEqual(seqNrs(s), []durable.SeqNr{4}) || s.HighestConfirmedSeqNr != 5 || s.Confirmed[""].SeqNr != 5 {
+			t.Fatalf("unconfirmed %v highest %d confirmed %v, want [4] 5", seqNrs(s), s.HighestConfirmedSeqNr, s.Confirmed)
+		}
+	})
+
+	t.Run("chunks and a partial chunk run", func(t *testing.T) {
+		q, reopen := newQueue(t)
+		chunk := func(n durable.SeqNr, data string, first, last bool) durable.MessageSent[Payload] {
+			return durable.MessageSent[Payload]{SeqNr: n, Timestamp: at,
+				Chunk: &durable.Chunk{Data: []byte(data), First: first, Last: last, Manifest: "json"}}
+		}
+		store(t, q, chunk(1, "ab", true, false), chunk(2, "cd", false, true), chunk(3, "ef", true, false), chunk(4, "gh", false, false))
+		s := load(t, reopen())
+		if got := s.Unconfirmed[1].Chunk; got == nil || string(got.Data) != "cd" || got.First || !got.Last || got.Manifest != "json" {
+			t.Fatalf("chunk 2 loaded as %+v", got)
+		}
+		s = s.DropPartialChunks()
+		if !reflect.DeepEqual(seqNrs(s), []durable.SeqNr{1, 2}) || s.CurrentSeqNr != 3 {
+			t.Fatalf("after dropping the partial run: %v current %d, want [1 2] 3", seqNrs(s), s.CurrentSeqNr)
+		}
+		// A restarted producer stores the message again from its first chunk.
+		q = reopen()
+		store(t, q, chunk(3, "EF", true, false), chunk(4, "GH", false, true))
+		s = load(t, reopen())
+		if !reflect.DeepEqual(seqNrs(s), []durable.SeqNr{1, 2, 3, 4}) || s.CurrentSeqNr != 5 || string(s.Unconfirmed[3].Chunk.Data) != "GH" {
+			t.Fatalf("unconfirmed %v current %d, want [1 2 3 4] 5 with the new chunks", seqNrs(s), s.CurrentSeqNr)
+		}
+	})
+
+	t.Run("honours a cancelled context", func(t *testing.T) {
+		q, _ := newQueue(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := q.StoreMessageSent(cctx, sent(1, "")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("store with a cancelled context: %v, want context.Canceled", err)
+		}
+	})
+}

@@ -1,0 +1,121 @@
+package delivery
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// faults says what a faultLink does to each internal message in one
+// direction, with probabilities drawn from the link's seeded RNG.
+type faults struct {
+	drop     float64       // lose the message
+	dup      float64       // deliver it twice
+	delay    float64       // hold it back, so later messages overtake it
+	maxDelay time.Duration // the longest hold-back
+}
+
+// linkStats counts what a faultLink did.
+type linkStats struct {
+	passed, dropped, duplicated, delayed atomic.Int64
+}
+
+// faultLink sits between a producer controller and a consumer controller,
+// as an unreliable network would: two actors, one each way, that lose,
+// repeat or delay the internal messages (SequencedMessage one way; Request,
+// Resend, Ack and RegisterConsumer the other). They rewrite the refs in the
+// messages so that every answer goes through the link too.
+//
+// Connect with RegisterToProducerController{toPC} to the consumer
+// controller, or RegisterConsumer{toCC} to the producer controller.
+type faultLink[A any] struct {
+	toCC       runtime.Ref[ConsumerCommand[A]]
+	toPC       runtime.Ref[ProducerCommand[A]]
+	toCCStats  linkStats
+	toPCStats  linkStats
+	pc         runtime.Ref[ProducerCommand[A]]
+	cc         runtime.Ref[ConsumerCommand[A]]
+	ccFaults   faults
+	pcFaults   faults
+	delayCount atomic.Uint64
+}
+
+// linkDelayed is a message the link held back, back from its timer.
+type linkDelayed[A any] struct{ msg any }
+
+func (linkDelayed[A]) consumerCommand(A) {}
+func (linkDelayed[A]) producerCommand(A) {}
+
+// newFaultLink spawns the two actors of a link between pc and cc, with
+// random streams derived from seed.
+func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runtime.Ref[ProducerCommand[A]],
+	cc runtime.Ref[ConsumerCommand[A]], toCC, toPC faults, seed uint64) *faultLink[A] {
+	t.Helper()
+	l := &faultLink[A]{pc: pc, cc: cc, ccFaults: toCC, pcFaults: toPC}
+	var err error
+	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[ConsumerCommand[A]] {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		return runtime.Receive[ConsumerCommand[A]](func(ctx *runtime.Context[ConsumerCommand[A]], m ConsumerCommand[A]) {
+			switch m := m.(type) {
+			case *SequencedMessage[A]:
+				c := *m // shared with the producer controller: copy, never modify
+				c.ProducerController = l.toPC
+				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.cc.Tell)
+			case linkDelayed[A]:
+				l.cc.Tell(m.msg.(ConsumerCommand[A]))
+			default:
+				l.cc.Tell(m)
+			}
+		})
+	})
+	if err != nil {
+		t.Fatalf("spawn link: %v", err)
+	}
+	l.toPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[ProducerCommand[A]] {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		return runtime.Receive[ProducerCommand[A]](func(ctx *runtime.Context[ProducerCommand[A]], m ProducerCommand[A]) {
+			switch m := m.(type) {
+			case RegisterConsumer[A]:
+				m.ConsumerController = l.toCC
+				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.pc.Tell)
+			case Request[A], Resend[A], Ack[A]:
+				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.pc.Tell)
+			case linkDelayed[A]:
+				l.pc.Tell(m.msg.(ProducerCommand[A]))
+			default:
+				l.pc.Tell(m)
+			}
+		})
+	})
+	if err != nil {
+		t.Fatalf("spawn link: %v", err)
+	}
+	return l
+}
+
+// linkApply passes m on through send, or loses, repeats or delays it.
+func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A], f *faults, st *linkStats, m T, send func(T)) {
+	if rng.Float64() < f.drop {
+		st.dropped.Add(1)
+		return
+	}
+	copies := 1
+	if rng.Float64() < f.dup {
+		st.duplicated.Add(1)
+		copies = 2
+	}
+	for range copies {
+		if f.maxDelay > 0 && rng.Float64() < f.delay {
+			st.delayed.Add(1)
+			d := time.Duration(rng.Int64N(int64(f.maxDelay))) + 1
+			held := any(linkDelayed[A]{msg: m}).(T)
+			ctx.Timers().StartSingle(l.delayCount.Add(1), held, d)
+			continue
+		}
+		st.passed.Add(1)
+		send(m)
+	}
+}

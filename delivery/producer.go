@@ -1,0 +1,428 @@
+package delivery
+
+// The producer controller: it numbers the producer's messages, sends them
+// to the consumer controller as its demand allows, keeps them until they
+// are confirmed, resends on request, and answers asks. Its configuration
+// is in producer_config.go, its durable queue calls in producer_durable.go.
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// ErrProtocol is wrapped by the error with which a controller stops when
+// its peer breaks the protocol, such as a producer that sends without a
+// RequestNext.
+var ErrProtocol = errors.New("delivery: protocol error")
+
+// outgoing is a message from the producer, made by the SendNextTo and
+// AskNextTo adapters on the producer's goroutine. It holds the
+// SequencedMessage that will carry it, so a message costs one allocation
+// from the producer to the consumer controller.
+type outgoing[A any] struct {
+	sm      SequencedMessage[A]
+	replyTo runtime.Ref[SeqNr]
+}
+
+// pendingReply is an ask waiting for the confirmation of seqNr.
+type pendingReply struct {
+	seqNr   SeqNr
+	replyTo runtime.Ref[SeqNr]
+}
+
+type resendFirstTick[A any] struct{}
+type resendFirstKey struct{}
+
+func (*outgoing[A]) producerCommand(A)       {}
+func (resendFirstTick[A]) producerCommand(A) {}
+
+// producer is the producer controller's behavior and state.
+type producer[A any] struct {
+	cfg         *producerConfig[A]
+	ctx         *runtime.Context[ProducerCommand[A]]
+	self        runtime.Ref[ProducerCommand[A]]
+	log         *slog.Logger
+	incarnation uint64
+	sendNext    runtime.Ref[A]
+	askNext     runtime.Ref[MessageWithConfirmation[A]]
+
+	producer runtime.Ref[RequestNext[A]]
+	consumer runtime.Ref[ConsumerCommand[A]]
+	loaded   bool // the durable state is loaded (at once without a queue)
+	active   bool
+	failed   bool
+
+	currentSeqNr   SeqNr // the next message's
+	confirmedSeqNr SeqNr
+	requestedSeqNr SeqNr // the consumer controller's demand: send up to it
+	firstSeqNr     SeqNr // the first of the current association
+	requested      bool  // a RequestNext is out and unused
+	supportResend  bool
+	resendFirstOn  bool
+
+	unconfirmed ring[*SequencedMessage[A]] // sent, kept for resending
+	replies     ring[pendingReply]         // asks waiting for a confirmation
+	pending     []*SequencedMessage[A]     // the current message's chunks, sent from pendingAt on
+	pendingAt   int
+	replyTo     runtime.Ref[SeqNr] // the current message's ask
+
+	dq *durableClient[A] // nil without a durable queue
+}
+
+func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
+	return &producer[A]{
+		cfg:           cfg,
+		incarnation:   newIncarnation(),
+		currentSeqNr:  1,
+		supportResend: true,
+		loaded:        cfg.queue == nil,
+	}
+}
+
+// newIncarnation returns a random non-zero id.
+func newIncarnation() uint64 {
+	for {
+		if id := rand.Uint64(); id != 0 {
+			return id
+		}
+	}
+}
+
+func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig runtime.Signal) {
+	switch sig.(type) {
+	case runtime.Started:
+		p.init(ctx)
+		if p.cfg.queue != nil {
+			p.dq = startDurableClient(p)
+			p.load(1)
+		}
+	case runtime.Stopped, runtime.Restarting:
+		if p.dq != nil {
+			p.dq.stop()
+		}
+	}
+}
+
+func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
+	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
+	p.sendNext = runtime.MessageAdapter(ctx, func(m A) ProducerCommand[A] {
+		return &outgoing[A]{sm: SequencedMessage[A]{Message: m}}
+	})
+	p.askNext = runtime.MessageAdapter(ctx, func(m MessageWithConfirmation[A]) ProducerCommand[A] {
+		return &outgoing[A]{sm: SequencedMessage[A]{Message: m.Message}, replyTo: m.ReplyTo}
+	})
+}
+
+func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg ProducerCommand[A]) {
+	if p.failed {
+		return
+	}
+	if p.ctx == nil {
+		p.init(ctx) // defensive: Started comes first
+	}
+	switch m := msg.(type) {
+	case *outgoing[A]:
+		p.onProducerMessage(m)
+	case Request[A]:
+		p.onRequest(m)
+	case Ack[A]:
+		if p.active {
+			p.onAck(m.ConfirmedSeqNr)
+		}
+	case Resend[A]:
+		p.onResend(m)
+	case resendFirstTick[A]:
+		p.onResendFirst()
+	case ProducerStart[A]:
+		p.onStart(m)
+	case RegisterConsumer[A]:
+		p.onRegisterConsumer(m)
+	case durableMsg[A]:
+		p.onDurable(m)
+	}
+}
+
+// fail stops the controller: something it cannot recover from happened.
+func (p *producer[A]) fail(err error) {
+	if p.failed {
+		return
+	}
+	p.failed = true
+	p.log.Error("producer controller failed", "error", err)
+	_ = p.ctx.Stop(p.self)
+}
+
+func (p *producer[A]) onStart(m ProducerStart[A]) {
+	if m.Producer == nil {
+		p.log.Error("ProducerStart without a producer ref: ignored")
+		return
+	}
+	p.producer = m.Producer
+	if !p.active {
+		p.maybeActivate()
+		return
+	}
+	if p.requested {
+		p.sendRequestNext()
+	}
+}
+
+func (p *producer[A]) onRegisterConsumer(m RegisterConsumer[A]) {
+	if m.ConsumerController == nil {
+		p.log.Error("RegisterConsumer without a consumer controller ref: ignored")
+		return
+	}
+	p.consumer = m.ConsumerController
+	if !p.active {
+		p.maybeActivate()
+		return
+	}
+	// A new association: whatever is unconfirmed goes to the new consumer
+	// controller, the head marked first before it is sent, so the new
+	// controller can take it at once.
+	p.markHeadFirst()
+	p.resend(0)
+}
+
+// maybeActivate starts sending once producer, consumer and state are there.
+func (p *producer[A]) maybeActivate() {
+	if p.active || p.producer == nil || p.consumer == nil || !p.loaded {
+		return
+	}
+	p.active = true
+	if p.unconfirmed.len() == 0 {
+		// The first message goes out without a Request: that is what lets
+		// sharding start the consumer's entity.
+		p.firstSeqNr, p.requestedSeqNr = p.currentSeqNr, p.currentSeqNr
+		p.requestNext()
+		return
+	}
+	// Loaded unconfirmed messages: no demand until the consumer
+	// controller asks, but send them all now, the head marked first.
+	p.requestedSeqNr = p.currentSeqNr - 1
+	p.markHeadFirst()
+	p.resend(0)
+}
+
+// requestNext gives the producer permission for one more message when the
+// consumer controller's demand allows it and nothing is still being sent.
+func (p *producer[A]) requestNext() {
+	if p.requested || p.hasPending() || p.storing() || p.currentSeqNr > p.requestedSeqNr {
+		return
+	}
+	p.requested = true
+	p.sendRequestNext()
+}
+
+func (p *producer[A]) sendRequestNext() {
+	p.producer.Tell(RequestNext[A]{
+		ProducerID:     p.cfg.id,
+		CurrentSeqNr:   p.currentSeqNr,
+		ConfirmedSeqNr: p.confirmedSeqNr,
+		SendNextTo:     p.sendNext,
+		AskNextTo:      p.askNext,
+	})
+}
+
+func (p *producer[A]) onProducerMessage(o *outgoing[A]) {
+	if !p.active || !p.requested {
+		p.fail(fmt.Errorf("%w: a message from the producer without demand (requested %t, currentSeqNr %d, requestedSeqNr %d): wait for RequestNext",
+			ErrProtocol, p.requested, p.currentSeqNr, p.requestedSeqNr))
+		return
+	}
+	p.requested = false
+	if p.cfg.settings.ChunkLargeMessages > 0 {
+		chunks, err := chunkMessage(p.cfg.codec, o.sm.Message, p.cfg.settings.ChunkLargeMessages)
+		if err != nil {
+			p.fail(fmt.Errorf("chunk message %d: %w", p.currentSeqNr, err))
+			return
+		}
+		p.pending, p.pendingAt = chunks, 0
+	} else {
+		p.pending, p.pendingAt = append(p.pending[:0], &o.sm), 0
+	}
+	if o.replyTo != nil {
+		p.pending[len(p.pending)-1].Ack = true
+		p.replyTo = o.replyTo
+	}
+	p.sendPending()
+}
+
+// sendPending sends (or, with a durable queue, stores) the current
+// message's chunks while there is demand, then asks for the next message.
+func (p *producer[A]) sendPending() {
+	for p.hasPending() && !p.storing() && p.currentSeqNr <= p.requestedSeqNr {
+		m := p.pending[p.pendingAt]
+		m.ProducerID = p.cfg.id
+		m.SeqNr = p.currentSeqNr
+		m.First = m.SeqNr == p.firstSeqNr
+		m.ProducerController = p.self
+		m.Incarnation = p.incarnation
+		if p.dq != nil {
+			p.storeSent(m)
+			return
+		}
+		p.emit()
+	}
+	p.requestNext()
+}
+
+// emit sends the next pending chunk, which is stored if it must be. When it
+// is the message's last, the producer is given its next RequestNext first:
+// it can work on the next message while this one travels.
+func (p *producer[A]) emit() {
+	m := p.takePending()
+	if !p.hasPending() {
+		p.requestNext()
+	}
+	p.consumer.Tell(m)
+}
+
+func (p *producer[A]) hasPending() bool { return p.pendingAt < len(p.pending) }
+
+// takePending does the bookkeeping of sending the next pending chunk and
+// returns it.
+func (p *producer[A]) takePending() *SequencedMessage[A] {
+	m := p.pending[p.pendingAt]
+	p.pending[p.pendingAt] = nil
+	if p.pendingAt++; p.pendingAt == len(p.pending) {
+		// Keep the buffer for the next message unless a large one grew it.
+		if cap(p.pending) > 64 {
+			p.pending = nil
+		}
+		p.pending, p.pendingAt = p.pending[:0], 0
+	}
+	p.currentSeqNr++
+	if p.supportResend {
+		p.unconfirmed.push(m)
+	}
+	if m.Ack && p.replyTo != nil {
+		if p.dq != nil {
+			p.replyTo.Tell(m.SeqNr) // stored: that is all a durable ask waits for
+		} else {
+			p.replies.push(pendingReply{seqNr: m.SeqNr, replyTo: p.replyTo})
+		}
+		p.replyTo = nil
+	}
+	if m.SeqNr == p.firstSeqNr {
+		p.startResendFirst()
+	}
+	return m
+}
+
+func (p *producer[A]) onRequest(r Request[A]) {
+	if !p.active {
+		return
+	}
+	p.onAck(r.ConfirmedSeqNr)
+	p.supportResend = r.SupportResend
+	if !r.SupportResend {
+		p.unconfirmed.clear()
+		p.stopResendFirst()
+	} else if r.ViaTimeout {
+		// The consumer controller heard nothing for a while: the last
+		// messages may be lost, and nothing after them would show the gap.
+		p.resend(0)
+	}
+	upTo := r.RequestUpToSeqNr
+	if !r.SupportResend && r.ViaTimeout && upTo < p.currentSeqNr {
+		// Without resending, lost messages are never confirmed: open the
+		// window past what was sent, or the flow would stop for good.
+		upTo = p.currentSeqNr - 1 + max(r.RequestUpToSeqNr-r.ConfirmedSeqNr, 1)
+	}
+	if upTo > p.requestedSeqNr {
+		p.requestedSeqNr = upTo
+		p.sendPending()
+	}
+}
+
+// onAck takes a confirmation of everything up to c.
+func (p *producer[A]) onAck(c SeqNr) {
+	// A confirmation of what was never sent comes from a consumer
+	// controller of another incarnation at the same ref: ignore it.
+	if c <= p.confirmedSeqNr || c >= p.currentSeqNr {
+		return
+	}
+	p.confirmedSeqNr = c
+	for p.unconfirmed.len() > 0 && p.unconfirmed.at(0).SeqNr <= c {
+		p.unconfirmed.pop()
+	}
+	for p.replies.len() > 0 && p.replies.at(0).seqNr <= c {
+		r := p.replies.pop()
+		r.replyTo.Tell(r.seqNr)
+	}
+	if p.resendFirstOn && c >= p.firstSeqNr {
+		p.stopResendFirst()
+	}
+	if p.dq != nil {
+		p.storeConfirmed(c)
+	}
+}
+
+func (p *producer[A]) onResend(r Resend[A]) {
+	if !p.active || !p.supportResend {
+		return
+	}
+	if r.FromSeqNr == 0 {
+		p.markHeadFirst()
+	}
+	p.resend(r.FromSeqNr)
+}
+
+// resend sends again the unconfirmed messages from seqNr from on.
+func (p *producer[A]) resend(from SeqNr) {
+	for i := range p.unconfirmed.len() {
+		if m := p.unconfirmed.at(i); m.SeqNr >= from {
+			p.consumer.Tell(m)
+		}
+	}
+}
+
+// markHeadFirst starts a new association at the oldest unconfirmed message,
+// or at the next message when nothing is unconfirmed. The head is marked
+// before anything is resent, so one round trip suffices.
+func (p *producer[A]) markHeadFirst() {
+	if p.unconfirmed.len() == 0 {
+		p.firstSeqNr = p.currentSeqNr
+		return
+	}
+	head := p.unconfirmed.at(0)
+	if !head.First {
+		// Sent messages are shared with the consumer side: copy, never modify.
+		c := *head
+		c.First = true
+		head = &c
+		p.unconfirmed.set(0, head)
+	}
+	p.firstSeqNr = head.SeqNr
+	p.startResendFirst()
+}
+
+func (p *producer[A]) startResendFirst() {
+	if !p.resendFirstOn {
+		p.resendFirstOn = true
+		p.ctx.Timers().StartPeriodic(resendFirstKey{}, resendFirstTick[A]{}, p.cfg.settings.ResendFirstInterval)
+	}
+}
+
+func (p *producer[A]) stopResendFirst() {
+	if p.resendFirstOn {
+		p.resendFirstOn = false
+		p.ctx.Timers().Cancel(resendFirstKey{})
+	}
+}
+
+// onResendFirst sends the first message of the association again until it
+// is confirmed: until then the consumer controller may not know this
+// producer controller.
+func (p *producer[A]) onResendFirst() {
+	if p.unconfirmed.len() > 0 && p.unconfirmed.at(0).SeqNr == p.firstSeqNr {
+		p.consumer.Tell(p.unconfirmed.at(0))
+		return
+	}
+	p.stopResendFirst()
+}

@@ -1,0 +1,386 @@
+package delivery
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// pcHarness is a producer controller between probes: one plays the
+// producer, one the consumer controller. Its clock is fake.
+type pcHarness struct {
+	sys      *runtime.System
+	clock    *clockwork.FakeClock
+	pc       runtime.Ref[ProducerCommand[job]]
+	producer *probe[RequestNext[job]]
+	cc       *probe[ConsumerCommand[job]]
+	logs     *logBuffer
+	watcher  *watcher
+}
+
+func newPC(t *testing.T, s ProducerSettings, opts ...ProducerOption[job]) *pcHarness {
+	t.Helper()
+	h := &pcHarness{clock: clockwork.NewFakeClock()}
+	h.sys, h.logs = newSystem(t, runtime.WithClock(h.clock))
+	var err error
+	h.pc, err = SpawnProducerController[job](h.sys, "pc", "p", s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.watcher = newWatcher(t, h.sys)
+	h.watcher.watch(h.pc)
+	h.producer = newProbe[RequestNext[job]](t, h.sys, "producer")
+	h.cc = newProbe[ConsumerCommand[job]](t, h.sys, "cc")
+	return h
+}
+
+// start connects producer and consumer controller probes.
+func (h *pcHarness) start() {
+	h.pc.Tell(ProducerStart[job]{Producer: h.producer.Ref})
+	h.pc.Tell(RegisterConsumer[job]{ConsumerController: h.cc.Ref})
+}
+
+func (h *pcHarness) expectRequestNext(t *testing.T, current, confirmed SeqNr) RequestNext[job] {
+	t.Helper()
+	r := h.producer.expect(t)
+	if r.CurrentSeqNr != current || r.ConfirmedSeqNr != confirmed || r.ProducerID != "p" {
+		t.Fatalf("RequestNext(current %d, confirmed %d), want (%d, %d)", r.CurrentSeqNr, r.ConfirmedSeqNr, current, confirmed)
+	}
+	return r
+}
+
+// expectSeq takes the consumer controller's next message, which must be
+// message n (job n), first or not as said.
+func (h *pcHarness) expectSeq(t *testing.T, n SeqNr, first bool) *SequencedMessage[job] {
+	t.Helper()
+	m, ok := h.cc.expect(t).(*SequencedMessage[job])
+	if !ok {
+		t.Fatalf("consumer controller got %T, want a SequencedMessage", m)
+	}
+	if m.SeqNr != n || m.First != first || m.ProducerID != "p" || m.ProducerController != h.pc || m.Incarnation == 0 {
+		t.Fatalf("SequencedMessage(seqNr %d, first %t, producer %q), want (%d, %t, \"p\")", m.SeqNr, m.First, m.ProducerID, n, first)
+	}
+	if m.Chunk == nil && m.Message.N != int(n) {
+		t.Fatalf("message %d carries job %d", n, m.Message.N)
+	}
+	return m
+}
+
+// sendJobs sends jobs from..to, each on the RequestNext before it.
+func (h *pcHarness) sendJobs(t *testing.T, r RequestNext[job], from, to SeqNr, confirmed SeqNr) RequestNext[job] {
+	t.Helper()
+	for n := from; n <= to; n++ {
+		r.SendNextTo.Tell(job{N: int(n)})
+		if n < to {
+			r = h.expectRequestNext(t, n+1, confirmed)
+		}
+	}
+	return r
+}
+
+func (h *pcHarness) request(confirmed, upTo SeqNr) {
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true})
+}
+
+// TestProducerFirstMessageWithoutDemand: message 1 goes out before any
+// Request; the next RequestNext waits for one.
+func TestProducerFirstMessageWithoutDemand(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	h.producer.expectNone(t, 20*time.Millisecond)
+	h.request(0, 3)
+	r = h.expectRequestNext(t, 2, 0)
+	r = h.sendJobs(t, r, 2, 3, 0)
+	h.expectSeq(t, 2, false)
+	h.expectSeq(t, 3, false)
+	h.producer.expectNone(t, 20*time.Millisecond) // the demand is used up
+	h.request(1, 4)
+	h.expectRequestNext(t, 4, 1)
+}
+
+// TestProducerWaitsForEverything: nothing is requested until the
+// controller has both a producer and a consumer controller, whichever
+// comes first.
+func TestProducerWaitsForEverything(t *testing.T) {
+	for _, order := range []string{"producer first", "consumer first"} {
+		t.Run(order, func(t *testing.T) {
+			h := newPC(t, ProducerSettings{})
+			start := ProducerCommand[job](ProducerStart[job]{Producer: h.producer.Ref})
+			register := ProducerCommand[job](RegisterConsumer[job]{ConsumerController: h.cc.Ref})
+			if order == "consumer first" {
+				start, register = register, start
+			}
+			h.pc.Tell(start)
+			h.producer.expectNone(t, 20*time.Millisecond)
+			h.pc.Tell(register)
+			h.expectRequestNext(t, 1, 0)
+		})
+	}
+}
+
+// TestProducerWithoutDemandFails: a producer that sends twice on one
+// RequestNext breaks the protocol, and the controller stops saying so.
+func TestProducerWithoutDemandFails(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(job{N: 2})
+	h.watcher.expectStopped(t, "/user/pc")
+	if !h.logs.contains("without demand") {
+		t.Fatalf("no protocol error in the log:\n%s", h.logs.tail(5))
+	}
+}
+
+// TestProducerResend: Resend(n) sends the unconfirmed from n on again;
+// Resend(0) marks the head first before it resends.
+func TestProducerResend(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	h.request(1, 10) // confirms 1
+	r = h.expectRequestNext(t, 2, 1)
+	h.sendJobs(t, r, 2, 5, 1)
+	for n := SeqNr(2); n <= 5; n++ {
+		h.expectSeq(t, n, false)
+	}
+	h.pc.Tell(Resend[job]{FromSeqNr: 4})
+	h.expectSeq(t, 4, false)
+	h.expectSeq(t, 5, false)
+	h.pc.Tell(Resend[job]{FromSeqNr: 0})
+	h.expectSeq(t, 2, true) // marked first, in the same round trip
+	h.expectSeq(t, 3, false)
+	h.expectSeq(t, 4, false)
+	h.expectSeq(t, 5, false)
+	h.cc.expectNone(t, 20*time.Millisecond)
+}
+
+// TestProducerResendFirst: the first message is sent again every
+// ResendFirstInterval until it is confirmed.
+func TestProducerResendFirst(t *testing.T) {
+	h := newPC(t, ProducerSettings{ResendFirstInterval: time.Second})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	for range 3 {
+		h.advance(t, time.Second)
+		h.expectSeq(t, 1, true)
+	}
+	h.request(1, 10)
+	h.expectRequestNext(t, 2, 1)
+	eventually(t, "the resend-first timer is cancelled", func() bool { return !timersPending(h.clock, 1) })
+	h.cc.expectNone(t, 20*time.Millisecond)
+}
+
+// advance moves the fake clock by d once a timer is pending.
+func (h *pcHarness) advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("no timer pending: %v", err)
+	}
+	h.clock.Advance(d)
+}
+
+// timersPending reports whether fc has at least n pending timers, at once.
+func timersPending(fc *clockwork.FakeClock, n int) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return fc.BlockUntilContext(ctx, n) == nil
+}
+
+// TestProducerAsk: an ask is answered with the message's sequence number
+// once the consumer controller confirms it, by Request or by Ack.
+func TestProducerAsk(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	replies := newProbe[SeqNr](t, h.sys, "replies")
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref})
+	if m := h.expectSeq(t, 1, true); !m.Ack {
+		t.Fatal("an asked message without Ack")
+	}
+	h.request(0, 10)
+	r = h.expectRequestNext(t, 2, 0)
+	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 2}, ReplyTo: replies.Ref})
+	h.expectSeq(t, 2, false)
+	r = h.expectRequestNext(t, 3, 0)
+	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 3}, ReplyTo: replies.Ref})
+	h.expectSeq(t, 3, false)
+	replies.expectNone(t, 20*time.Millisecond)
+	h.request(2, 10)
+	for _, want := range []SeqNr{1, 2} {
+		if got := replies.expect(t); got != want {
+			t.Fatalf("reply %d, want %d", got, want)
+		}
+	}
+	h.pc.Tell(Ack[job]{ConfirmedSeqNr: 3})
+	if got := replies.expect(t); got != 3 {
+		t.Fatalf("reply %d, want 3", got)
+	}
+}
+
+// TestProducerNewConsumer: RegisterConsumer with another consumer
+// controller sends it the unconfirmed messages, the head marked first.
+func TestProducerNewConsumer(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	h.request(2, 10) // confirms 2, which was never sent: a stale or bogus confirmation, ignored
+	r = h.expectRequestNext(t, 2, 0)
+	r.SendNextTo.Tell(job{N: 2})
+	h.expectSeq(t, 2, false)
+	r = h.expectRequestNext(t, 3, 0)
+	h.request(1, 10)
+	h.sendJobs(t, r, 3, 4, 1)
+	for n := SeqNr(3); n <= 4; n++ {
+		h.expectSeq(t, n, false)
+	}
+	h.expectRequestNext(t, 5, 1)
+	h.request(2, 10)
+	cc2 := newProbe[ConsumerCommand[job]](t, h.sys, "cc2")
+	h.pc.Tell(RegisterConsumer[job]{ConsumerController: cc2.Ref})
+	h.cc = cc2
+	h.expectSeq(t, 3, true)
+	h.expectSeq(t, 4, false)
+	h.cc.expectNone(t, 20*time.Millisecond)
+}
+
+// TestProducerRequestViaTimeout: a Request after the consumer controller
+// heard nothing for a while brings the unconfirmed messages again.
+func TestProducerRequestViaTimeout(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	h.request(1, 3)
+	r = h.expectRequestNext(t, 2, 1)
+	h.sendJobs(t, r, 2, 3, 1)
+	h.expectSeq(t, 2, false)
+	h.expectSeq(t, 3, false) // say both are lost
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, SupportResend: true, ViaTimeout: true})
+	h.expectSeq(t, 2, false)
+	h.expectSeq(t, 3, false)
+}
+
+// TestProducerOnlyFlowControl: a consumer controller without resending
+// makes the producer controller keep nothing; after a timeout with
+// everything lost, the window opens past what was sent.
+func TestProducerOnlyFlowControl(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 3})
+	r = h.expectRequestNext(t, 2, 0)
+	h.sendJobs(t, r, 2, 3, 0)
+	h.expectSeq(t, 2, false)
+	h.expectSeq(t, 3, false) // 2 and 3 lost
+	h.pc.Tell(Resend[job]{FromSeqNr: 2})
+	h.cc.expectNone(t, 20*time.Millisecond) // nothing kept to resend
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, ViaTimeout: true})
+	h.expectRequestNext(t, 4, 1)
+	h.cc.expectNone(t, 20*time.Millisecond)
+}
+
+// TestProducerNewProducer: Start from another producer moves an unused
+// RequestNext to it.
+func TestProducerNewProducer(t *testing.T) {
+	h := newPC(t, ProducerSettings{})
+	h.start()
+	h.expectRequestNext(t, 1, 0)
+	p2 := newProbe[RequestNext[job]](t, h.sys, "producer2")
+	h.pc.Tell(ProducerStart[job]{Producer: p2.Ref})
+	h.producer = p2
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+}
+
+// TestProducerChunks: a message longer than the chunk size goes out as
+// chunks, each with its own sequence number, the Ack on the last, and the
+// next RequestNext only after the last chunk.
+func TestProducerChunks(t *testing.T) {
+	h := newPC(t, ProducerSettings{ChunkLargeMessages: 4})
+	replies := newProbe[SeqNr](t, h.sys, "replies")
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref}) // {"n":1} is 7 bytes: 2 chunks
+	c1 := h.expectSeq(t, 1, true)
+	h.cc.expectNone(t, 20*time.Millisecond) // the second chunk needs demand
+	h.request(0, 10)
+	c2 := h.expectSeq(t, 2, false)
+	if !c1.Chunk.First || c1.Chunk.Last || c2.Chunk.First || !c2.Chunk.Last || c1.Ack || !c2.Ack {
+		t.Fatalf("chunks %+v %+v (ack %t %t)", *c1.Chunk, *c2.Chunk, c1.Ack, c2.Ack)
+	}
+	if got := string(c1.Chunk.Data) + string(c2.Chunk.Data); got != `{"n":1}` {
+		t.Fatalf("chunks join to %q", got)
+	}
+	h.expectRequestNext(t, 3, 0)
+	h.request(2, 10)
+	if got := replies.expect(t); got != 2 {
+		t.Fatalf("reply %d, want 2 (the last chunk)", got)
+	}
+}
+
+// TestSettingsValidation: settings out of range are an error naming the
+// field, before any controller runs.
+func TestSettingsValidation(t *testing.T) {
+	cases := []struct {
+		name     string
+		producer *ProducerSettings // checked with NewProducerController
+		consumer *ConsumerSettings // checked with NewConsumerController
+		field    string            // the field the error must name
+	}{
+		{name: "window 1", consumer: &ConsumerSettings{FlowControlWindow: 1}, field: "FlowControlWindow"},
+		{name: "negative window", consumer: &ConsumerSettings{FlowControlWindow: -3}, field: "FlowControlWindow"},
+		{name: "resend max below min", consumer: &ConsumerSettings{ResendIntervalMin: 5 * time.Second, ResendIntervalMax: time.Second}, field: "ResendIntervalMax"},
+		{name: "negative resend min", consumer: &ConsumerSettings{ResendIntervalMin: -time.Second}, field: "ResendIntervalMin"},
+		{name: "chunk below 1 byte", producer: &ProducerSettings{ChunkLargeMessages: -1}, field: "ChunkLargeMessages"},
+		{name: "negative durable timeout", producer: &ProducerSettings{DurableQueueRequestTimeout: -1}, field: "DurableQueueRequestTimeout"},
+		{name: "negative retries", producer: &ProducerSettings{DurableQueueRetryAttempts: -1}, field: "DurableQueueRetryAttempts"},
+		{name: "resend first below 1ms", producer: &ProducerSettings{ResendFirstInterval: time.Microsecond}, field: "ResendFirstInterval"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.producer != nil {
+				_, err = NewProducerController[job]("p", *tc.producer)
+			} else {
+				_, err = NewConsumerController[job](*tc.consumer)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %v, want one naming %s", err, tc.field)
+			}
+		})
+	}
+	if _, err := NewProducerController[job]("", ProducerSettings{}); err == nil {
+		t.Fatal("an empty producer id is accepted")
+	}
+	if s := DefaultConsumerSettings(); s.FlowControlWindow != 50 || s.ResendIntervalMin != 2*time.Second || s.ResendIntervalMax != 30*time.Second || s.OnlyFlowControl {
+		t.Fatalf("consumer defaults %+v", s)
+	}
+	if s := DefaultProducerSettings(); s.ChunkLargeMessages != 0 || s.DurableQueueRequestTimeout != 3*time.Second ||
+		s.DurableQueueRetryAttempts != 10 || s.ResendFirstInterval != time.Second {
+		t.Fatalf("producer defaults %+v", s)
+	}
+}
+
+var _ durable.Queue[job] = (*flakyQueue[job])(nil)

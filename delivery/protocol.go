@@ -1,0 +1,181 @@
+package delivery
+
+import (
+	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// SeqNr is a message's sequence number: 1 for a producer's first message,
+// one more for each message (or chunk) after it.
+type SeqNr = durable.SeqNr
+
+// Codec turns messages into bytes and back, for chunking (see
+// [ProducerSettings.ChunkLargeMessages]).
+type Codec[A any] = durable.Codec[A]
+
+// JSONCodec is the default Codec.
+type JSONCodec[A any] = durable.JSON[A]
+
+// ChunkedMessage is a piece of a serialized message, carried by a
+// [SequencedMessage] when the producer controller chunks messages.
+type ChunkedMessage = durable.Chunk
+
+// ProducerCommand is what a producer controller handles: [ProducerStart],
+// [RegisterConsumer] and, from the consumer controller, [Request], [Resend]
+// and [Ack]. The producer's messages reach it through the refs of
+// [RequestNext].
+type ProducerCommand[A any] interface{ producerCommand(A) }
+
+// ConsumerCommand is what a consumer controller handles: [ConsumerStart],
+// [RegisterToProducerController], [DeliverThenStop] and, from the producer
+// controller, *[SequencedMessage]. The consumer's [Confirmed] goes to
+// [Delivery.ConfirmTo].
+type ConsumerCommand[A any] interface{ consumerCommand(A) }
+
+// ProducerStart connects the producer to its producer controller, which
+// answers with a [RequestNext] when the producer may send. Sending it again
+// (after a producer restart, or from another producer) moves the flow to the
+// new producer: an outstanding RequestNext is sent to it again.
+//
+// The producer must be local to its controller: the two talk by plain tells,
+// which are only reliable in one process. Every ref of this runtime is, so
+// the controller checks only that the ref is set.
+type ProducerStart[A any] struct {
+	Producer runtime.Ref[RequestNext[A]]
+}
+
+// RequestNext allows the producer to send exactly one message: to SendNextTo,
+// or wrapped in a [MessageWithConfirmation] to AskNextTo. The producer must
+// wait for the next RequestNext before it sends another; a message sent
+// without one is a protocol error that stops the controller.
+type RequestNext[A any] struct {
+	ProducerID string
+	// CurrentSeqNr is the sequence number the next message will have (its
+	// first chunk's, with chunking).
+	CurrentSeqNr SeqNr
+	// ConfirmedSeqNr is the highest sequence number the consumer confirmed.
+	ConfirmedSeqNr SeqNr
+	SendNextTo     runtime.Ref[A]
+	AskNextTo      runtime.Ref[MessageWithConfirmation[A]]
+}
+
+// MessageWithConfirmation is a message whose sequence number is sent to
+// ReplyTo once the consumer has confirmed it or, with a durable queue, once
+// it is stored. Send it to [RequestNext.AskNextTo], typically with
+// runtime.AskFrom.
+type MessageWithConfirmation[A any] struct {
+	Message A
+	ReplyTo runtime.Ref[SeqNr]
+}
+
+// RegisterConsumer connects a producer controller to a consumer controller.
+// Sent to a controller that already has a consumer, it replaces it: the
+// unconfirmed messages are sent to the new one, the first marked as the
+// start of a new association.
+type RegisterConsumer[A any] struct {
+	ConsumerController runtime.Ref[ConsumerCommand[A]]
+}
+
+// ConsumerStart connects the consumer to its consumer controller, which then
+// sends it one [Delivery] at a time. The controller watches the consumer
+// and stops when it stops. Sending Start again (after a consumer restart, or
+// from a new consumer) sends an unconfirmed Delivery again, to the new
+// consumer. The consumer must be local to its controller, as for
+// [ProducerStart].
+type ConsumerStart[A any] struct {
+	DeliverTo runtime.Ref[Delivery[A]]
+}
+
+// Delivery is a message for the consumer, which must confirm it by telling
+// ConfirmTo a [Confirmed] (or calling [Delivery.Confirm]) once it has
+// processed it. The next Delivery comes only after that.
+type Delivery[A any] struct {
+	Message    A
+	ConfirmTo  runtime.Ref[Confirmed]
+	ProducerID string
+	// SeqNr is the message's sequence number (its last chunk's, with
+	// chunking). A Delivery that comes again has the same SeqNr.
+	SeqNr SeqNr
+}
+
+// Confirm tells the consumer controller that the message was processed.
+func (d Delivery[A]) Confirm() { d.ConfirmTo.Tell(Confirmed{}) }
+
+// Confirmed says that the consumer has processed the Delivery whose
+// ConfirmTo it is sent to. A ConfirmTo ref is specific enough that a second
+// Confirmed for the same Delivery (after it came again) is not taken for the
+// next one's.
+type Confirmed struct{}
+
+// RegisterToProducerController connects a consumer controller to a producer
+// controller: the consumer controller sends it [RegisterConsumer], again on
+// every retry tick until the producer controller's first message arrives.
+type RegisterToProducerController[A any] struct {
+	ProducerController runtime.Ref[ProducerCommand[A]]
+}
+
+// DeliverThenStop stops the consumer controller once every message it has
+// received is delivered and confirmed.
+type DeliverThenStop[A any] struct{}
+
+// SequencedMessage is the internal message from a producer controller to a
+// consumer controller: one message, or one chunk of one, with its sequence
+// number. It travels as a pointer that both controllers only read.
+type SequencedMessage[A any] struct {
+	ProducerID string
+	SeqNr      SeqNr
+	// Message is the producer's message, unless Chunk is set.
+	Message A
+	// Chunk is a piece of the serialized message when the producer
+	// controller chunks messages.
+	Chunk *ChunkedMessage
+	// First says that SeqNr is the first of an association between this
+	// producer controller and a consumer controller.
+	First bool
+	// Ack says that the producer asked for a confirmation reply.
+	Ack bool
+	// ProducerController is where the consumer controller answers.
+	ProducerController runtime.Ref[ProducerCommand[A]]
+	// Incarnation identifies the producer controller instance: a consumer
+	// controller takes a new one for a new producer.
+	Incarnation uint64
+}
+
+// Request is the internal message by which a consumer controller confirms
+// messages and asks for more: the producer controller may send up to
+// RequestUpToSeqNr.
+type Request[A any] struct {
+	ConfirmedSeqNr   SeqNr
+	RequestUpToSeqNr SeqNr
+	// SupportResend is false when the consumer controller only wants flow
+	// control: the producer controller then keeps nothing for resending.
+	SupportResend bool
+	// ViaTimeout says that the consumer controller has heard nothing for a
+	// while: the last messages may have been lost.
+	ViaTimeout bool
+}
+
+// Resend is the internal message by which a consumer controller that saw a
+// gap asks for the unconfirmed messages from FromSeqNr on. FromSeqNr 0 asks
+// for all of them, the first marked as the start of a new association.
+type Resend[A any] struct {
+	FromSeqNr SeqNr
+}
+
+// Ack is the internal message by which a consumer controller confirms
+// messages without asking for more: after a message sent with
+// confirmation, and when it stops.
+type Ack[A any] struct {
+	ConfirmedSeqNr SeqNr
+}
+
+func (ProducerStart[A]) producerCommand(A)    {}
+func (RegisterConsumer[A]) producerCommand(A) {}
+func (Request[A]) producerCommand(A)          {}
+func (Resend[A]) producerCommand(A)           {}
+func (Ack[A]) producerCommand(A)              {}
+
+func (ConsumerStart[A]) consumerCommand(A)                {}
+func (RegisterToProducerController[A]) consumerCommand(A) {}
+func (DeliverThenStop[A]) consumerCommand(A)              {}
+func (*SequencedMessage[A]) consumerCommand(A)            {}

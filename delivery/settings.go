@@ -1,0 +1,143 @@
+package delivery
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrInvalidSettings is wrapped by the error of a controller whose settings
+// are out of range.
+var ErrInvalidSettings = errors.New("delivery: invalid settings")
+
+// Defaults of the settings; a zero field of a settings struct means its default.
+const (
+	DefaultFlowControlWindow          = 50
+	DefaultResendIntervalMin          = 2 * time.Second
+	DefaultResendIntervalMax          = 30 * time.Second
+	DefaultRedeliverAfter             = 30 * time.Second
+	DefaultDurableQueueRequestTimeout = 3 * time.Second
+	DefaultDurableQueueRetryAttempts  = 10
+	DefaultDurableQueueRetryBackoff   = 100 * time.Millisecond
+	DefaultResendFirstInterval        = time.Second
+)
+
+// ProducerSettings configure a producer controller. A zero field takes its
+// default.
+type ProducerSettings struct {
+	// ChunkLargeMessages, when above 0, makes the controller serialize every
+	// message with its codec and split one longer than this many bytes into
+	// chunks, each with its own sequence number. 0 (the default) sends
+	// messages as they are.
+	ChunkLargeMessages int
+	// DurableQueueRequestTimeout bounds each call to the durable queue
+	// (default 3 s).
+	DurableQueueRequestTimeout time.Duration
+	// DurableQueueRetryAttempts is how many times a failed or timed-out
+	// load or store is tried again before the controller fails (default 10).
+	DurableQueueRetryAttempts int
+	// DurableQueueRetryBackoff is the pause before trying again a call that
+	// failed fast, so a store that is briefly down is not retried in a burst
+	// (default 100 ms). A call that timed out is retried at once.
+	DurableQueueRetryBackoff time.Duration
+	// ResendFirstInterval is how often the first message of an association
+	// is sent again until the consumer controller confirms it (default 1 s).
+	ResendFirstInterval time.Duration
+}
+
+// DefaultProducerSettings are the defaults, written out.
+func DefaultProducerSettings() ProducerSettings { return ProducerSettings{}.withDefaults() }
+
+func (s ProducerSettings) withDefaults() ProducerSettings {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&s.DurableQueueRequestTimeout, DefaultDurableQueueRequestTimeout)
+	def(&s.DurableQueueRetryBackoff, DefaultDurableQueueRetryBackoff)
+	def(&s.ResendFirstInterval, DefaultResendFirstInterval)
+	if s.DurableQueueRetryAttempts == 0 {
+		s.DurableQueueRetryAttempts = DefaultDurableQueueRetryAttempts
+	}
+	return s
+}
+
+// validate returns the settings with defaults applied, or an error naming
+// the first field out of range.
+func (s ProducerSettings) validate() (ProducerSettings, error) {
+	s = s.withDefaults()
+	switch {
+	case s.ChunkLargeMessages < 0:
+		return s, invalid("ProducerSettings.ChunkLargeMessages", s.ChunkLargeMessages, "must be at least 1 byte (or 0 for no chunking)")
+	case s.DurableQueueRequestTimeout < 0:
+		return s, invalid("ProducerSettings.DurableQueueRequestTimeout", s.DurableQueueRequestTimeout, "must be positive")
+	case s.DurableQueueRetryAttempts < 0:
+		return s, invalid("ProducerSettings.DurableQueueRetryAttempts", s.DurableQueueRetryAttempts, "must not be negative")
+	case s.DurableQueueRetryBackoff < 0:
+		return s, invalid("ProducerSettings.DurableQueueRetryBackoff", s.DurableQueueRetryBackoff, "must not be negative")
+	case s.ResendFirstInterval < time.Millisecond:
+		return s, invalid("ProducerSettings.ResendFirstInterval", s.ResendFirstInterval, "must be at least 1ms")
+	}
+	return s, nil
+}
+
+// ConsumerSettings configure a consumer controller. A zero field takes its
+// default.
+type ConsumerSettings struct {
+	// FlowControlWindow is W: at most W messages are in flight from the
+	// producer controller, which hears of confirmations every W/2
+	// (default 50, at least 2).
+	FlowControlWindow int
+	// ResendIntervalMin is the first wait, after the last message, before
+	// the controller asks the producer controller again; each further idle
+	// wait is 1.5 times longer, up to ResendIntervalMax (defaults 2 s, 30 s).
+	ResendIntervalMin time.Duration
+	ResendIntervalMax time.Duration
+	// RedeliverAfter is how long a Delivery may stay unconfirmed before the
+	// controller takes it for lost and delivers it again, with the same
+	// SeqNr, so that a consumer that dropped it cannot hang the stream
+	// (default 30 s, checked on the retry ticks; negative: never).
+	RedeliverAfter time.Duration
+	// OnlyFlowControl turns off resending: lost messages stay lost, gaps
+	// are delivered, and the producer controller keeps nothing for
+	// resending.
+	OnlyFlowControl bool
+}
+
+// DefaultConsumerSettings are the defaults, written out.
+func DefaultConsumerSettings() ConsumerSettings { return ConsumerSettings{}.withDefaults() }
+
+func (s ConsumerSettings) withDefaults() ConsumerSettings {
+	if s.FlowControlWindow == 0 {
+		s.FlowControlWindow = DefaultFlowControlWindow
+	}
+	if s.ResendIntervalMin == 0 {
+		s.ResendIntervalMin = DefaultResendIntervalMin
+	}
+	if s.ResendIntervalMax == 0 {
+		s.ResendIntervalMax = max(DefaultResendIntervalMax, s.ResendIntervalMin)
+	}
+	if s.RedeliverAfter == 0 {
+		s.RedeliverAfter = DefaultRedeliverAfter
+	}
+	return s
+}
+
+func (s ConsumerSettings) validate() (ConsumerSettings, error) {
+	s = s.withDefaults()
+	switch {
+	case s.FlowControlWindow < 2:
+		return s, invalid("ConsumerSettings.FlowControlWindow", s.FlowControlWindow, "must be at least 2")
+	case s.ResendIntervalMin < time.Millisecond:
+		return s, invalid("ConsumerSettings.ResendIntervalMin", s.ResendIntervalMin, "must be at least 1ms")
+	case s.ResendIntervalMax < s.ResendIntervalMin:
+		return s, invalid("ConsumerSettings.ResendIntervalMax", s.ResendIntervalMax,
+			fmt.Sprintf("must be at least ResendIntervalMin (%v)", s.ResendIntervalMin))
+	}
+	return s, nil
+}
+
+func invalid(field string, value any, rule string) error {
+	return fmt.Errorf("%w: %s is %v: %s", ErrInvalidSettings, field, value, rule)
+}
