@@ -56,8 +56,8 @@ func saneRequestID(id string) bool {
 }
 
 // accessLog logs one line per request, after it: method, path, status,
-// bytes, duration (durationMs) and request id. Probes (/healthz, /readyz) log at debug,
-// so that they do not drown the rest.
+// bytes, duration (durationMs) and request id. Probes (/healthz, /readyz)
+// and scrapes (/metrics) log at debug, so that they do not drown the rest.
 func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +69,7 @@ func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 					status = http.StatusOK
 				}
 				level := slog.LevelInfo
-				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" {
 					level = slog.LevelDebug
 				}
 				logger.LogAttrs(r.Context(), level, "http request",

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/api"
@@ -43,6 +44,11 @@ type Host struct {
 	// (Redis, or in memory). It starts firing once setup has returned, so
 	// that every component a timer may call is registered by then.
 	Timers *timers.Scheduler
+	// Metrics is the service's Prometheus registry, served at GET
+	// /metrics. It holds the timer scheduler's series, the Go runtime and
+	// process series and the HTTP request series; an application may
+	// register its own collectors in it during setup.
+	Metrics *prometheus.Registry
 }
 
 // Entities is the entities.Host to start key-value entities on, with the
@@ -134,6 +140,12 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		releaseHost(h)
 		return nil, err
 	}
+	metrics, err := newServiceMetrics(h.Timers)
+	if err != nil {
+		releaseHost(h)
+		return nil, err
+	}
+	h.Metrics = metrics.reg
 
 	impl, err := setup(h)
 	if err == nil && impl == nil {
@@ -145,7 +157,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, log: o.logger, host: h, timers: &timerStarter{sched: h.Timers, log: o.logger}}
 	s.timers.start()
-	s.handler = newRouter(cfg, o.logger, h, impl)
+	s.handler = newRouter(cfg, o.logger, h, impl, metrics)
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -1,7 +1,9 @@
 // Package trellis assembles the Trellis service: configuration, the state
 // store (the embedded in-memory store, or Redis), the actor system, the
-// component client, and the HTTP server with its middleware, health routes
-// and the routes generated from the contract (package api).
+// component client, the timer scheduler, and the HTTP server with its
+// middleware, health routes, Prometheus metrics (GET /metrics), the admin
+// API behind the admin token (/admin/timers, package api/admin) and the
+// application's routes generated from the contract (package api).
 //
 // An application hands [New] a setup function that starts its components on
 // the [Host] and returns its implementation of api.ServerInterface:

@@ -11,6 +11,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for OrderResultOutcome.
+const (
+	OutcomeInvalid  OrderResultOutcome = "invalid"
+	OutcomeNotFound OrderResultOutcome = "not-found"
+	OutcomeOK       OrderResultOutcome = "ok"
+)
+
+// Valid indicates whether the value is a known member of the OrderResultOutcome enum.
+func (e OrderResultOutcome) Valid() bool {
+	switch e {
+	case OutcomeInvalid:
+		return true
+	case OutcomeNotFound:
+		return true
+	case OutcomeOK:
+		return true
+	default:
+		return false
+	}
+}
+
 // Counter The state of one counter.
 type Counter struct {
 	// Id The counter's id.
@@ -48,6 +69,76 @@ type FieldError struct {
 	// Example: is required
 	Message string `json:"message"`
 }
+
+// Order The state of one order. An order that is not placed (never placed, cancelled or expired) has `placed` false and no item.
+//
+// Example: {"confirmed":false,"id":"6f1c9a7e-2d4b-4c1e-9a57-3b8d0f2e4a61","item":"Pizza Margherita","placed":true,"quantity":1}
+type Order struct {
+	// Confirmed Whether the order was confirmed; a confirmed order does not expire.
+	//
+	// Example: false
+	Confirmed bool `json:"confirmed"`
+
+	// Id The order's id, a UUID.
+	//
+	// Example: 6f1c9a7e-2d4b-4c1e-9a57-3b8d0f2e4a61
+	Id string `json:"id"`
+
+	// Item What is ordered.
+	//
+	// Example: Pizza Margherita
+	Item string `json:"item"`
+
+	// Placed Whether the order is placed (false once it is cancelled or expired).
+	//
+	// Example: true
+	Placed bool `json:"placed"`
+
+	// Quantity How many.
+	//
+	// Example: 1
+	Quantity int `json:"quantity"`
+}
+
+// OrderRequest What to order.
+//
+// Example: {"item":"Pizza Margherita","quantity":1}
+type OrderRequest struct {
+	// Item What is ordered, 1 to 200 characters.
+	//
+	// Example: Pizza Margherita
+	Item string `json:"item" validate:"min=1,max=200"`
+
+	// Quantity How many, from 1 to 10,000.
+	//
+	// Example: 1
+	Quantity int `json:"quantity" validate:"min=1,max=10000"`
+}
+
+// OrderResult The business result of cancelling an order. Each is a reply, not an error, so that the timer that cancels an expired order is never retried for a business reason.
+//
+// Example: {"message":"Cannot cancel an already confirmed order","order":{"confirmed":true,"id":"6f1c9a7e-2d4b-4c1e-9a57-3b8d0f2e4a61","item":"Pizza Margherita","placed":true,"quantity":1},"outcome":"invalid"}
+type OrderResult struct {
+	// Message Why, for `not-found` and `invalid`.
+	//
+	// Example: Cannot cancel an already confirmed order
+	Message string `json:"message,omitempty"`
+
+	// Order The state of one order. An order that is not placed (never placed, cancelled or expired) has `placed` false and no item.
+	//
+	// Example: {"confirmed":false,"id":"6f1c9a7e-2d4b-4c1e-9a57-3b8d0f2e4a61","item":"Pizza Margherita","placed":true,"quantity":1}
+	Order Order `json:"order"`
+
+	// Outcome `ok`: the order was cancelled; `not-found`: no order is placed under the id; `invalid`: the order is confirmed, so it stays.
+	//
+	// Example: ok
+	Outcome OrderResultOutcome `json:"outcome"`
+}
+
+// OrderResultOutcome `ok`: the order was cancelled; `not-found`: no order is placed under the id; `invalid`: the order is confirmed, so it stays.
+//
+// Example: ok
+type OrderResultOutcome string
 
 // Problem An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
@@ -90,6 +181,9 @@ type Problem struct {
 // CounterID defines model for CounterID.
 type CounterID = string
 
+// OrderID defines model for OrderID.
+type OrderID = string
+
 // BadRequest An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
@@ -104,6 +198,16 @@ type Conflict = Problem
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
 type InternalError = Problem
+
+// OrderNotFound An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+type OrderNotFound = Problem
+
+// OrderTimerUnavailable An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+type OrderTimerUnavailable = Problem
 
 // PayloadTooLarge An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
@@ -123,6 +227,9 @@ type UnsupportedMediaType = Problem
 // IncreaseCounterJSONRequestBody defines body for IncreaseCounter for application/json ContentType.
 type IncreaseCounterJSONRequestBody = CounterIncrease
 
+// PlaceOrderJSONRequestBody defines body for PlaceOrder for application/json ContentType.
+type PlaceOrderJSONRequestBody = OrderRequest
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// DeleteCounter Delete a counter
@@ -134,6 +241,18 @@ type ServerInterface interface {
 	// IncreaseCounter Increase a counter
 	// (POST /counters/{id}/increase)
 	IncreaseCounter(w http.ResponseWriter, r *http.Request, id CounterID)
+	// PlaceOrder Place an order
+	// (POST /orders)
+	PlaceOrder(w http.ResponseWriter, r *http.Request)
+	// GetOrder Read an order
+	// (GET /orders/{id})
+	GetOrder(w http.ResponseWriter, r *http.Request, id OrderID)
+	// CancelOrder Cancel an order
+	// (POST /orders/{id}/cancel)
+	CancelOrder(w http.ResponseWriter, r *http.Request, id OrderID)
+	// ConfirmOrder Confirm an order
+	// (POST /orders/{id}/confirm)
+	ConfirmOrder(w http.ResponseWriter, r *http.Request, id OrderID)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -155,6 +274,30 @@ func (_ Unimplemented) GetCounter(w http.ResponseWriter, r *http.Request, id Cou
 // IncreaseCounter Increase a counter
 // (POST /counters/{id}/increase)
 func (_ Unimplemented) IncreaseCounter(w http.ResponseWriter, r *http.Request, id CounterID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PlaceOrder Place an order
+// (POST /orders)
+func (_ Unimplemented) PlaceOrder(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetOrder Read an order
+// (GET /orders/{id})
+func (_ Unimplemented) GetOrder(w http.ResponseWriter, r *http.Request, id OrderID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CancelOrder Cancel an order
+// (POST /orders/{id}/cancel)
+func (_ Unimplemented) CancelOrder(w http.ResponseWriter, r *http.Request, id OrderID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ConfirmOrder Confirm an order
+// (POST /orders/{id}/confirm)
+func (_ Unimplemented) ConfirmOrder(w http.ResponseWriter, r *http.Request, id OrderID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -236,6 +379,98 @@ func (siw *ServerInterfaceWrapper) IncreaseCounter(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.IncreaseCounter(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PlaceOrder operation middleware
+func (siw *ServerInterfaceWrapper) PlaceOrder(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PlaceOrder(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetOrder operation middleware
+func (siw *ServerInterfaceWrapper) GetOrder(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id OrderID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetOrder(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CancelOrder operation middleware
+func (siw *ServerInterfaceWrapper) CancelOrder(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id OrderID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CancelOrder(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ConfirmOrder operation middleware
+func (siw *ServerInterfaceWrapper) ConfirmOrder(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id OrderID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ConfirmOrder(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -366,6 +601,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/counters/{id}/increase", wrapper.IncreaseCounter)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/orders", wrapper.PlaceOrder)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/orders/{id}", wrapper.GetOrder)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/orders/{id}/confirm", wrapper.ConfirmOrder)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/orders/{id}/cancel", wrapper.CancelOrder)
 	})
 
 	return r

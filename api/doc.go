@@ -4,9 +4,11 @@
 // api.gen.go with oapi-codegen (pinned as a Go tool in go.mod): the
 // request and response types and [ServerInterface], the chi server
 // interface that the application implements. The service's own routes
-// (health, readiness and the contract itself, tag "system") are in the
-// contract too but served by package trellis, so no code is generated for
-// them. [Spec] is the contract as the service serves it.
+// are in the contract too but not in [ServerInterface]: health,
+// readiness, metrics and the contract itself (tag "system") are served by
+// package trellis by hand, and the admin routes (tag "admin") are
+// generated into package api/admin and implemented by package trellis.
+// [Spec] is the contract as the service serves it.
 //
 // Endpoints are written against the hand-written helpers:
 //

@@ -19,20 +19,24 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v go >/dev/null 2>&1 || die "go is not on PATH; install Go (see go.mod for the version)"
 
 # --- the contract -----------------------------------------------------------
-# api/api.gen.go must be what `go generate` makes of api/openapi.yaml. The
-# generated files are compared before and after regenerating them (rather
-# than with git diff, which would also flag uncommitted edits of the spec).
+# The generated API code (api/api.gen.go, api/admin/admin.gen.go) must be
+# what `go generate` makes of api/openapi.yaml. The generated files are
+# compared before and after regenerating them (rather than with git diff,
+# which would also flag uncommitted edits of the spec).
+generated_sum() {
+	cat api/*.gen.go api/admin/*.gen.go | cksum
+}
 check_generated() {
 	local before after
-	before=$(cat api/*.gen.go | cksum)
+	before=$(generated_sum)
 	log "go generate ./..."
 	go generate ./... || die "go generate failed"
-	after=$(cat api/*.gen.go | cksum)
+	after=$(generated_sum)
 	if [[ $before != "$after" ]]; then
 		if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 			git --no-pager diff --stat -- api/ >&2 || true
 		fi
-		die "api/*.gen.go was stale: it is not what go generate makes of api/openapi.yaml. The regenerated files are now in your work tree; review and commit them."
+		die "the generated API code (api/*.gen.go, api/admin/*.gen.go) was stale: it is not what go generate makes of api/openapi.yaml. The regenerated files are now in your work tree; review and commit them."
 	fi
 }
 

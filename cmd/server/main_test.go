@@ -39,12 +39,31 @@ func TestSetup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := trellis.StartTest(t, setup, tt.opts...)
+			ts := trellis.StartTest(t, setup(defaultSamples()), tt.opts...)
 			resp := ts.Post(t, "/counters/setup-check/increase", map[string]int{"by": 2})
 			var c api.Counter
 			resp.JSON(t, &c)
 			if resp.Status != http.StatusOK || c.Value != 2 {
 				t.Fatalf("POST increase: %d %s", resp.Status, resp.Body)
+			}
+			// The order sample: its entity, timed action and timer are wired.
+			resp = ts.Post(t, "/orders", map[string]any{"item": "setup-check", "quantity": 1})
+			var o api.Order
+			resp.JSON(t, &o)
+			if resp.Status != http.StatusCreated || !o.Placed {
+				t.Fatalf("POST /orders: %d %s", resp.Status, resp.Body)
+			}
+			// Past the expiry by more than the store's millisecond rounding;
+			// then a second more on each poll, in case the scheduler's loop
+			// had not yet armed its timer on the test clock when it moved.
+			ts.Clock.Advance(defaultOrderExpiry + time.Second)
+			deadline := time.Now().Add(10 * time.Second)
+			for ts.Get(t, "/orders/"+o.Id).Status != http.StatusNotFound {
+				if time.Now().After(deadline) {
+					t.Fatal("the order did not expire within 10 s (real time) of its expiry on the test clock")
+				}
+				time.Sleep(10 * time.Millisecond)
+				ts.Clock.Advance(time.Second)
 			}
 		})
 	}
@@ -153,6 +172,10 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("GET: %d %s", status, body)
 	}
 	client.CloseIdleConnections()
+	// The image's HEALTHCHECK: the binary checks the server next to it.
+	if out, err := runHealthcheck(bin, addr); err != nil {
+		t.Fatalf("-healthcheck against the running server: %v, want exit code 0; output:\n%s", err, out)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -170,6 +193,21 @@ func TestBinary(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server did not exit within 20 s of SIGTERM")
 	}
+	out, err := runHealthcheck(bin, addr)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "unhealthy") {
+		t.Fatalf("-healthcheck after the server stopped: %v, want exit code 1 saying unhealthy; output:\n%s", err, out)
+	}
+}
+
+// runHealthcheck runs `bin -healthcheck` as the image's HEALTHCHECK does,
+// with TRELLIS_HTTP_ADDR=addr, and returns its output and exit error.
+func runHealthcheck(bin, addr string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-healthcheck")
+	cmd.Env = cleanEnv("TRELLIS_HTTP_ADDR=" + addr)
+	return cmd.CombinedOutput()
 }
 
 // TestBinaryInvalidConfig: an invalid setting stops the server at start-up
@@ -184,6 +222,9 @@ func TestBinaryInvalidConfig(t *testing.T) {
 		{name: "log level", env: "TRELLIS_LOG_LEVEL=verbose", want: "TRELLIS_LOG_LEVEL"},
 		{name: "redis URL", env: "TRELLIS_REDIS_URL=http://nope", want: "TRELLIS_REDIS_URL"},
 		{name: "address", env: "TRELLIS_HTTP_ADDR=nowhere", want: "TRELLIS_HTTP_ADDR"},
+		{name: "order expiry not a duration", env: "TRELLIS_ORDER_EXPIRY=10", want: "TRELLIS_ORDER_EXPIRY"},
+		{name: "order expiry zero", env: "TRELLIS_ORDER_EXPIRY=0s", want: "TRELLIS_ORDER_EXPIRY"},
+		{name: "order expiry negative", env: "TRELLIS_ORDER_EXPIRY=-5s", want: "TRELLIS_ORDER_EXPIRY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

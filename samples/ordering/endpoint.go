@@ -1,0 +1,177 @@
+package ordering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/timers"
+)
+
+// Endpoint serves the order routes of the contract (PlaceOrder, GetOrder,
+// ConfirmOrder and CancelOrder of api.ServerInterface): it keeps every
+// placed order paired with the timer that expires it. Start Orders and
+// TimedAction on the same client first, and the scheduler's timers then
+// reach them.
+type Endpoint struct {
+	client *components.Client
+	timers *timers.Scheduler
+	expiry time.Duration
+}
+
+// NewEndpoint makes the endpoint over client and scheduler; an order that
+// is not confirmed within expiry (which must be positive) is cancelled.
+func NewEndpoint(client *components.Client, scheduler *timers.Scheduler, expiry time.Duration) (*Endpoint, error) {
+	switch {
+	case client == nil || scheduler == nil:
+		return nil, errors.New("ordering.NewEndpoint: nil client or scheduler")
+	case expiry <= 0:
+		return nil, fmt.Errorf("ordering.NewEndpoint: the expiry must be positive, not %v", expiry)
+	}
+	return &Endpoint{client: client, timers: scheduler, expiry: expiry}, nil
+}
+
+// PlaceOrder handles POST /orders: it gives the order a new UUID, creates
+// its expiry timer, then places it, and answers 201 with the order and its
+// Location. When the timer cannot be created no order is placed and the
+// answer is 503.
+func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
+	var body api.OrderRequest
+	if err := api.Decode(r, &body); err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	id := uuid.NewString()
+	call, err := ExpireOrder.Deferred(id)
+	if err != nil {
+		api.WriteError(w, r, fmt.Errorf("place order %s: %w", id, err))
+		return
+	}
+	// The timer first: if the order then fails, a timer with no order is
+	// left, whose cancel finds nothing and is done. The other way round, a
+	// failed timer would leave an order that never expires.
+	if _, err := e.timers.Create(ctx, TimerName(id), e.expiry, call); err != nil {
+		timerUnavailable(w, r, id, err)
+		return
+	}
+	// PlaceOrder here is the entity's command, not this method.
+	o, err := PlaceOrder.Invoke(ctx, e.client, id, OrderRequest{Item: body.Item, Quantity: body.Quantity})
+	if err != nil {
+		// The timer is kept on purpose: the order may have been stored
+		// before the failure (a timeout after the write), and then only the
+		// timer will expire it.
+		api.WriteError(w, r, fmt.Errorf("place order %s: %w", id, err))
+		return
+	}
+	w.Header().Set("Location", "/orders/"+id)
+	api.WriteJSON(w, r, http.StatusCreated, toAPI(o))
+}
+
+// GetOrder handles GET /orders/{id}: the order while it is placed, else 404.
+func (e *Endpoint) GetOrder(w http.ResponseWriter, r *http.Request, rawID api.OrderID) {
+	id, ok := checkID(w, r, rawID)
+	if !ok {
+		return
+	}
+	o, err := Status.Invoke(r.Context(), e.client, id, components.Done{})
+	if msg, isBusiness := components.IsCommandError(err); isBusiness {
+		// status has one business error: the order is not placed.
+		api.WriteProblem(w, r, http.StatusNotFound, msg)
+		return
+	}
+	if err != nil {
+		api.WriteError(w, r, fmt.Errorf("order %s status: %w", id, err))
+		return
+	}
+	api.WriteJSON(w, r, http.StatusOK, toAPI(o))
+}
+
+// ConfirmOrder handles POST /orders/{id}/confirm: it confirms a placed
+// order (again, if it is confirmed already), deletes its timer and answers
+// 200 with the order; an order that is not placed is 404.
+func (e *Endpoint) ConfirmOrder(w http.ResponseWriter, r *http.Request, rawID api.OrderID) {
+	id, ok := checkID(w, r, rawID)
+	if !ok {
+		return
+	}
+	res, err := Confirm.Invoke(r.Context(), e.client, id, components.Done{})
+	if err != nil {
+		api.WriteError(w, r, fmt.Errorf("confirm order %s: %w", id, err))
+		return
+	}
+	if res.Outcome != OK { // confirm's only other outcome is NotFound
+		api.WriteProblem(w, r, http.StatusNotFound, res.Message)
+		return
+	}
+	e.deleteTimer(r, id)
+	api.WriteJSON(w, r, http.StatusOK, toAPI(res.Order))
+}
+
+// CancelOrder handles POST /orders/{id}/cancel: it cancels the order,
+// deletes its timer and answers 200 with the Result in every business case
+// (cancelled, not found, already confirmed).
+func (e *Endpoint) CancelOrder(w http.ResponseWriter, r *http.Request, rawID api.OrderID) {
+	id, ok := checkID(w, r, rawID)
+	if !ok {
+		return
+	}
+	res, err := Cancel.Invoke(r.Context(), e.client, id, components.Done{})
+	if err != nil {
+		// The timer stays, so that the order still expires if it is placed.
+		api.WriteError(w, r, fmt.Errorf("cancel order %s: %w", id, err))
+		return
+	}
+	e.deleteTimer(r, id)
+	api.WriteJSON(w, r, http.StatusOK, api.OrderResult{
+		Outcome: api.OrderResultOutcome(res.Outcome),
+		Message: res.Message,
+		Order:   toAPI(res.Order),
+	})
+}
+
+// deleteTimer deletes order id's timer once the order no longer needs it.
+// A failure is logged, not answered: the command already happened, and the
+// timer left behind is harmless, since the cancel it runs finds the order
+// confirmed or gone, which is done.
+func (e *Endpoint) deleteTimer(r *http.Request, id string) {
+	ctx := r.Context()
+	if err := e.timers.Delete(ctx, TimerName(id)); err != nil {
+		api.Logger(ctx).LogAttrs(ctx, slog.LevelWarn, "order timer not deleted; it will fire and find nothing to cancel",
+			slog.String("requestId", api.RequestID(ctx)), slog.String("order", id), slog.String("err", err.Error()))
+	}
+}
+
+// timerUnavailable answers a POST /orders whose timer could not be created:
+// 503 saying that no order was placed and why. A limit is named (it is the
+// client's to know); any other cause goes to the log under the correlation
+// id, since it may reveal internals.
+func timerUnavailable(w http.ResponseWriter, r *http.Request, id string, err error) {
+	const noOrder = "no order was placed: its expiry timer could not be created"
+	var limit *timers.LimitError
+	switch {
+	case errors.As(err, &limit):
+		api.WriteProblem(w, r, http.StatusServiceUnavailable, noOrder+": "+limit.Error())
+		return
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// The request timed out or went away: answered like any other.
+		api.WriteError(w, r, fmt.Errorf("%s: %w", noOrder, err))
+		return
+	}
+	ctx := r.Context()
+	api.Logger(ctx).LogAttrs(ctx, slog.LevelError, "order timer not created; no order placed",
+		slog.String("requestId", api.RequestID(ctx)), slog.String("order", id), slog.String("err", err.Error()))
+	api.WriteProblem(w, r, http.StatusServiceUnavailable, noOrder+" (the timer store did not answer); retry later")
+}
+
+// toAPI is the contract's form of an order.
+func toAPI(o Order) api.Order {
+	return api.Order{Id: o.ID, Confirmed: o.Confirmed, Placed: o.Placed, Item: o.Item, Quantity: o.Quantity}
+}

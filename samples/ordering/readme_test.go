@@ -1,0 +1,124 @@
+package ordering_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's walkthrough, run as it is written: the shell block between
+// its walkthrough markers, in bash, against the real server started the
+// way the README starts it. Only the address changes (the README's
+// localhost:9000 becomes the test server's free port).
+const (
+	readmePath        = "../../README.md"
+	walkthroughBegin  = "<!-- walkthrough:begin"
+	walkthroughEnd    = "<!-- walkthrough:end -->"
+	walkthroughToken  = "walkthrough-admin-token"
+	walkthroughExpiry = 3 * time.Second
+)
+
+// walkthrough returns the README's walkthrough block, after checking that
+// the README starts the server with the settings this test uses.
+func walkthrough(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, setting := range []string{"TRELLIS_ORDER_EXPIRY=3s", "TRELLIS_ADMIN_TOKEN=" + walkthroughToken} {
+		if !strings.Contains(readme, setting) {
+			t.Fatalf("the README no longer starts the server with %s; update this test with it", setting)
+		}
+	}
+	_, rest, ok := strings.Cut(readme, walkthroughBegin)
+	if !ok {
+		t.Fatalf("README.md has no %q marker", walkthroughBegin)
+	}
+	block, _, ok := strings.Cut(rest, walkthroughEnd)
+	if !ok {
+		t.Fatalf("README.md has no %q marker", walkthroughEnd)
+	}
+	_, block, ok = strings.Cut(block, "```sh\n")
+	if !ok {
+		t.Fatal("the walkthrough has no ```sh block")
+	}
+	block, _, ok = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("the walkthrough's ```sh block does not end")
+	}
+	return block
+}
+
+// Every command of the README's walkthrough works and prints what its
+// comments say.
+func TestE2EReadmeWalkthrough(t *testing.T) {
+	t.Parallel()
+	block := walkthrough(t)
+	for _, tool := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the README walkthrough needs %s (curl 7.84 or later): %v", tool, err)
+		}
+	}
+	cfg := newServerConfig(t, walkthroughExpiry)
+	cfg.adminToken = walkthroughToken
+	s := startServer(t, cfg)
+
+	script := strings.ReplaceAll(block, "localhost:9000", strings.TrimPrefix(s.base, "http://"))
+	// The block waits for the expiry with a sleep, as a reader would: it
+	// runs on real time against a real process. The bound is for a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = serverEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the walkthrough failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
+	}
+
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	uuid := `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
+	order := regexp.MustCompile(`^/orders/(` + uuid + `)$`).FindStringSubmatch(lines[0])
+	if order == nil {
+		t.Fatalf("first line %q is not the order's URL; output:\n%s", lines[0], out)
+	}
+	id := order[1]
+	want := []struct {
+		what     string   // the command, as the README's comments name it
+		contains []string // what its output line holds
+	}{
+		{"echo $ORDER", []string{"/orders/" + id}},
+		{"GET the order", []string{`"id":"` + id + `"`, `"placed":true`, `"confirmed":false`}},
+		{"GET its timer", []string{`"name":"order-expiration-timer-` + id + `"`, `"componentId":"order-timed-action"`, `"method":"expireOrder"`, `"payload":"` + id + `"`}},
+		{"confirm", []string{`"id":"` + id + `"`, `"confirmed":true`}},
+		{"list the timers", []string{`{"timers":[{`, `"name":"order-expiration-timer-`}},
+		{"GET the expired order", []string{`"status":404`, `No order found for '`}},
+		{"confirm the expired order", []string{`"status":404`, `No order found for `}},
+		{"list the timers after the expiry", []string{`{"timers":[]}`}},
+		{"timer stats", []string{`"active":0`, `"limit":50000`}},
+		{"GET the confirmed order", []string{`"id":"` + id + `"`, `"confirmed":true`}},
+		{"cancel the confirmed order", []string{`"outcome":"invalid"`, `"Cannot cancel an already confirmed order"`}},
+		{"an invalid order", []string{`"status":400`, `"field":"item"`, `"field":"quantity"`}},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines of output, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		for _, c := range w.contains {
+			if !strings.Contains(lines[i], c) {
+				t.Errorf("%s: %s\nwant it to contain %s", w.what, lines[i], c)
+			}
+		}
+	}
+	// The second order's timer is the only one listed before the expiry.
+	if strings.Contains(lines[4], id) {
+		t.Errorf("the confirmed order's timer is still listed: %s", lines[4])
+	}
+}
