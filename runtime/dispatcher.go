@@ -32,6 +32,8 @@ type dispatcher struct {
 	overflow     []runnable // waiting from overflowHead on, oldest first
 	overflowHead int
 	overflowLen  atomic.Int64 // len(overflow) - overflowHead
+
+	spinning atomic.Int32 // workers looking for work before they park
 }
 
 func newDispatcher(workers, throughput int) *dispatcher {
@@ -82,17 +84,33 @@ const spinRounds = 64
 // usually scheduled within microseconds, and a spinning worker takes it
 // from the channel's buffer, where a parked one would have to be woken
 // (a futex round trip) for every message.
+//
+// At most maxSpinners workers spin at once (like the Go scheduler's own
+// spinning threads): a large pool of idle workers must not burn the
+// processors that the rest of the program needs.
 func (d *dispatcher) next() runnable {
-	for range spinRounds {
-		select {
-		case r := <-d.runq:
-			return r
-		default:
-		}
-		goruntime.Gosched()
+	select {
+	case r := <-d.runq:
+		return r
+	default:
 	}
+	if d.spinning.Add(1) <= maxSpinners() {
+		for range spinRounds {
+			goruntime.Gosched()
+			select {
+			case r := <-d.runq:
+				d.spinning.Add(-1)
+				return r
+			default:
+			}
+		}
+	}
+	d.spinning.Add(-1)
 	return <-d.runq
 }
+
+// maxSpinners is how many idle workers of one dispatcher may spin at once.
+func maxSpinners() int32 { return int32(max(1, goruntime.GOMAXPROCS(0)/2)) }
 
 // schedule queues a mailbox to run. It never blocks.
 func (d *dispatcher) schedule(r runnable) {
