@@ -103,8 +103,10 @@ func (s *System) Logger() *slog.Logger { return s.log }
 // DeadLetters counts the messages that found no actor to handle them.
 func (s *System) DeadLetters() uint64 { return s.dead.count.Load() }
 
-// Stop stops a top-level actor (one spawned on the System). Use
-// Context.Stop inside actors.
+// Stop stops the actor behind ref from outside any actor, such as a
+// top-level actor from main. Inside an actor use Context.Stop, which keeps
+// to the actor itself and its children. A ref that is not an actor is
+// ignored.
 func (s *System) Stop(ref AnyRef) {
 	if t := ref.target(); t != nil {
 		t.sendSystem(sysMsg{kind: sysStop})
