@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/runtime"
@@ -30,10 +31,28 @@ const (
 	kill9RoleEnv   = "TRELLIS_DELIVERY_KILL9_ROLE" // "child"
 	kill9PrefixEnv = "TRELLIS_DELIVERY_KILL9_PREFIX"
 	kill9JobsEnv   = "TRELLIS_DELIVERY_KILL9_JOBS"
+	kill9ModeEnv   = "TRELLIS_DELIVERY_KILL9_MODE" // "", "workpulling" or "sharding"
 )
 
 func TestKill9DurableRedis(t *testing.T) {
 	const jobs = 3000
+	r := runKill9(t, "", jobs)
+	checkAtLeastOnce(t, r.got, jobs, int(r.state.HighestConfirmedSeqNr))
+}
+
+// kill9Result is what runKill9 saw: the durable state just after the kill,
+// how many jobs had been delivered then, and every delivery of both runs.
+type kill9Result struct {
+	state  durable.State[job]
+	atKill int
+	got    []int
+}
+
+// runKill9 runs the child process in mode (kill9ModeEnv; "" is point to
+// point) once until a third of the jobs are delivered, kills it with
+// SIGKILL, runs it again until it has delivered every job, and returns
+// what the consumers recorded.
+func runKill9(t *testing.T, mode string, jobs int) kill9Result {
 	client := testenv.Redis(t)
 	ctx := context.Background()
 	prefix := "trellis-test:kill9:" + uuid.NewString()
@@ -44,12 +63,13 @@ func TestKill9DurableRedis(t *testing.T) {
 	list := prefix + ":delivered"
 	t.Cleanup(func() {
 		_ = queue.Delete(ctx)
-		_ = client.Del(ctx, list).Err()
+		_ = client.Del(ctx, list, prefix+":seen", prefix+":accepted").Err()
 	})
 
 	start := func() (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), kill9RoleEnv+"=child", kill9PrefixEnv+"="+prefix, kill9JobsEnv+"="+strconv.Itoa(jobs))
+		cmd.Env = append(os.Environ(), kill9RoleEnv+"=child", kill9PrefixEnv+"="+prefix, kill9JobsEnv+"="+strconv.Itoa(jobs),
+			kill9ModeEnv+"="+mode)
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -66,7 +86,7 @@ func TestKill9DurableRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n >= jobs/3 {
+		if n >= int64(jobs/3) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -80,16 +100,16 @@ func TestKill9DurableRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if n, _ := client.LLen(ctx, list).Result(); n >= jobs {
-		t.Fatalf("the child delivered all %d jobs before it was killed: nothing tested", n)
+	var r kill9Result
+	r.atKill = int(client.LLen(ctx, list).Val())
+	if r.atKill >= jobs {
+		t.Fatalf("the child delivered all %d jobs before it was killed: nothing tested", r.atKill)
 	}
-	state, err := queue.LoadState(ctx)
-	if err != nil {
+	if r.state, err = queue.LoadState(ctx); err != nil {
 		t.Fatal(err)
 	}
-	confirmed := int(state.HighestConfirmedSeqNr)
 	t.Logf("killed after %d deliveries; stored: current %d, confirmed %d, %d unconfirmed",
-		client.LLen(ctx, list).Val(), state.CurrentSeqNr, confirmed, len(state.Unconfirmed))
+		r.atKill, r.state.CurrentSeqNr, r.state.HighestConfirmedSeqNr, len(r.state.Unconfirmed))
 
 	// Second run: the same producer id goes on and finishes.
 	cmd, out = start()
@@ -110,18 +130,22 @@ func TestKill9DurableRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make([]int, len(raw))
+	r.got = make([]int, len(raw))
 	for i, s := range raw {
-		if got[i], err = strconv.Atoi(s); err != nil {
+		if r.got[i], err = strconv.Atoi(s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	checkAtLeastOnce(t, got, jobs, confirmed)
+	return r
 }
 
 // kill9Child is the child process: it delivers jobs until the last one,
 // then exits 0. Its exit code says what went wrong otherwise.
 func kill9Child() int {
+	switch os.Getenv(kill9ModeEnv) {
+	case "workpulling", "sharding":
+		return kill9PatternChild(os.Getenv(kill9ModeEnv))
+	}
 	prefix := os.Getenv(kill9PrefixEnv)
 	jobs, err := strconv.Atoi(os.Getenv(kill9JobsEnv))
 	if err != nil || prefix == "" {

@@ -30,7 +30,10 @@ type linkStats struct {
 // messages so that every answer goes through the link too.
 //
 // Connect with RegisterToProducerController{toPC} to the consumer
-// controller, or RegisterConsumer{toCC} to the producer controller.
+// controller, or RegisterConsumer{toCC} to the producer controller. A link
+// made without a producer controller (work pulling and sharding, whose
+// producer controllers are made as needed) sends the answers to the one
+// whose SequencedMessage came last.
 type faultLink[A any] struct {
 	toCC       runtime.Ref[ConsumerCommand[A]]
 	toPC       runtime.Ref[ProducerCommand[A]]
@@ -41,6 +44,25 @@ type faultLink[A any] struct {
 	ccFaults   faults
 	pcFaults   faults
 	delayCount atomic.Uint64
+	learned    atomic.Pointer[runtime.Ref[ProducerCommand[A]]] // with pc nil: the last sender
+}
+
+// producerController is where the answers go: pc, or the one learned.
+func (l *faultLink[A]) producerController() runtime.Ref[ProducerCommand[A]] {
+	if l.pc != nil {
+		return l.pc
+	}
+	if p := l.learned.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// toProducer sends an answer to the producer controller, if there is one yet.
+func (l *faultLink[A]) toProducer(m ProducerCommand[A]) {
+	if pc := l.producerController(); pc != nil {
+		pc.Tell(m)
+	}
 }
 
 // linkDelayed is a message the link held back, back from its timer.
@@ -61,6 +83,12 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 		return runtime.Receive[ConsumerCommand[A]](func(ctx *runtime.Context[ConsumerCommand[A]], m ConsumerCommand[A]) {
 			switch m := m.(type) {
 			case *SequencedMessage[A]:
+				if l.pc == nil {
+					if p := l.learned.Load(); p == nil || *p != m.ProducerController {
+						pc := m.ProducerController
+						l.learned.Store(&pc)
+					}
+				}
 				c := *m // shared with the producer controller: copy, never modify
 				c.ProducerController = l.toPC
 				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.cc.Tell)
@@ -80,13 +108,13 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 			switch m := m.(type) {
 			case RegisterConsumer[A]:
 				m.ConsumerController = l.toCC
-				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.pc.Tell)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.toProducer)
 			case Request[A], Resend[A], Ack[A]:
-				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.pc.Tell)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.toProducer)
 			case linkDelayed[A]:
-				l.pc.Tell(m.msg.(ProducerCommand[A]))
+				l.toProducer(m.msg.(ProducerCommand[A]))
 			default:
-				l.pc.Tell(m)
+				l.toProducer(m)
 			}
 		})
 	})

@@ -26,6 +26,12 @@ var ErrProtocol = errors.New("delivery: protocol error")
 type outgoing[A any] struct {
 	sm      SequencedMessage[A]
 	replyTo runtime.Ref[SeqNr]
+	// quiet, with replyTo, asks for the reply without asking the consumer
+	// controller for an Ack of this very message: the work-pulling and
+	// sharding controllers track every message they hand to their internal
+	// producer controllers this way, and a confirmation that comes with the
+	// next Request is soon enough for them.
+	quiet bool
 }
 
 // pendingReply is an ask waiting for the confirmation of seqNr.
@@ -37,8 +43,16 @@ type pendingReply struct {
 type resendFirstTick[A any] struct{}
 type resendFirstKey struct{}
 
-func (*outgoing[A]) producerCommand(A)       {}
-func (resendFirstTick[A]) producerCommand(A) {}
+// resendUnconfirmed makes the controller start a new association at its
+// oldest unconfirmed message and send everything unconfirmed again. The
+// sharding producer controller sends it to wake an entity that was
+// passivated with messages it had not confirmed: they are lost with it,
+// and nothing else would bring the entity back.
+type resendUnconfirmed[A any] struct{}
+
+func (*outgoing[A]) producerCommand(A)         {}
+func (resendFirstTick[A]) producerCommand(A)   {}
+func (resendUnconfirmed[A]) producerCommand(A) {}
 
 // producer is the producer controller's behavior and state.
 type producer[A any] struct {
@@ -70,7 +84,7 @@ type producer[A any] struct {
 	pendingAt   int
 	replyTo     runtime.Ref[SeqNr] // the current message's ask
 
-	dq *durableClient[A] // nil without a durable queue
+	dq *durableCalls[A, ProducerCommand[A]] // nil without a durable queue
 }
 
 func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
@@ -97,8 +111,7 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 	case runtime.Started:
 		p.init(ctx)
 		if p.cfg.queue != nil {
-			p.dq = startDurableClient(p)
-			p.load(1)
+			p.startDurable()
 		}
 	case runtime.Stopped, runtime.Restarting:
 		if p.dq != nil {
@@ -137,6 +150,11 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 		p.onResend(m)
 	case resendFirstTick[A]:
 		p.onResendFirst()
+	case resendUnconfirmed[A]:
+		if p.active && p.unconfirmed.len() > 0 {
+			p.markHeadFirst()
+			p.resend(0)
+		}
 	case ProducerStart[A]:
 		p.onStart(m)
 	case RegisterConsumer[A]:
@@ -246,7 +264,7 @@ func (p *producer[A]) onProducerMessage(o *outgoing[A]) {
 		p.pending, p.pendingAt = append(p.pending[:0], &o.sm), 0
 	}
 	if o.replyTo != nil {
-		p.pending[len(p.pending)-1].Ack = true
+		p.pending[len(p.pending)-1].Ack = !o.quiet
 		p.replyTo = o.replyTo
 	}
 	p.sendPending()
@@ -289,7 +307,8 @@ func (p *producer[A]) hasPending() bool { return p.pendingAt < len(p.pending) }
 func (p *producer[A]) takePending() *SequencedMessage[A] {
 	m := p.pending[p.pendingAt]
 	p.pending[p.pendingAt] = nil
-	if p.pendingAt++; p.pendingAt == len(p.pending) {
+	last := p.pendingAt == len(p.pending)-1
+	if p.pendingAt++; last {
 		// Keep the buffer for the next message unless a large one grew it.
 		if cap(p.pending) > 64 {
 			p.pending = nil
@@ -300,7 +319,7 @@ func (p *producer[A]) takePending() *SequencedMessage[A] {
 	if p.supportResend {
 		p.unconfirmed.push(m)
 	}
-	if m.Ack && p.replyTo != nil {
+	if last && p.replyTo != nil {
 		if p.dq != nil {
 			p.replyTo.Tell(m.SeqNr) // stored: that is all a durable ask waits for
 		} else {

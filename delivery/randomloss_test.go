@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func lossCases() []lossCase {
 
 func TestRandomLoss(t *testing.T) {
 	for _, c := range lossCases() {
-		t.Run(c.name, func(t *testing.T) { runLossCase(t, c) })
+		t.Run(c.name, func(t *testing.T) { runLossCase(t, c, runLossSeed) })
 	}
 }
 
@@ -78,13 +79,14 @@ func TestRandomLossLong(t *testing.T) {
 		{name: "10000 messages, without resending", messages: 10000, toCC: [2]float64{0.01, 0.05}, toPC: [2]float64{0.01, 0.05}, dup: 0.01, reorder: 0.01, window: 50, onlyFlow: true},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { runLossCase(t, c) })
+		t.Run(c.name, func(t *testing.T) { runLossCase(t, c, runLossSeed) })
 	}
 }
 
 // runLossCase runs c with every seed, several at a time, and reports each
-// failing seed.
-func runLossCase(t *testing.T, c lossCase) {
+// failing seed. run runs one seed: point to point, work pulling or
+// sharding.
+func runLossCase(t *testing.T, c lossCase, run func(c lossCase, seed uint64) error) {
 	seeds := make([]uint64, 0, *flagSeeds)
 	if *flagSeed != 0 {
 		seeds = append(seeds, *flagSeed)
@@ -95,6 +97,7 @@ func runLossCase(t *testing.T, c lossCase) {
 		}
 	}
 	t.Logf("seeds %d..: re-run one with -delivery.seed=SEED", seeds[0])
+	test, _, _ := strings.Cut(t.Name(), "/")
 	sem := make(chan struct{}, max(1, *flagParallel))
 	var wg sync.WaitGroup
 	for _, seed := range seeds {
@@ -103,9 +106,9 @@ func runLossCase(t *testing.T, c lossCase) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := runLossSeed(c, seed); err != nil {
-				t.Errorf("seed %d: %v\n\tre-run: go test ./delivery -run 'TestRandomLoss.*/^%s$' -delivery.seed=%d",
-					seed, err, regexpName(c.name), seed)
+			if err := run(c, seed); err != nil {
+				t.Errorf("seed %d: %v\n\tre-run: go test ./delivery -run '^%s$/^%s$' -delivery.seed=%d",
+					seed, err, test, regexpName(c.name), seed)
 			}
 		}()
 	}
@@ -131,89 +134,137 @@ func scaled(d time.Duration) time.Duration {
 	return max(time.Duration(float64(d)**flagScale), time.Millisecond)
 }
 
-// runLossSeed runs one case with one seed on a system of its own.
-func runLossSeed(c lossCase, seed uint64) (err error) {
-	rng := rand.New(rand.NewPCG(seed, 0))
-	between := func(r [2]float64) float64 { return r[0] + rng.Float64()*(r[1]-r[0]) }
-	pToCC, pToPC, pQueue := between(c.toCC), between(c.toPC), between(c.queue)
-	var consumerDelay, producerDelay, queueDelay time.Duration
+// lossRun is what one seed of a case sets up, whatever the pattern: the
+// parameters drawn from the seed, an actor system of its own, and the
+// settings of the controllers.
+type lossRun struct {
+	c                                        lossCase
+	seed                                     uint64
+	rng                                      *rand.Rand // for the pattern's own draws, after the common ones
+	pToCC, pToPC, pQueue                     float64
+	consumerDelay, producerDelay, queueDelay time.Duration
+	sys                                      *runtime.System
+	logs                                     *logBuffer
+	rt                                       *seedT // the testing.TB of the helpers
+	cs                                       ConsumerSettings
+	ps                                       ProducerSettings
+}
+
+func newLossRun(c lossCase, seed uint64) *lossRun {
+	r := &lossRun{c: c, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), rt: &seedT{}}
+	between := func(b [2]float64) float64 { return b[0] + r.rng.Float64()*(b[1]-b[0]) }
+	r.pToCC, r.pToPC, r.pQueue = between(c.toCC), between(c.toPC), between(c.queue)
 	if c.delays {
-		consumerDelay = scaled(time.Duration(rng.IntN(40)) * time.Millisecond)
-		producerDelay = scaled(time.Duration(rng.IntN(40)) * time.Millisecond)
-		queueDelay = scaled(time.Duration(rng.IntN(40)) * time.Millisecond)
+		r.consumerDelay = scaled(time.Duration(r.rng.IntN(40)) * time.Millisecond)
+		r.producerDelay = scaled(time.Duration(r.rng.IntN(40)) * time.Millisecond)
+		r.queueDelay = scaled(time.Duration(r.rng.IntN(40)) * time.Millisecond)
 	}
-	params := fmt.Sprintf("drop to cc %.2f, to pc %.2f, queue failure %.2f, delays consumer %v producer %v queue %v",
-		pToCC, pToPC, pQueue, consumerDelay, producerDelay, queueDelay)
-
 	// A test's t is not usable from these goroutines for cleanup; the
-	// system is shut down here, and its log kept for the failure report.
-	logs := &logBuffer{}
-	var w io.Writer = logs
-	sys := runtime.NewSystem(fmt.Sprintf("loss-%d", seed), runtime.WithLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))))
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		if serr := sys.Shutdown(ctx); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-	rt := &seedT{}
-
+	// system is shut down by close, and its log kept for the failure report.
+	r.logs = &logBuffer{}
+	var w io.Writer = r.logs
+	r.sys = runtime.NewSystem(fmt.Sprintf("loss-%d", seed), runtime.WithLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	window := c.window
 	if window == 0 {
 		window = 20
 	}
-	cs := ConsumerSettings{
+	r.cs = ConsumerSettings{
 		FlowControlWindow: window,
 		ResendIntervalMin: scaled(500 * time.Millisecond),
 		ResendIntervalMax: scaled(2 * time.Second),
 		OnlyFlowControl:   c.onlyFlow,
 	}
-	ps := ProducerSettings{
+	r.ps = ProducerSettings{
 		ChunkLargeMessages:         c.chunk,
 		ResendFirstInterval:        scaled(time.Second),
 		DurableQueueRequestTimeout: scaled(3 * time.Second),
 		DurableQueueRetryBackoff:   scaled(100 * time.Millisecond),
 	}
-	var opts []ProducerOption[job]
-	var fq *flakyQueue[job]
-	if c.queue[1] > 0 {
-		fq = newFlakyQueue[job](durable.NewMemory[job](), pQueue, queueDelay, seed)
-		opts = append(opts, WithDurableQueue[job](fq))
+	return r
+}
+
+// close shuts the system down; err is the seed's outcome so far.
+func (r *lossRun) close(err *error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if serr := r.sys.Shutdown(ctx); serr != nil && *err == nil {
+		*err = serr
 	}
-	pc, err := SpawnProducerController[job](sys, "pc", "p-"+fmt.Sprint(seed), ps, opts...)
-	if err != nil {
-		return err
+}
+
+func (r *lossRun) params() string {
+	return fmt.Sprintf("drop to cc %.2f, to pc %.2f, queue failure %.2f, delays consumer %v producer %v queue %v",
+		r.pToCC, r.pToPC, r.pQueue, r.consumerDelay, r.producerDelay, r.queueDelay)
+}
+
+// queueOpts are the producer options of the case's durable queue: a flaky
+// one in memory, or none.
+func (r *lossRun) queueOpts() []ProducerOption[job] {
+	if r.c.queue[1] == 0 {
+		return nil
 	}
-	cc, err := SpawnConsumerController[job](sys, "cc", cs)
-	if err != nil {
-		return err
-	}
+	return []ProducerOption[job]{WithDurableQueue[job](newFlakyQueue[job](durable.NewMemory[job](), r.pQueue, r.queueDelay, r.seed))}
+}
+
+// faults are what a link does each way, from the case and the draws.
+func (r *lossRun) faults() (toCC, toPC faults) {
 	maxDelay := scaled(100 * time.Millisecond)
-	link := newFaultLink[job](rt, sys, "link", pc, cc,
-		faults{drop: pToCC, dup: c.dup, delay: c.reorder, maxDelay: maxDelay},
-		faults{drop: pToPC, dup: c.dup, delay: c.reorder, maxDelay: maxDelay}, seed)
+	return faults{drop: r.pToCC, dup: r.c.dup, delay: r.c.reorder, maxDelay: maxDelay},
+		faults{drop: r.pToPC, dup: r.c.dup, delay: r.c.reorder, maxDelay: maxDelay}
+}
+
+// consumerSpec and producerDelay are the drawn delays of consumer and
+// producer, if any.
+func (r *lossRun) consumerSpec() consumerSpec {
+	if d := r.consumerDelay; d > 0 {
+		return consumerSpec{delay: func() time.Duration { return d }}
+	}
+	return consumerSpec{}
+}
+
+func (r *lossRun) producerDelayFunc() func() time.Duration {
+	if d := r.producerDelay; d > 0 {
+		return func() time.Duration { return d }
+	}
+	return nil
+}
+
+// wait waits for col, a minute at most; what is wrong is an error.
+func (r *lossRun) wait(col *collector, describe func() string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := col.wait(ctx); err != nil {
+		return fmt.Errorf("%s: %w\n\tlinks: %s\n\tlog tail:\n%s", r.params(), err, describe(), r.logs.tail(20))
+	}
+	if r.rt.failed() {
+		return fmt.Errorf("%s: %s", r.params(), r.rt.errors())
+	}
+	return nil
+}
+
+// runLossSeed runs one case of point to point with one seed.
+func runLossSeed(c lossCase, seed uint64) (err error) {
+	r := newLossRun(c, seed)
+	defer r.close(&err)
+	pc, err := SpawnProducerController[job](r.sys, "pc", "p-"+fmt.Sprint(seed), r.ps, r.queueOpts()...)
+	if err != nil {
+		return err
+	}
+	cc, err := SpawnConsumerController[job](r.sys, "cc", r.cs)
+	if err != nil {
+		return err
+	}
+	toCC, toPC := r.faults()
+	link := newFaultLink[job](r.rt, r.sys, "link", pc, cc, toCC, toPC, seed)
 	col := newCollector(c.messages)
-	var cDelay, pDelay func() time.Duration
-	if consumerDelay > 0 {
-		cDelay = func() time.Duration { return consumerDelay }
-	}
-	if producerDelay > 0 {
-		pDelay = func() time.Duration { return producerDelay }
-	}
-	spawnConsumer(rt, sys, "consumer", cc, consumerSpec{delay: cDelay}, col)
-	spawnProducer(rt, sys, "producer", pc, producerSpec{delay: pDelay})
+	spawnConsumer(r.rt, r.sys, "consumer", cc, r.consumerSpec(), col)
+	spawnProducer(r.rt, r.sys, "producer", pc, producerSpec{delay: r.producerDelayFunc()})
 	cc.Tell(RegisterToProducerController[job]{ProducerController: link.toPC})
 
-	limit := time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	if werr := col.wait(ctx); werr != nil {
-		return fmt.Errorf("%s: %w\n\tlink: %s\n\tlog tail:\n%s", params, werr, link.describe(), logs.tail(20))
+	if err := r.wait(col, link.describe); err != nil {
+		return err
 	}
-	if rt.failed() {
-		return fmt.Errorf("%s: %s", params, rt.errors())
-	}
+	params := r.params()
 	got := col.jobs()
 	if c.onlyFlow {
 		for i := 1; i < len(got); i++ {

@@ -1,0 +1,342 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// A controller with a durable queue (point to point, work pulling,
+// sharding) calls it through a durableCalls: from a goroutine of its own,
+// one call at a time, so that a slow store never blocks the runtime's
+// workers, and hears of each result as a message. Each call has a deadline
+// on the system's clock (an actor timer, so tests drive it with a fake
+// clock); a call that fails or times out is tried again, up to
+// DurableQueueRetryAttempts more times, after which the controller fails.
+// Confirmations are written behind: at most one is in flight, the latest
+// one of each qualifier wins, and a failed one is retried without failing
+// the controller.
+
+type durableOp uint8
+
+const (
+	opLoad durableOp = iota + 1
+	opStoreSent
+	opStoreConfirmed
+)
+
+// describe names a call for errors and logs.
+func (op durableOp) describe(seqNr SeqNr) string {
+	if op == opLoad {
+		return op.String()
+	}
+	return fmt.Sprintf("%s %d", op, seqNr)
+}
+
+func (op durableOp) String() string {
+	switch op {
+	case opLoad:
+		return "load state"
+	case opStoreSent:
+		return "store message sent"
+	case opStoreConfirmed:
+		return "store message confirmed"
+	}
+	return "unknown"
+}
+
+// durableMsg is the outcome of a durable queue call, or one of its timers.
+// Every controller with a durable queue handles it.
+type durableMsg[A any] struct {
+	op      durableOp
+	attempt int
+	seqNr   SeqNr
+	state   durable.State[A]
+	err     error
+	timeout bool // the call's deadline passed
+	retry   bool // the backoff before another attempt has passed
+}
+
+func (durableMsg[A]) producerCommand(A)    {}
+func (durableMsg[A]) workPullingCommand(A) {}
+func (durableMsg[A]) shardingCommand(A)    {}
+
+type durableTimerKey struct {
+	op    durableOp
+	retry bool
+}
+
+// durableCall is the attempt in flight of one kind of call.
+type durableCall struct {
+	attempt int
+	seqNr   SeqNr
+	cancel  context.CancelFunc // nil when no call is in flight
+}
+
+// durableOutcome is what a durableMsg means to the controller: at most one
+// field is set.
+type durableOutcome[A any] struct {
+	loaded *durable.State[A] // the state is loaded
+	stored bool              // the message of storeSent is stored
+	err    error             // the queue keeps failing: the controller must fail
+}
+
+// confirmation is the write-behind state of one qualifier.
+type confirmation struct {
+	wanted, stored SeqNr
+	queued         bool // in confirmQueue
+}
+
+// durableCalls is one controller's client of its durable queue. It is used
+// only on the controller's goroutine; T is the controller's message type,
+// which durableMsg[A] must be one of (wrap converts it).
+type durableCalls[A, T any] struct {
+	q      durable.Queue[A]
+	id     string // the producer id, for errors
+	s      ProducerSettings
+	log    *slog.Logger
+	self   runtime.Ref[T]
+	timers *runtime.Timers[T]
+	clock  clockwork.Clock
+	wrap   func(durableMsg[A]) T
+	jobs   chan func()
+	base   context.Context
+	cancel context.CancelFunc
+
+	load, sent, confirm durableCall
+	storingM            *durable.MessageSent[A] // the message being stored, nil if none
+	confirmQ            string                  // the qualifier of the confirmation in flight
+	confirms            map[string]*confirmation
+	confirmQueue        ring[string] // qualifiers with a confirmation to store, oldest first
+}
+
+// startDurableCalls starts the client of a controller whose Started signal
+// is being handled with ctx.
+func startDurableCalls[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s ProducerSettings,
+	log *slog.Logger, wrap func(durableMsg[A]) T) *durableCalls[A, T] {
+	base, cancel := context.WithCancel(context.Background())
+	// Calls are few at a time (a load or a store, a confirmation, and any
+	// that timed out but have not yet returned), so the buffer never fills
+	// unless the queue ignores the cancelled contexts of many calls.
+	d := &durableCalls[A, T]{
+		q: q, id: id, s: s, log: log, self: ctx.Self(), timers: ctx.Timers(), clock: ctx.System().Clock(), wrap: wrap,
+		jobs: make(chan func(), 32), base: base, cancel: cancel, confirms: make(map[string]*confirmation),
+	}
+	go func() {
+		for job := range d.jobs {
+			job()
+		}
+	}()
+	return d
+}
+
+// stop aborts the call in flight and ends the goroutine.
+func (d *durableCalls[A, T]) stop() {
+	d.cancel()
+	close(d.jobs)
+}
+
+// call runs f on the queue's goroutine with a context that the controller
+// cancels when the deadline passes, and arms that deadline.
+func (d *durableCalls[A, T]) call(c *durableCall, op durableOp, f func(ctx context.Context) durableMsg[A]) {
+	ctx, cancel := context.WithCancel(d.base)
+	c.cancel = cancel
+	attempt, self, wrap := c.attempt, d.self, d.wrap
+	d.jobs <- func() {
+		m := f(ctx)
+		m.op, m.attempt = op, attempt
+		self.Tell(wrap(m))
+	}
+	d.timers.StartSingle(durableTimerKey{op: op}, wrap(durableMsg[A]{op: op, attempt: attempt, seqNr: c.seqNr, timeout: true}),
+		d.s.DurableQueueRequestTimeout)
+}
+
+// loadState loads the queue's state; the outcome is loaded.
+func (d *durableCalls[A, T]) loadState() {
+	d.load.attempt = 1
+	d.issueLoad()
+}
+
+func (d *durableCalls[A, T]) issueLoad() {
+	d.call(&d.load, opLoad, func(ctx context.Context) durableMsg[A] {
+		s, err := d.q.LoadState(ctx)
+		return durableMsg[A]{state: s, err: err}
+	})
+}
+
+// storing reports whether a storeSent has not yet been stored.
+func (d *durableCalls[A, T]) storing() bool { return d.storingM != nil }
+
+// storeSent stores m; the outcome is stored. One at a time.
+func (d *durableCalls[A, T]) storeSent(m durable.MessageSent[A]) {
+	d.storingM = &m
+	d.sent.attempt, d.sent.seqNr = 1, m.SeqNr
+	d.issueStoreSent()
+}
+
+func (d *durableCalls[A, T]) issueStoreSent() {
+	m, q := *d.storingM, d.q
+	d.call(&d.sent, opStoreSent, func(ctx context.Context) durableMsg[A] {
+		return durableMsg[A]{seqNr: m.SeqNr, err: q.StoreMessageSent(ctx, m)}
+	})
+}
+
+// storeConfirmed stores, behind the flow of messages, that the messages of
+// qualifier up to seqNr are confirmed. The seqNrs of one qualifier must
+// not go down.
+func (d *durableCalls[A, T]) storeConfirmed(seqNr SeqNr, qualifier string) {
+	c := d.confirms[qualifier]
+	if c == nil {
+		c = &confirmation{}
+		d.confirms[qualifier] = c
+	}
+	if seqNr <= c.wanted {
+		return
+	}
+	c.wanted = seqNr
+	if !c.queued {
+		c.queued = true
+		d.confirmQueue.push(qualifier)
+	}
+	if d.confirm.cancel == nil && !d.timers.IsActive(durableTimerKey{op: opStoreConfirmed, retry: true}) {
+		d.issueStoreConfirmed()
+	}
+}
+
+// issueStoreConfirmed stores the wanted confirmation of the next qualifier
+// that has one, if any. Qualifiers take turns, so a busy one cannot keep
+// the others' confirmations from being stored.
+func (d *durableCalls[A, T]) issueStoreConfirmed() {
+	for d.confirmQueue.len() > 0 {
+		qual := d.confirmQueue.pop()
+		c := d.confirms[qual]
+		c.queued = false
+		if c.wanted <= c.stored {
+			delete(d.confirms, qual) // keeps the map as small as the qualifiers in flight
+			continue
+		}
+		seqNr, now, q := c.wanted, d.clock.Now(), d.q
+		d.confirmQ = qual
+		d.confirm.attempt++
+		d.confirm.seqNr = seqNr
+		d.call(&d.confirm, opStoreConfirmed, func(ctx context.Context) durableMsg[A] {
+			return durableMsg[A]{seqNr: seqNr, err: q.StoreMessageConfirmed(ctx, seqNr, qual, now)}
+		})
+		return
+	}
+}
+
+// requeueConfirm puts the qualifier of the confirmation that was in flight
+// back in line, when it has more to store (or its store failed).
+func (d *durableCalls[A, T]) requeueConfirm() {
+	c := d.confirms[d.confirmQ]
+	if c == nil || c.queued {
+		return
+	}
+	if c.wanted <= c.stored {
+		delete(d.confirms, d.confirmQ)
+		return
+	}
+	c.queued = true
+	d.confirmQueue.push(d.confirmQ)
+}
+
+// handle takes the outcome of a call, its deadline or its backoff, and
+// says what it means to the controller.
+func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
+	var c *durableCall
+	switch m.op {
+	case opLoad:
+		c = &d.load
+	case opStoreSent:
+		c = &d.sent
+	case opStoreConfirmed:
+		c = &d.confirm
+	default:
+		return durableOutcome[A]{}
+	}
+	if m.attempt != c.attempt {
+		return durableOutcome[A]{} // an attempt given up on
+	}
+	if m.retry {
+		d.retry(m.op)
+		return durableOutcome[A]{}
+	}
+	if c.cancel == nil {
+		return durableOutcome[A]{} // the outcome of an attempt that already timed out
+	}
+	c.cancel()
+	c.cancel = nil
+	if m.timeout {
+		m.err = fmt.Errorf("%w: no answer within %v", context.DeadlineExceeded, d.s.DurableQueueRequestTimeout)
+	} else {
+		d.timers.Cancel(durableTimerKey{op: m.op})
+	}
+	if m.err != nil {
+		return durableOutcome[A]{err: d.failed(c, m)}
+	}
+	switch m.op {
+	case opLoad:
+		return durableOutcome[A]{loaded: &m.state}
+	case opStoreSent:
+		d.storingM = nil
+		return durableOutcome[A]{stored: true}
+	default:
+		if conf := d.confirms[d.confirmQ]; conf != nil {
+			conf.stored = max(conf.stored, m.seqNr)
+		}
+		d.requeueConfirm()
+		d.issueStoreConfirmed()
+		return durableOutcome[A]{}
+	}
+}
+
+// failed retries a failed call, at once after a timeout and after a
+// backoff otherwise, or returns the error that fails the controller when
+// the attempts are spent.
+func (d *durableCalls[A, T]) failed(c *durableCall, m durableMsg[A]) error {
+	s := d.s
+	if m.op == opStoreConfirmed {
+		d.log.Warn("durable queue: storing a confirmation failed; will retry", "seqNr", c.seqNr, "qualifier", d.confirmQ, "error", m.err)
+		d.requeueConfirm()
+		d.timers.StartSingle(durableTimerKey{op: m.op, retry: true},
+			d.wrap(durableMsg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
+		return nil
+	}
+	if errors.Is(m.err, durable.ErrUnexpectedSeqNr) {
+		return fmt.Errorf("durable queue: %s: %w (is another producer controller using producer id %q?)", m.op.describe(c.seqNr), m.err, d.id)
+	}
+	if c.attempt > s.DurableQueueRetryAttempts {
+		return fmt.Errorf("durable queue: %s: gave up after %d attempts: %w", m.op.describe(c.seqNr), c.attempt, m.err)
+	}
+	d.log.Warn("durable queue: call failed; will retry", "call", m.op.describe(c.seqNr), "attempt", c.attempt, "error", m.err)
+	c.attempt++
+	if m.timeout || s.DurableQueueRetryBackoff == 0 {
+		d.retry(m.op)
+		return nil
+	}
+	d.timers.StartSingle(durableTimerKey{op: m.op, retry: true},
+		d.wrap(durableMsg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
+	return nil
+}
+
+func (d *durableCalls[A, T]) retry(op durableOp) {
+	switch op {
+	case opLoad:
+		d.issueLoad()
+	case opStoreSent:
+		d.issueStoreSent()
+	case opStoreConfirmed:
+		d.issueStoreConfirmed()
+	}
+}
+
+// now is the time stamp of a stored message.
+func (d *durableCalls[A, T]) now() time.Time { return d.clock.Now() }

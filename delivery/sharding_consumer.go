@@ -1,0 +1,213 @@
+package delivery
+
+// The consumer side of sharding: the sharded entity's behavior. It starts
+// the consumer, keeps what arrives until the consumer has started, and
+// runs one consumer controller per producer that sends to the entity.
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// NewShardingConsumerController validates the settings and returns the
+// Create function of the entities of a sharded entity type whose messages
+// come from [ShardingProducerController]s:
+//
+//	create, _ := delivery.NewShardingConsumerController(newTodoList, delivery.ShardingConsumerSettings{})
+//	region, _ := runtime.InitSharding(sys, runtime.Entity[delivery.ConsumerCommand[Todo]]{Key: key, Create: create})
+//
+// Each entity spawns its consumer as a child named "consumer", with the
+// behavior that newConsumer makes for the entity's id; the consumer sends
+// its [ConsumerStart] to start, and handles every [Delivery] as with a
+// consumer controller. Until then, what arrives is kept (up to
+// BufferSize). The entity runs one consumer controller per producer id
+// sending to it, all delivering to the one consumer, and tells a consumer
+// controller to deliver what it has and stop ([DeliverThenStop]) when its
+// producer controller stops. The entity stops when its consumer stops.
+func NewShardingConsumerController[A, C any](newConsumer func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C],
+	settings ShardingConsumerSettings, opts ...ConsumerOption[A]) (func(entityID string) runtime.Behavior[ConsumerCommand[A]], error) {
+	s, err := settings.validate()
+	if err != nil {
+		return nil, fmt.Errorf("sharding consumer controller: %w", err)
+	}
+	if newConsumer == nil {
+		return nil, fmt.Errorf("sharding consumer controller: %w: the consumer factory is nil", ErrInvalidSettings)
+	}
+	cc, err := NewConsumerController(s.Consumer, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sharding %w", err)
+	}
+	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, newController: cc, bufferSize: s.BufferSize}
+	return func(entityID string) runtime.Behavior[ConsumerCommand[A]] {
+		return &shardingConsumer[A, C]{cfg: cfg, entityID: entityID}
+	}, nil
+}
+
+type shardingConsumerConfig[A, C any] struct {
+	newConsumer   func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C]
+	newController func() runtime.Behavior[ConsumerCommand[A]]
+	bufferSize    int
+}
+
+// producerLink is the consumer controller of one producer id, and the
+// producer controller it hears from.
+type producerLink[A any] struct {
+	cc runtime.Ref[ConsumerCommand[A]]
+	pc runtime.Ref[ProducerCommand[A]]
+}
+
+// Internal messages of the entity, from its watches.
+type (
+	scProducerStopped[A any]   struct{ pc runtime.AnyRef }
+	scControllerStopped[A any] struct {
+		producerID string
+		cc         runtime.AnyRef
+	}
+	scConsumerStopped[A any] struct{}
+)
+
+func (scProducerStopped[A]) consumerCommand(A)   {}
+func (scControllerStopped[A]) consumerCommand(A) {}
+func (scConsumerStopped[A]) consumerCommand(A)   {}
+
+// shardingConsumer is the behavior and state of one entity.
+type shardingConsumer[A, C any] struct {
+	cfg      *shardingConsumerConfig[A, C]
+	entityID string
+	ctx      *runtime.Context[ConsumerCommand[A]]
+	log      *slog.Logger
+
+	deliverTo  runtime.Ref[Delivery[A]] // nil until the consumer starts
+	stash      ring[*SequencedMessage[A]]
+	byProducer map[string]*producerLink[A]
+	byPC       map[runtime.AnyRef]string // the producer id of each watched producer controller
+	stopping   bool                      // DeliverThenStop
+}
+
+func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig runtime.Signal) {
+	if _, ok := sig.(runtime.Started); !ok {
+		return
+	}
+	s.ctx, s.log = ctx, ctx.Log().With("entityId", s.entityID)
+	s.byProducer = make(map[string]*producerLink[A])
+	s.byPC = make(map[runtime.AnyRef]string)
+	start := runtime.MessageAdapter(ctx, func(m ConsumerStart[A]) ConsumerCommand[A] { return m })
+	consumer, err := runtime.Spawn(ctx, "consumer", func() runtime.Behavior[C] { return s.cfg.newConsumer(s.entityID, start) })
+	if err != nil {
+		s.log.Error("sharding consumer controller: spawn the consumer failed; stopping", "error", err)
+		_ = ctx.Stop(ctx.Self())
+		return
+	}
+	ctx.WatchWith(consumer, scConsumerStopped[A]{})
+}
+
+func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
+	switch m := msg.(type) {
+	case *SequencedMessage[A]:
+		if s.deliverTo == nil {
+			if s.stash.len() < s.cfg.bufferSize {
+				s.stash.push(m)
+			} // beyond the bound dropped: its producer controller sends it again
+			return
+		}
+		s.route(m)
+	case ConsumerStart[A]:
+		s.onStart(m)
+	case scProducerStopped[A]:
+		s.onProducerStopped(m.pc)
+	case scControllerStopped[A]:
+		s.onControllerStopped(m.producerID, m.cc)
+	case scConsumerStopped[A]:
+		s.log.Debug("consumer stopped; stopping the entity")
+		_ = ctx.Stop(ctx.Self())
+	case DeliverThenStop[A]:
+		s.stopping = true
+		for _, l := range s.byProducer {
+			l.cc.Tell(m)
+		}
+		s.maybeStop()
+	default:
+		s.log.Warn("sharding consumer controller: message ignored", "type", fmt.Sprintf("%T", msg))
+	}
+}
+
+// onStart connects the consumer: every consumer controller delivers to
+// it, and what was kept is routed now.
+func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
+	if m.DeliverTo == nil {
+		s.log.Error("ConsumerStart without a consumer ref: ignored")
+		return
+	}
+	s.deliverTo = m.DeliverTo
+	for _, l := range s.byProducer {
+		l.cc.Tell(m)
+	}
+	for s.stash.len() > 0 {
+		s.route(s.stash.pop())
+	}
+}
+
+// route hands m to the consumer controller of its producer id, made on
+// its first message.
+func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
+	l := s.byProducer[m.ProducerID]
+	if l == nil {
+		cc, err := runtime.Spawn(s.ctx, "", s.cfg.newController, runtime.WithSupervision(runtime.StopOnFailure()))
+		if err != nil {
+			s.log.Error("sharding consumer controller: spawn a consumer controller failed", "producerId", m.ProducerID, "error", err)
+			return
+		}
+		l = &producerLink[A]{cc: cc}
+		s.byProducer[m.ProducerID] = l
+		s.ctx.WatchWith(cc, scControllerStopped[A]{producerID: m.ProducerID, cc: cc})
+		cc.Tell(ConsumerStart[A]{DeliverTo: s.deliverTo})
+	}
+	if l.pc != m.ProducerController {
+		// A new producer controller for the producer id (the old one was
+		// stopped and replaced): watch it instead.
+		if l.pc != nil {
+			s.forgetPC(l.pc)
+		}
+		l.pc = m.ProducerController
+		s.byPC[l.pc] = m.ProducerID
+		s.ctx.WatchWith(l.pc, scProducerStopped[A]{pc: l.pc})
+	}
+	l.cc.Tell(m)
+}
+
+func (s *shardingConsumer[A, C]) forgetPC(pc runtime.AnyRef) {
+	delete(s.byPC, pc)
+	s.ctx.Unwatch(pc)
+}
+
+// onProducerStopped stops the consumer controller of a producer controller
+// that stopped, once it has delivered what it has.
+func (s *shardingConsumer[A, C]) onProducerStopped(pc runtime.AnyRef) {
+	id, ok := s.byPC[pc]
+	if !ok {
+		return
+	}
+	delete(s.byPC, pc)
+	if l := s.byProducer[id]; l != nil && runtime.AnyRef(l.pc) == pc {
+		delete(s.byProducer, id)
+		l.cc.Tell(DeliverThenStop[A]{})
+	}
+}
+
+func (s *shardingConsumer[A, C]) onControllerStopped(producerID string, cc runtime.AnyRef) {
+	if l := s.byProducer[producerID]; l != nil && runtime.AnyRef(l.cc) == cc {
+		delete(s.byProducer, producerID)
+		if l.pc != nil {
+			s.forgetPC(l.pc)
+		}
+	}
+	s.maybeStop()
+}
+
+func (s *shardingConsumer[A, C]) maybeStop() {
+	if s.stopping && len(s.byProducer) == 0 {
+		_ = s.ctx.Stop(s.ctx.Self())
+	}
+}

@@ -1,0 +1,123 @@
+package delivery
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// sccHarness is one entity's ShardingConsumerController spawned as a plain
+// actor, with probes playing its producer controllers.
+type sccHarness struct {
+	sys      *runtime.System
+	entity   runtime.Ref[ConsumerCommand[job]]
+	consumer runtime.Ref[consMsg] // the entity's consumer, once it has started
+	col      *collector
+}
+
+func newSCC(t *testing.T, want int) *sccHarness {
+	t.Helper()
+	h := &sccHarness{col: newCollectorAll(want)}
+	h.sys, _ = newSystem(t)
+	consumers := make(chan runtime.Ref[consMsg], 1)
+	// The consumer starts only when the test tells it to, and reports its
+	// ref so that the test can.
+	create, err := NewShardingConsumerController(func(_ string, start runtime.Ref[ConsumerStart[job]]) runtime.Behavior[consMsg] {
+		inner := testConsumer(consumerSpec{}, h.col, func(s ConsumerStart[job]) { start.Tell(s) })
+		return runtime.Funcs[consMsg]{
+			Message: inner.Receive,
+			Signal: func(ctx *runtime.Context[consMsg], s runtime.Signal) {
+				if _, ok := s.(runtime.Started); ok {
+					consumers <- ctx.Self()
+				}
+			},
+		}
+	}, ShardingConsumerSettings{Consumer: ConsumerSettings{ResendIntervalMin: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.entity, err = runtime.Spawn(h.sys, "entity", func() runtime.Behavior[ConsumerCommand[job]] { return create("e1") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.consumer = recv(t, consumers)
+	return h
+}
+
+// send sends job n as message seqNr of producer id, from pc.
+func (h *sccHarness) send(id string, pc *probe[ProducerCommand[job]], inc uint64, seqNr SeqNr, first bool, n int) {
+	h.entity.Tell(&SequencedMessage[job]{ProducerID: id, SeqNr: seqNr, Message: job{N: n}, First: first,
+		ProducerController: pc.Ref, Incarnation: inc})
+}
+
+// awaitGone returns a function that waits until every part of the runtime
+// has been told that ref's actor stopped: the receptionist drops an actor
+// only after it has told its watchers.
+func awaitGone(t *testing.T, sys *runtime.System, ref runtime.Ref[ProducerCommand[job]]) func() {
+	t.Helper()
+	key := runtime.NewServiceKey[ProducerCommand[job]]("gone:" + ref.Path())
+	runtime.Register(sys, key, ref)
+	listings := newProbe[runtime.Listing[ProducerCommand[job]]](t, sys, "listing-"+fmt.Sprint(time.Now().UnixNano()))
+	runtime.Subscribe(sys, key, listings.Ref)
+	return func() {
+		for len(listings.expect(t).Refs) != 0 {
+		}
+	}
+}
+
+// TestShardingConsumerController: the entity keeps what arrives until its
+// consumer starts, runs one consumer controller per producer id, and tells
+// a producer's consumer controller to finish and stop when the producer
+// controller stops: what the same producer id sends next starts afresh.
+func TestShardingConsumerController(t *testing.T) {
+	h := newSCC(t, 4)
+	pc1 := newProbe[ProducerCommand[job]](t, h.sys, "pc1")
+	for n := 1; n <= 3; n++ {
+		h.send("p1", pc1, 7, SeqNr(n), n == 1, n)
+	}
+	pc1.expectNone(t, 20*time.Millisecond) // kept: no consumer controller yet
+	if h.col.count() != 0 {
+		t.Fatal("delivered before the consumer started")
+	}
+	h.consumer.Tell(consMsg{}) // start
+	if r, ok := pc1.expect(t).(Request[job]); !ok || r.RequestUpToSeqNr < 3 {
+		t.Fatalf("producer 1 got %+v, want a Request for its messages", r)
+	}
+	eventually(t, "jobs 1-3 delivered", func() bool { return h.col.distinct() == 3 })
+
+	// A second producer: a consumer controller of its own, which adopts
+	// its first message though the first producer's is at 3.
+	pc2 := newProbe[ProducerCommand[job]](t, h.sys, "pc2")
+	h.send("p2", pc2, 9, 1, true, 4)
+	if r, ok := pc2.expect(t).(Request[job]); !ok || r.RequestUpToSeqNr < 1 {
+		t.Fatalf("producer 2 got %+v, want a Request", r)
+	}
+	waitAll(t, h.col)
+
+	// Producer 1's controller stops. Its consumer controller is told to
+	// stop; a later message of producer id p1 from a new producer
+	// controller, not marked first, finds a new consumer controller that
+	// knows nothing yet, and asks for everything (the old one would have
+	// dropped it: a stranger's message that does not start an
+	// association).
+	gone := awaitGone(t, h.sys, pc1.Ref)
+	h.sys.Stop(pc1.Ref)
+	gone()
+	pc3 := newProbe[ProducerCommand[job]](t, h.sys, "pc3")
+	h.send("p1", pc3, 8, 4, false, 5)
+	if r, ok := pc3.expect(t).(Resend[job]); !ok || r.FromSeqNr != 0 {
+		t.Fatalf("the new producer controller got %+v, want Resend(0) from a new consumer controller", r)
+	}
+}
+
+// TestShardingConsumerStopsWithConsumer: the entity stops when its
+// consumer does.
+func TestShardingConsumerStopsWithConsumer(t *testing.T) {
+	h := newSCC(t, 1)
+	w := newWatcher(t, h.sys)
+	w.watch(h.entity)
+	h.sys.Stop(h.consumer)
+	w.expectStopped(t, "/user/entity")
+}

@@ -1,0 +1,187 @@
+package delivery
+
+// The entities of a sharding producer controller: each one reached through
+// a producer controller of its own, with a buffer for when it has no
+// demand; idle ones cleaned up, silent ones with unconfirmed messages
+// woken.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// entityOut is one entity and the producer controller that sends to it.
+type entityOut[A any] struct {
+	id       string
+	pc       runtime.Ref[ProducerCommand[A]]
+	replyTo  runtime.Ref[SeqNr] // where pc confirms each message
+	demandAt int                // index in shardingProducer.demand, or -1
+	// buffer holds the messages waiting for demand; unconfirmed those sent
+	// to pc, which confirms them in order, one reply each.
+	buffer      ring[*spEntry[A]]
+	unconfirmed ring[*spEntry[A]]
+	// lastActivity is when pc last asked for a message, confirmed one or
+	// was sent one.
+	lastActivity time.Time
+	gone         bool // cleaned up: messages about it are stale
+}
+
+// Internal messages about entities, made by adapters and watches.
+type (
+	spEntityNext[A any]   struct{ e *entityOut[A] }
+	spConfirmed[A any]    struct{ e *entityOut[A] }
+	spChildStopped[A any] struct{ e *entityOut[A] }
+)
+
+func (spEntityNext[A]) shardingCommand(A)   {}
+func (spConfirmed[A]) shardingCommand(A)    {}
+func (spChildStopped[A]) shardingCommand(A) {}
+
+func (p *shardingProducer[A]) now() time.Time { return p.ctx.System().Clock().Now() }
+
+func (p *shardingProducer[A]) hasDemand(id string) bool {
+	e := p.entities[id]
+	return e != nil && e.demandAt >= 0
+}
+
+// entity returns the entity id, starting its producer controller if it has
+// none; nil if that fails (and the controller fails).
+func (p *shardingProducer[A]) entity(id string) *entityOut[A] {
+	if e := p.entities[id]; e != nil {
+		return e
+	}
+	cfg := *p.cfg
+	cfg.id, cfg.queue = p.cfg.id+"-"+id, nil
+	e := &entityOut[A]{id: id, demandAt: -1, lastActivity: p.now()}
+	pc, err := runtime.Spawn(p.ctx, "", func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&cfg) },
+		runtime.WithSupervision(runtime.StopOnFailure()))
+	if err != nil {
+		p.fail(fmt.Errorf("spawn the producer controller of entity %q: %w", id, err))
+		return nil
+	}
+	e.pc = pc
+	e.replyTo = runtime.MessageAdapter(p.ctx, func(SeqNr) ShardingCommand[A] { return spConfirmed[A]{e: e} })
+	next := runtime.MessageAdapter(p.ctx, func(RequestNext[A]) ShardingCommand[A] { return spEntityNext[A]{e: e} })
+	p.ctx.WatchWith(pc, spChildStopped[A]{e: e})
+	pc.Tell(ProducerStart[A]{Producer: next})
+	// Its first message goes out before any demand, which starts the entity.
+	pc.Tell(RegisterConsumer[A]{ConsumerController: p.region.EntityRef(id)})
+	p.entities[id] = e
+	return e
+}
+
+// accept sends m to its entity if it has demand and nothing buffered, and
+// buffers it otherwise.
+func (p *shardingProducer[A]) accept(m *spEntry[A]) {
+	e := p.entity(m.entityID)
+	if e == nil {
+		return
+	}
+	if e.demandAt >= 0 && e.buffer.len() == 0 {
+		p.sendTo(e, m)
+		return
+	}
+	e.buffer.push(m)
+	p.buffered++
+	p.bufferedBy[e.id]++
+	p.stale = true
+}
+
+func (p *shardingProducer[A]) sendTo(e *entityOut[A], m *spEntry[A]) {
+	p.dropDemand(e)
+	e.unconfirmed.push(m)
+	e.lastActivity = p.now()
+	// The producer's ask wants its reply soon: only then is the entity
+	// asked to confirm this very message at once.
+	e.pc.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: m.msg}, replyTo: e.replyTo, quiet: m.replyTo == nil})
+}
+
+// onEntityDemand takes the RequestNext of an entity's producer controller:
+// the oldest buffered message goes, or the entity has demand.
+func (p *shardingProducer[A]) onEntityDemand(e *entityOut[A]) {
+	if e.gone || e.demandAt >= 0 {
+		return
+	}
+	e.lastActivity = p.now()
+	p.stale = true
+	if e.buffer.len() == 0 {
+		e.demandAt = len(p.demand)
+		p.demand = append(p.demand, e)
+		return
+	}
+	m := e.buffer.pop()
+	p.buffered--
+	if p.bufferedBy[e.id]--; p.bufferedBy[e.id] == 0 {
+		delete(p.bufferedBy, e.id)
+	}
+	p.sendTo(e, m)
+	p.maybeRequestNext()
+}
+
+func (p *shardingProducer[A]) dropDemand(e *entityOut[A]) {
+	i := e.demandAt
+	if i < 0 {
+		return
+	}
+	last := len(p.demand) - 1
+	p.demand[i] = p.demand[last]
+	p.demand[i].demandAt = i
+	p.demand[last] = nil
+	p.demand = p.demand[:last]
+	e.demandAt = -1
+	p.stale = true
+}
+
+// onEntityConfirmed takes the confirmation of the oldest message sent to e.
+func (p *shardingProducer[A]) onEntityConfirmed(e *entityOut[A]) {
+	if e.gone || e.unconfirmed.len() == 0 {
+		return
+	}
+	m := e.unconfirmed.pop()
+	e.lastActivity = p.now()
+	switch {
+	case p.dq != nil:
+		p.dq.storeConfirmed(m.seqNr, e.id)
+	case m.replyTo != nil:
+		m.replyTo.Tell(m.seqNr)
+		m.replyTo = nil
+	}
+}
+
+// cleanup stops the producer controllers of entities that have been idle
+// for CleanupUnusedAfter with nothing unconfirmed or buffered. The
+// entity's consumer side sees its producer controller stop and stops its
+// consumer controller.
+func (p *shardingProducer[A]) cleanup() {
+	now := p.now()
+	for id, e := range p.entities {
+		if e.unconfirmed.len() > 0 || e.buffer.len() > 0 || now.Sub(e.lastActivity) < p.settings.CleanupUnusedAfter {
+			continue
+		}
+		delete(p.entities, id)
+		p.dropDemand(e)
+		e.gone = true
+		p.ctx.Unwatch(e.pc)
+		_ = p.ctx.Stop(e.pc)
+		p.log.Debug("producer controller of an unused entity stopped", "entityId", id)
+	}
+}
+
+// wake sends again the unconfirmed messages of each entity that has not
+// answered for ResendFirstUnconfirmedIdleTimeout. An entity passivated
+// with unconfirmed messages lost them, and its producer controller would
+// wait for it forever: the first of them starts it again, marked as the
+// start of an association that its new consumer controller takes.
+func (p *shardingProducer[A]) wake() {
+	now := p.now()
+	for _, e := range p.entities {
+		if e.unconfirmed.len() == 0 || now.Sub(e.lastActivity) < p.settings.ResendFirstUnconfirmedIdleTimeout {
+			continue
+		}
+		e.lastActivity = now
+		p.log.Debug("entity silent with unconfirmed messages: sending them again", "entityId", e.id, "unconfirmed", e.unconfirmed.len())
+		e.pc.Tell(resendUnconfirmed[A]{})
+	}
+}

@@ -1,0 +1,358 @@
+package delivery
+
+// The sharding producer controller: one producer sending to any entity of
+// one sharded entity type. Its protocol and behavior are here; the
+// entities' producer controllers (demand, buffers, cleanup, waking) are in
+// sharding_entities.go, its durable queue in sharding_durable.go, and the
+// entity side in sharding_consumer.go.
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// ShardingCommand is what a sharding producer controller handles:
+// [ShardingStart] and [GetShardingStats]. The producer's messages reach it through the refs of
+// [ShardingRequestNext].
+type ShardingCommand[A any] interface{ shardingCommand(A) }
+
+// ShardingStart connects the producer to its sharding producer controller,
+// which answers with a [ShardingRequestNext]. Sending it again (after a
+// producer restart) moves the flow to the new producer. The producer must
+// be local to its controller.
+type ShardingStart[A any] struct {
+	Producer runtime.Ref[ShardingRequestNext[A]]
+}
+
+// ShardingEnvelope is a message for one entity.
+type ShardingEnvelope[A any] struct {
+	EntityID string
+	Message  A
+}
+
+// ShardingMessageWithConfirmation is a message for one entity whose
+// sequence number (the sharding producer controller's numbering) is sent
+// to ReplyTo once the entity has confirmed it or, with a durable queue,
+// once it is stored.
+type ShardingMessageWithConfirmation[A any] struct {
+	EntityID string
+	Message  A
+	ReplyTo  runtime.Ref[SeqNr]
+}
+
+// ShardingRequestNext allows the producer to send one message, to any
+// entity: to SendNextTo, or to AskNextTo with a confirmation reply. A
+// message to an entity without demand is buffered until the entity has
+// demand; the controller sends no RequestNext while its buffer is full.
+// The producer should prefer the entities with demand. The slice and the
+// map are the producer's to read, never to modify.
+type ShardingRequestNext[A any] struct {
+	SendNextTo runtime.Ref[ShardingEnvelope[A]]
+	AskNextTo  runtime.Ref[ShardingMessageWithConfirmation[A]]
+	// EntitiesWithDemand are the entities that can take a message at
+	// once, in no particular order.
+	EntitiesWithDemand []string
+	// BufferedForEntitiesWithoutDemand is how many messages are buffered
+	// for each entity that has some.
+	BufferedForEntitiesWithoutDemand map[string]int
+}
+
+// GetShardingStats asks a sharding producer controller for its
+// [ShardingStats].
+type GetShardingStats[A any] struct {
+	ReplyTo runtime.Ref[ShardingStats]
+}
+
+// ShardingStats describe a sharding producer controller's entities.
+type ShardingStats struct {
+	// Entities is how many entities have a producer controller: those
+	// sent to and not cleaned up since.
+	Entities int
+	// EntitiesWithDemand is how many of them may be sent a message now.
+	EntitiesWithDemand int
+	// Buffered is how many messages wait for their entity's demand (or,
+	// with a durable queue, to be stored).
+	Buffered int
+	// Unconfirmed is how many messages entities have not yet confirmed.
+	Unconfirmed int
+}
+
+func (ShardingStart[A]) shardingCommand(A)    {}
+func (GetShardingStats[A]) shardingCommand(A) {}
+
+// EntityRegion is where a sharding producer controller finds its entities:
+// the *runtime.Sharding of their entity type, whose entities are
+// [NewShardingConsumerController]s, or anything that forwards to one.
+type EntityRegion[A any] interface {
+	EntityRef(entityID string) runtime.Ref[ConsumerCommand[A]]
+}
+
+// NewShardingProducerController validates the settings and returns the
+// factory of a sharding producer controller for producerID, to give to
+// runtime.Spawn. Prefer [SpawnShardingProducerController], which also
+// makes it stop, rather than restart empty, if it fails.
+//
+// For each entity it sends to, the controller runs a producer controller
+// of its own (producer id producerID-entityID) whose consumer is the
+// entity's ref in region: its first message starts the entity, and the
+// entity's ShardingConsumerController makes the consumer controller that
+// answers it. The messages to each entity arrive in the order they were
+// sent, without loss or duplicates while neither side crashes. An entity
+// that is passivated with messages it has not confirmed is started again
+// by their resending after ResendFirstUnconfirmedIdleTimeout; the
+// producer controller of an entity unused for CleanupUnusedAfter is
+// stopped.
+//
+// With a durable queue ([WithDurableQueue]) every message is stored as it
+// arrives, qualified by its entity id, and a new controller with the same
+// producer id sends every unconfirmed message again, in order.
+func NewShardingProducerController[A any](producerID string, region EntityRegion[A], settings ShardingSettings,
+	opts ...ProducerOption[A]) (func() runtime.Behavior[ShardingCommand[A]], error) {
+	s, err := settings.validate()
+	if err != nil {
+		return nil, fmt.Errorf("sharding producer controller %q: %w", producerID, err)
+	}
+	if region == nil {
+		return nil, fmt.Errorf("sharding producer controller %q: %w: the entity region is nil", producerID, ErrInvalidSettings)
+	}
+	cfg, err := newProducerConfig(producerID, s.Producer, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sharding %w", err)
+	}
+	return func() runtime.Behavior[ShardingCommand[A]] { return newShardingProducer(cfg, region, s) }, nil
+}
+
+// SpawnShardingProducerController spawns a sharding producer controller
+// under on, named name. It stops if it fails.
+func SpawnShardingProducerController[A any](on runtime.Spawner, name, producerID string, region EntityRegion[A],
+	settings ShardingSettings, opts ...ProducerOption[A]) (runtime.Ref[ShardingCommand[A]], error) {
+	factory, err := NewShardingProducerController(producerID, region, settings, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
+	if err != nil {
+		return nil, fmt.Errorf("spawn sharding producer controller %q: %w", producerID, err)
+	}
+	return ref, nil
+}
+
+// spEntry is one message of the producer, from its arrival until its
+// entity confirms it; also the message by which the SendNextTo and
+// AskNextTo adapters hand it to the controller.
+type spEntry[A any] struct {
+	entityID string
+	msg      A
+	replyTo  runtime.Ref[SeqNr] // the producer's ask, until it is answered
+	seqNr    SeqNr              // the controller's number (under which it is stored, if durable)
+}
+
+func (*spEntry[A]) shardingCommand(A) {}
+
+// shardingProducer is the sharding producer controller's behavior and state.
+type shardingProducer[A any] struct {
+	cfg      *producerConfig[A]
+	settings ShardingSettings
+	region   EntityRegion[A]
+	ctx      *runtime.Context[ShardingCommand[A]]
+	self     runtime.Ref[ShardingCommand[A]]
+	log      *slog.Logger
+	sendNext runtime.Ref[ShardingEnvelope[A]]
+	askNext  runtime.Ref[ShardingMessageWithConfirmation[A]]
+
+	producer  runtime.Ref[ShardingRequestNext[A]]
+	requested bool // a RequestNext is out and unused
+	loaded    bool // the durable state is loaded (at once without a queue)
+	failed    bool
+
+	entities map[string]*entityOut[A]
+	demand   []*entityOut[A] // the entities with demand; entityOut.demandAt is the index
+	buffered int             // messages in the entities' buffers and in arrivals
+	// bufferedBy counts the buffered messages of each entity that has
+	// some, for RequestNext; snapshot holds the slice and map last sent,
+	// reused until something changes.
+	bufferedBy map[string]int
+	snapshot   ShardingRequestNext[A]
+	stale      bool
+
+	currentSeqNr SeqNr // the next message's number
+	dq           *durableCalls[A, ShardingCommand[A]]
+	arrivals     ring[*spEntry[A]] // durable: messages waiting to be stored
+	storingE     *spEntry[A]
+}
+
+func newShardingProducer[A any](cfg *producerConfig[A], region EntityRegion[A], s ShardingSettings) *shardingProducer[A] {
+	return &shardingProducer[A]{
+		cfg: cfg, settings: s, region: region,
+		loaded:       cfg.queue == nil,
+		entities:     make(map[string]*entityOut[A]),
+		bufferedBy:   make(map[string]int),
+		stale:        true,
+		currentSeqNr: 1,
+	}
+}
+
+// Timers of the controller: they look at every entity, so they run at half
+// the period they check for.
+type spCleanupTick[A any] struct{}
+type spWakeTick[A any] struct{}
+type spCleanupKey struct{}
+type spWakeKey struct{}
+
+func (spCleanupTick[A]) shardingCommand(A) {}
+func (spWakeTick[A]) shardingCommand(A)    {}
+
+func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[ShardingCommand[A]], sig runtime.Signal) {
+	switch sig.(type) {
+	case runtime.Started:
+		p.ctx, p.self = ctx, ctx.Self()
+		p.log = ctx.Log().With("producerId", p.cfg.id)
+		p.sendNext = runtime.MessageAdapter(ctx, func(m ShardingEnvelope[A]) ShardingCommand[A] {
+			return &spEntry[A]{entityID: m.EntityID, msg: m.Message}
+		})
+		p.askNext = runtime.MessageAdapter(ctx, func(m ShardingMessageWithConfirmation[A]) ShardingCommand[A] {
+			return &spEntry[A]{entityID: m.EntityID, msg: m.Message, replyTo: m.ReplyTo}
+		})
+		ctx.Timers().StartPeriodic(spCleanupKey{}, spCleanupTick[A]{}, max(p.settings.CleanupUnusedAfter/2, 1))
+		ctx.Timers().StartPeriodic(spWakeKey{}, spWakeTick[A]{}, max(p.settings.ResendFirstUnconfirmedIdleTimeout/2, 1))
+		if p.cfg.queue != nil {
+			p.dq = startDurableCalls(ctx, p.cfg.queue, p.cfg.id, p.cfg.settings, p.log,
+				func(m durableMsg[A]) ShardingCommand[A] { return m })
+			p.dq.loadState()
+		}
+	case runtime.Stopped, runtime.Restarting:
+		if p.dq != nil {
+			p.dq.stop()
+		}
+	}
+}
+
+func (p *shardingProducer[A]) Receive(_ *runtime.Context[ShardingCommand[A]], msg ShardingCommand[A]) {
+	if p.failed {
+		return
+	}
+	switch m := msg.(type) {
+	case *spEntry[A]:
+		p.onMessage(m)
+	case spEntityNext[A]:
+		p.onEntityDemand(m.e)
+	case spConfirmed[A]:
+		p.onEntityConfirmed(m.e)
+	case spChildStopped[A]:
+		if !m.e.gone {
+			p.fail(fmt.Errorf("the producer controller of entity %q stopped: it failed (see its error)", m.e.id))
+		}
+	case spCleanupTick[A]:
+		p.cleanup()
+	case spWakeTick[A]:
+		p.wake()
+	case ShardingStart[A]:
+		p.onStart(m)
+	case GetShardingStats[A]:
+		p.onStats(m)
+	case durableMsg[A]:
+		p.onDurable(m)
+	}
+}
+
+// fail stops the controller: something it cannot recover from happened.
+func (p *shardingProducer[A]) fail(err error) {
+	if p.failed {
+		return
+	}
+	p.failed = true
+	p.log.Error("sharding producer controller failed", "error", err)
+	_ = p.ctx.Stop(p.self)
+}
+
+func (p *shardingProducer[A]) onStart(m ShardingStart[A]) {
+	if m.Producer == nil {
+		p.log.Error("ShardingStart without a producer ref: ignored")
+		return
+	}
+	p.producer = m.Producer
+	if p.requested {
+		p.sendRequestNext()
+		return
+	}
+	p.maybeRequestNext()
+}
+
+func (p *shardingProducer[A]) onStats(m GetShardingStats[A]) {
+	if m.ReplyTo == nil {
+		return
+	}
+	unconfirmed := 0
+	for _, e := range p.entities {
+		unconfirmed += e.unconfirmed.len()
+	}
+	m.ReplyTo.Tell(ShardingStats{Entities: len(p.entities), EntitiesWithDemand: len(p.demand), Buffered: p.buffered, Unconfirmed: unconfirmed})
+}
+
+// onMessage takes a message from the producer: stored first with a
+// durable queue, then sent to its entity or buffered for it.
+func (p *shardingProducer[A]) onMessage(e *spEntry[A]) {
+	p.requested = false
+	if p.dq != nil {
+		if p.loaded && !p.storing() && p.arrivals.len() == 0 {
+			p.store(e)
+			return
+		}
+		if !p.admit() {
+			return
+		}
+		p.arrivals.push(e)
+		p.buffered++
+		return
+	}
+	e.seqNr = p.currentSeqNr
+	p.currentSeqNr++
+	if !p.hasDemand(e.entityID) && !p.admit() {
+		return
+	}
+	p.accept(e)
+	p.maybeRequestNext()
+}
+
+// admit checks that one more message fits in the buffer, and fails the
+// controller if not.
+func (p *shardingProducer[A]) admit() bool {
+	if p.buffered < p.settings.BufferSize {
+		return true
+	}
+	p.fail(fmt.Errorf("%w: %d messages are buffered for entities without demand (ShardingSettings.BufferSize); the producer must wait for RequestNext",
+		ErrBufferFull, p.buffered))
+	return false
+}
+
+// maybeRequestNext gives the producer permission for one more message when
+// the buffer has room and nothing else waits.
+func (p *shardingProducer[A]) maybeRequestNext() {
+	if p.producer == nil || p.requested || p.failed || !p.loaded || p.storing() || p.arrivals.len() > 0 ||
+		p.buffered >= p.settings.BufferSize {
+		return
+	}
+	p.requested = true
+	p.sendRequestNext()
+}
+
+func (p *shardingProducer[A]) sendRequestNext() {
+	if p.stale {
+		// A fresh snapshot: the producer may still be reading the last one.
+		ids := make([]string, len(p.demand))
+		for i, e := range p.demand {
+			ids[i] = e.id
+		}
+		p.snapshot.EntitiesWithDemand = ids
+		p.snapshot.BufferedForEntitiesWithoutDemand = nil
+		if len(p.bufferedBy) > 0 {
+			p.snapshot.BufferedForEntitiesWithoutDemand = maps.Clone(p.bufferedBy)
+		}
+		p.stale = false
+	}
+	p.snapshot.SendNextTo, p.snapshot.AskNextTo = p.sendNext, p.askNext
+	p.producer.Tell(p.snapshot)
+}

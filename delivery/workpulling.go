@@ -1,0 +1,312 @@
+package delivery
+
+// The work-pulling producer controller: one producer, any number of
+// workers that come and go. Its protocol and behavior are here; the
+// workers (discovery, demand, routing, hand-over) are in
+// workpulling_workers.go, its durable queue in workpulling_durable.go.
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// ErrBufferFull is wrapped by the error with which a work-pulling or
+// sharding producer controller stops when its producer sends more messages
+// than its buffer holds, which only a producer that does not wait for
+// RequestNext can do.
+var ErrBufferFull = errors.New("delivery: buffer full")
+
+// WorkPullingCommand is what a work-pulling producer controller handles:
+// [WorkPullingStart] and [GetWorkerStats]. The producer's messages reach it
+// through the refs of [WorkPullingRequestNext].
+type WorkPullingCommand[A any] interface{ workPullingCommand(A) }
+
+// WorkPullingStart connects the producer to its work-pulling producer
+// controller, which answers with a [WorkPullingRequestNext] when some
+// worker has demand. Sending it again (after a producer restart) moves the
+// flow to the new producer. The producer must be local to its controller.
+type WorkPullingStart[A any] struct {
+	Producer runtime.Ref[WorkPullingRequestNext[A]]
+}
+
+// WorkPullingRequestNext allows the producer to send one message: to
+// SendNextTo, or wrapped in a [MessageWithConfirmation] to AskNextTo. The
+// message goes to a worker with demand, chosen at random. The reply of an
+// ask is the controller's sequence number of the message (its own
+// numbering, not a worker's), sent once the worker confirmed it or, with a
+// durable queue, once it is stored.
+type WorkPullingRequestNext[A any] struct {
+	SendNextTo runtime.Ref[A]
+	AskNextTo  runtime.Ref[MessageWithConfirmation[A]]
+}
+
+// GetWorkerStats asks a work-pulling producer controller for its
+// [WorkerStats].
+type GetWorkerStats[A any] struct {
+	ReplyTo runtime.Ref[WorkerStats]
+}
+
+// WorkerStats describe a work-pulling producer controller's workers.
+type WorkerStats struct {
+	// NumberOfWorkers is how many workers are registered under the key.
+	NumberOfWorkers int
+	// WorkersWithDemand is how many of them may be sent a message now.
+	WorkersWithDemand int
+	// Buffered is how many messages wait for a worker with demand.
+	Buffered int
+	// Unconfirmed is how many messages workers have not yet confirmed.
+	Unconfirmed int
+}
+
+func (WorkPullingStart[A]) workPullingCommand(A) {}
+func (GetWorkerStats[A]) workPullingCommand(A)   {}
+
+// NewWorkPullingProducerController validates the settings and returns the
+// factory of a work-pulling producer controller for producerID, to give to
+// runtime.Spawn. Prefer [SpawnWorkPullingProducerController], which also
+// makes it stop, rather than restart empty, if it fails.
+//
+// The controller finds its workers by subscribing to the receptionist
+// under key: a worker registers its consumer controller there
+// (runtime.Register) and deregisters, or stops, to leave. For each worker
+// the controller runs a producer controller of its own (producer id
+// producerID-UUID) connected to the worker's consumer controller, and
+// tracks its demand; each message goes to a random worker with demand and
+// is kept until that worker confirms it. The messages a worker leaves
+// unconfirmed go to other workers, so a message may be processed twice,
+// never lost: delivery is at least once.
+//
+// With a durable queue ([WithDurableQueue]) every message is stored, with
+// the worker it goes to as its qualifier, before it is sent; a new
+// controller with the same producer id sends every unconfirmed message
+// again, to the workers there are then.
+func NewWorkPullingProducerController[A any](producerID string, key runtime.ServiceKey[ConsumerCommand[A]], settings WorkPullingSettings,
+	opts ...ProducerOption[A]) (func() runtime.Behavior[WorkPullingCommand[A]], error) {
+	s, err := settings.validate()
+	if err != nil {
+		return nil, fmt.Errorf("work-pulling producer controller %q: %w", producerID, err)
+	}
+	cfg, err := newProducerConfig(producerID, s.Producer, opts)
+	if err != nil {
+		return nil, fmt.Errorf("work-pulling %w", err)
+	}
+	return func() runtime.Behavior[WorkPullingCommand[A]] { return newWorkPulling(cfg, key, s.BufferSize) }, nil
+}
+
+// SpawnWorkPullingProducerController spawns a work-pulling producer
+// controller under on, named name. It stops if it fails.
+func SpawnWorkPullingProducerController[A any](on runtime.Spawner, name, producerID string, key runtime.ServiceKey[ConsumerCommand[A]],
+	settings WorkPullingSettings, opts ...ProducerOption[A]) (runtime.Ref[WorkPullingCommand[A]], error) {
+	factory, err := NewWorkPullingProducerController(producerID, key, settings, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
+	if err != nil {
+		return nil, fmt.Errorf("spawn work-pulling producer controller %q: %w", producerID, err)
+	}
+	return ref, nil
+}
+
+// wpEntry is one message of the producer, from its arrival until a worker
+// confirms it. It is also the message by which the SendNextTo and AskNextTo
+// adapters hand it to the controller.
+type wpEntry[A any] struct {
+	msg     A
+	replyTo runtime.Ref[SeqNr] // the producer's ask, until it is answered
+	seqNr   SeqNr              // the controller's number: when it arrived, or, durable, when it was stored
+	// stored says that the message is in the durable queue under seqNr
+	// and qualifier. Sent to another worker, it is stored again there
+	// first, and only then confirmed here.
+	stored    bool
+	qualifier string
+}
+
+func (*wpEntry[A]) workPullingCommand(A) {}
+
+// workPulling is the work-pulling producer controller's behavior and state.
+type workPulling[A any] struct {
+	cfg        *producerConfig[A]
+	key        runtime.ServiceKey[ConsumerCommand[A]]
+	bufferSize int
+	ctx        *runtime.Context[WorkPullingCommand[A]]
+	self       runtime.Ref[WorkPullingCommand[A]]
+	log        *slog.Logger
+	sendNext   runtime.Ref[A]
+	askNext    runtime.Ref[MessageWithConfirmation[A]]
+
+	producer  runtime.Ref[WorkPullingRequestNext[A]]
+	requested bool // a RequestNext is out and unused
+	loaded    bool // the durable state is loaded (at once without a queue)
+	failed    bool
+
+	workers   map[runtime.Ref[ConsumerCommand[A]]]*worker[A]
+	demand    []*worker[A]      // the workers with demand; worker.demandAt is the index
+	handovers ring[*wpEntry[A]] // messages of workers that left, oldest first
+	buffer    ring[*wpEntry[A]] // messages from the producer that wait for demand
+
+	currentSeqNr SeqNr // the next message's number
+	dq           *durableCalls[A, WorkPullingCommand[A]]
+	storingE     *wpEntry[A] // the message being stored, and its worker
+	storingW     *worker[A]
+}
+
+func newWorkPulling[A any](cfg *producerConfig[A], key runtime.ServiceKey[ConsumerCommand[A]], bufferSize int) *workPulling[A] {
+	return &workPulling[A]{
+		cfg: cfg, key: key, bufferSize: bufferSize,
+		loaded:       cfg.queue == nil,
+		workers:      make(map[runtime.Ref[ConsumerCommand[A]]]*worker[A]),
+		currentSeqNr: 1,
+	}
+}
+
+func (p *workPulling[A]) OnSignal(ctx *runtime.Context[WorkPullingCommand[A]], sig runtime.Signal) {
+	switch sig.(type) {
+	case runtime.Started:
+		p.init(ctx)
+		if p.cfg.queue != nil {
+			p.dq = startDurableCalls(ctx, p.cfg.queue, p.cfg.id, p.cfg.settings, p.log,
+				func(m durableMsg[A]) WorkPullingCommand[A] { return m })
+			p.dq.loadState()
+		}
+		runtime.Subscribe(ctx.System(), p.key, runtime.MessageAdapter(ctx, func(l runtime.Listing[ConsumerCommand[A]]) WorkPullingCommand[A] {
+			return wpListing[A]{refs: l.Refs}
+		}))
+	case runtime.Stopped, runtime.Restarting:
+		if p.dq != nil {
+			p.dq.stop()
+		}
+	}
+}
+
+func (p *workPulling[A]) init(ctx *runtime.Context[WorkPullingCommand[A]]) {
+	p.ctx, p.self = ctx, ctx.Self()
+	p.log = ctx.Log().With("producerId", p.cfg.id, "serviceKey", p.key.ID())
+	p.sendNext = runtime.MessageAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
+	p.askNext = runtime.MessageAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
+		return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
+	})
+}
+
+func (p *workPulling[A]) Receive(ctx *runtime.Context[WorkPullingCommand[A]], msg WorkPullingCommand[A]) {
+	if p.failed {
+		return
+	}
+	switch m := msg.(type) {
+	case *wpEntry[A]:
+		p.onMessage(m)
+	case wpWorkerNext[A]:
+		p.onWorkerDemand(m.w)
+	case wpConfirmed[A]:
+		p.onWorkerConfirmed(m.w)
+	case wpListing[A]:
+		p.onListing(m.refs)
+	case wpChildStopped[A]:
+		if !m.w.gone {
+			p.fail(fmt.Errorf("the producer controller of worker %s stopped: it failed (see its error)", m.w.cc.Path()))
+		}
+	case WorkPullingStart[A]:
+		p.onStart(m)
+	case GetWorkerStats[A]:
+		p.onStats(m)
+	case durableMsg[A]:
+		p.onDurable(m)
+	}
+}
+
+// fail stops the controller: something it cannot recover from happened.
+func (p *workPulling[A]) fail(err error) {
+	if p.failed {
+		return
+	}
+	p.failed = true
+	p.log.Error("work-pulling producer controller failed", "error", err)
+	_ = p.ctx.Stop(p.self)
+}
+
+func (p *workPulling[A]) onStart(m WorkPullingStart[A]) {
+	if m.Producer == nil {
+		p.log.Error("WorkPullingStart without a producer ref: ignored")
+		return
+	}
+	p.producer = m.Producer
+	if p.requested {
+		p.sendRequestNext()
+		return
+	}
+	p.maybeRequestNext()
+}
+
+func (p *workPulling[A]) onStats(m GetWorkerStats[A]) {
+	if m.ReplyTo == nil {
+		return
+	}
+	unconfirmed := 0
+	for _, w := range p.workers {
+		unconfirmed += w.unconfirmed.len()
+	}
+	m.ReplyTo.Tell(WorkerStats{
+		NumberOfWorkers:   len(p.workers),
+		WorkersWithDemand: len(p.demand),
+		Buffered:          p.buffer.len() + p.handovers.len(),
+		Unconfirmed:       unconfirmed,
+	})
+}
+
+// onMessage takes a message from the producer: to a worker with demand at
+// once, or into the buffer until one has.
+func (p *workPulling[A]) onMessage(e *wpEntry[A]) {
+	p.requested = false
+	if p.dq == nil {
+		e.seqNr = p.currentSeqNr
+		p.currentSeqNr++
+	}
+	if !p.canRoute() || p.handovers.len() > 0 || p.buffer.len() > 0 {
+		if p.buffer.len() >= p.bufferSize {
+			p.fail(fmt.Errorf("%w: %d messages wait for a worker with demand (WorkPullingSettings.BufferSize); the producer must wait for RequestNext",
+				ErrBufferFull, p.buffer.len()))
+			return
+		}
+		p.buffer.push(e)
+		return
+	}
+	p.route(e)
+	p.maybeRequestNext()
+}
+
+// canRoute reports whether a message can go to a worker now.
+func (p *workPulling[A]) canRoute() bool { return p.loaded && len(p.demand) > 0 && !p.storing() }
+
+// dispatch sends waiting messages, those of workers that left first, to
+// workers with demand, then asks the producer for more if it may send.
+func (p *workPulling[A]) dispatch() {
+	for p.canRoute() {
+		switch {
+		case p.handovers.len() > 0:
+			p.route(p.handovers.pop())
+		case p.buffer.len() > 0:
+			p.route(p.buffer.pop())
+		default:
+			p.maybeRequestNext()
+			return
+		}
+	}
+	p.maybeRequestNext()
+}
+
+// maybeRequestNext gives the producer permission for one more message
+// when a worker has demand and nothing is waiting for one.
+func (p *workPulling[A]) maybeRequestNext() {
+	if p.producer == nil || p.requested || p.failed || !p.canRoute() || p.handovers.len() > 0 || p.buffer.len() > 0 {
+		return
+	}
+	p.requested = true
+	p.sendRequestNext()
+}
+
+func (p *workPulling[A]) sendRequestNext() {
+	p.producer.Tell(WorkPullingRequestNext[A]{SendNextTo: p.sendNext, AskNextTo: p.askNext})
+}

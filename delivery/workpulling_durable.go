@@ -1,0 +1,86 @@
+package delivery
+
+// The work-pulling producer controller's durable queue. A message is
+// stored once its worker is chosen, with the worker's producer id as its
+// qualifier, and sent once stored; one store at a time, so the messages of
+// each qualifier are stored, sent and confirmed in the order of their
+// sequence numbers (which is what lets a confirmation of a qualifier cover
+// everything of it up to its seqNr). A message that must go to another
+// worker (its worker left, or the controller restarted) is stored again
+// under the new worker, and only then confirmed under the old one: it is
+// never in the queue zero times.
+
+import (
+	"fmt"
+
+	"github.com/trellis-go/trellis/delivery/durable"
+)
+
+func (p *workPulling[A]) storing() bool { return p.dq != nil && p.dq.storing() }
+
+// storeFor stores e as the next message, for worker w.
+func (p *workPulling[A]) storeFor(w *worker[A], e *wpEntry[A]) {
+	p.storingE, p.storingW = e, w
+	p.dq.storeSent(durable.MessageSent[A]{
+		SeqNr:     p.currentSeqNr,
+		Message:   e.msg,
+		Ack:       e.replyTo != nil,
+		Qualifier: w.key,
+		Timestamp: p.dq.now(),
+	})
+}
+
+func (p *workPulling[A]) onDurable(m durableMsg[A]) {
+	if p.dq == nil {
+		return
+	}
+	switch out := p.dq.handle(m); {
+	case out.err != nil:
+		p.fail(out.err)
+	case out.loaded != nil:
+		p.onLoaded(*out.loaded)
+	case out.stored:
+		p.onStored()
+	}
+}
+
+// onStored sends the message just stored to its worker, or, if that worker
+// left meanwhile, hands it over like the worker's other messages.
+func (p *workPulling[A]) onStored() {
+	e, w := p.storingE, p.storingW
+	p.storingE, p.storingW = nil, nil
+	old, oldQualifier, again := e.seqNr, e.qualifier, e.stored
+	e.seqNr, e.qualifier, e.stored = p.currentSeqNr, w.key, true
+	p.currentSeqNr++
+	if e.replyTo != nil {
+		e.replyTo.Tell(e.seqNr) // stored: that is all a durable ask waits for
+		e.replyTo = nil
+	}
+	if again {
+		p.dq.storeConfirmed(old, oldQualifier)
+	}
+	if w.gone {
+		p.handovers.push(e)
+	} else {
+		p.sendTo(w, e)
+	}
+	p.dispatch()
+}
+
+// onLoaded takes the stored state: every unconfirmed message goes to a
+// worker again, as a hand-over, in the order of its sequence number.
+func (p *workPulling[A]) onLoaded(s durable.State[A]) {
+	p.currentSeqNr = max(s.CurrentSeqNr, 1)
+	for _, u := range s.Unconfirmed {
+		if u.Chunk != nil {
+			p.fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a work-pulling one's", u.SeqNr))
+			return
+		}
+		p.handovers.push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier})
+	}
+	p.loaded = true
+	if n := p.handovers.len(); n > 0 {
+		p.log.Info("durable queue loaded", "currentSeqNr", p.currentSeqNr, "unconfirmed", n)
+	}
+	p.dispatch()
+}

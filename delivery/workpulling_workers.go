@@ -1,0 +1,158 @@
+package delivery
+
+// The workers of a work-pulling producer controller: found through the
+// receptionist, each one reached through a producer controller of its own,
+// chosen at random among those with demand, and, when one leaves, its
+// unconfirmed messages handed over to the others.
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/google/uuid"
+
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// worker is one registered consumer controller and the producer controller
+// that sends to it.
+type worker[A any] struct {
+	key      string // the producer id of its producer controller, and its durable qualifier
+	cc       runtime.Ref[ConsumerCommand[A]]
+	pc       runtime.Ref[ProducerCommand[A]]
+	replyTo  runtime.Ref[SeqNr] // where pc confirms each message
+	demandAt int                // index in workPulling.demand, or -1
+	// unconfirmed are the messages sent to pc, in order: pc confirms them
+	// in that order, one reply each.
+	unconfirmed ring[*wpEntry[A]]
+	gone        bool // it left: messages about it are stale
+}
+
+// Internal messages about workers, made by adapters and watches.
+type (
+	wpListing[A any] struct {
+		refs []runtime.Ref[ConsumerCommand[A]]
+	}
+	wpWorkerNext[A any]   struct{ w *worker[A] }
+	wpConfirmed[A any]    struct{ w *worker[A] }
+	wpChildStopped[A any] struct{ w *worker[A] }
+)
+
+func (wpListing[A]) workPullingCommand(A)      {}
+func (wpWorkerNext[A]) workPullingCommand(A)   {}
+func (wpConfirmed[A]) workPullingCommand(A)    {}
+func (wpChildStopped[A]) workPullingCommand(A) {}
+
+// onListing takes the workers registered now: new ones get a producer
+// controller, those no longer listed (deregistered or stopped) leave.
+func (p *workPulling[A]) onListing(refs []runtime.Ref[ConsumerCommand[A]]) {
+	listed := make(map[runtime.Ref[ConsumerCommand[A]]]bool, len(refs))
+	for _, cc := range refs {
+		listed[cc] = true
+		if p.workers[cc] == nil {
+			if err := p.addWorker(cc); err != nil {
+				p.fail(err)
+				return
+			}
+		}
+	}
+	for cc, w := range p.workers {
+		if !listed[cc] {
+			p.removeWorker(w)
+		}
+	}
+	p.dispatch()
+}
+
+func (p *workPulling[A]) addWorker(cc runtime.Ref[ConsumerCommand[A]]) error {
+	cfg := *p.cfg
+	cfg.id, cfg.queue = p.cfg.id+"-"+uuid.NewString(), nil
+	w := &worker[A]{key: cfg.id, cc: cc, demandAt: -1}
+	pc, err := runtime.Spawn(p.ctx, "", func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&cfg) },
+		runtime.WithSupervision(runtime.StopOnFailure()))
+	if err != nil {
+		return fmt.Errorf("spawn the producer controller of worker %s: %w", cc.Path(), err)
+	}
+	w.pc = pc
+	w.replyTo = runtime.MessageAdapter(p.ctx, func(SeqNr) WorkPullingCommand[A] { return wpConfirmed[A]{w: w} })
+	next := runtime.MessageAdapter(p.ctx, func(RequestNext[A]) WorkPullingCommand[A] { return wpWorkerNext[A]{w: w} })
+	p.ctx.WatchWith(pc, wpChildStopped[A]{w: w})
+	pc.Tell(ProducerStart[A]{Producer: next})
+	pc.Tell(RegisterConsumer[A]{ConsumerController: cc})
+	p.workers[cc] = w
+	p.log.Info("worker registered", "worker", cc.Path(), "workerProducerId", w.key, "workers", len(p.workers))
+	return nil
+}
+
+// removeWorker stops the producer controller of a worker that left and
+// hands its unconfirmed messages, in order, to the other workers. Some may
+// have been processed already: they are processed again.
+func (p *workPulling[A]) removeWorker(w *worker[A]) {
+	delete(p.workers, w.cc)
+	p.dropDemand(w)
+	w.gone = true
+	p.ctx.Unwatch(w.pc)
+	_ = p.ctx.Stop(w.pc)
+	n := w.unconfirmed.len()
+	for w.unconfirmed.len() > 0 {
+		p.handovers.push(w.unconfirmed.pop())
+	}
+	p.log.Info("worker left", "worker", w.cc.Path(), "workerProducerId", w.key, "handedOver", n, "workers", len(p.workers))
+}
+
+// onWorkerDemand takes a worker's RequestNext: it may be sent a message.
+func (p *workPulling[A]) onWorkerDemand(w *worker[A]) {
+	if w.gone || w.demandAt >= 0 {
+		return
+	}
+	w.demandAt = len(p.demand)
+	p.demand = append(p.demand, w)
+	p.dispatch()
+}
+
+func (p *workPulling[A]) dropDemand(w *worker[A]) {
+	i := w.demandAt
+	if i < 0 {
+		return
+	}
+	last := len(p.demand) - 1
+	p.demand[i] = p.demand[last]
+	p.demand[i].demandAt = i
+	p.demand[last] = nil
+	p.demand = p.demand[:last]
+	w.demandAt = -1
+}
+
+// route sends e to a random worker with demand, storing it first with a
+// durable queue. The caller checked canRoute.
+func (p *workPulling[A]) route(e *wpEntry[A]) {
+	w := p.demand[rand.IntN(len(p.demand))]
+	p.dropDemand(w)
+	if p.dq != nil {
+		p.storeFor(w, e)
+		return
+	}
+	p.sendTo(w, e)
+}
+
+func (p *workPulling[A]) sendTo(w *worker[A], e *wpEntry[A]) {
+	w.unconfirmed.push(e)
+	// The producer's ask wants its reply soon: only then is the worker
+	// asked to confirm this very message at once.
+	w.pc.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: e.msg}, replyTo: w.replyTo, quiet: e.replyTo == nil})
+}
+
+// onWorkerConfirmed takes the confirmation of the oldest message sent to w.
+func (p *workPulling[A]) onWorkerConfirmed(w *worker[A]) {
+	if w.gone || w.unconfirmed.len() == 0 {
+		return
+	}
+	e := w.unconfirmed.pop()
+	switch {
+	case p.dq != nil:
+		p.dq.storeConfirmed(e.seqNr, w.key)
+	case e.replyTo != nil:
+		e.replyTo.Tell(e.seqNr)
+		e.replyTo = nil
+	}
+}
