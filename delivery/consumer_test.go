@@ -289,8 +289,14 @@ func TestConsumerRedeliversLostDelivery(t *testing.T) {
 	h.send(2, false, incA)
 	h.expectRequest(t, 0, 20, false)
 	lost := h.expectDelivery(t, 1) // the consumer drops it
-	h.tick(t, 2*time.Second)       // delivered during this tick: not yet counted
-	h.tick(t, 2*time.Second)       // idle: unconfirmed for 2 s
+	// A repeat of message 1 is answered with a Request: then message 2,
+	// queued before it, was taken too. A timer's tick overtakes queued
+	// messages, and message 2 taken after the first tick would make the
+	// second one not idle.
+	h.send(1, true, incA)
+	h.expectRequest(t, 0, 20, false)
+	h.tick(t, 2*time.Second) // delivered during this tick: not yet counted
+	h.tick(t, 2*time.Second) // idle: unconfirmed for 2 s
 	h.expectRequest(t, 0, 20, true)
 	h.consumer.expectNone(t, 20*time.Millisecond)
 	h.tick(t, 3*time.Second) // 2+3 s without confirmation >= 5 s

@@ -1,11 +1,13 @@
-// Package delivery owns reliable delivery between actors of the runtime,
-// point to point: a producer controller and a consumer controller that sit
-// between one producer and one consumer actor and give them ordered
-// delivery without loss or duplicates while neither side crashes, flow
-// control that keeps a fast producer from flooding a slow consumer, chunking
-// of large messages, and, with a durable producer queue (package durable,
-// and package durable/redisqueue for Redis), at-least-once delivery across
-// a crash of the producer's process.
+// Package delivery owns reliable delivery between actors of the runtime, in
+// three patterns: point to point (a producer controller and a consumer
+// controller between one producer and one consumer actor), work pulling
+// (one producer, workers that come and go) and sharding (one producer, any
+// entity of a sharded entity type). Each gives delivery without loss or
+// duplicates while nothing crashes (ordered, but for work pulling, whose
+// messages go to any worker), flow control that keeps a fast producer from
+// flooding a slow consumer, chunking of large messages, and, with a durable
+// producer queue (package durable, and package durable/redisqueue for
+// Redis), at-least-once delivery across a crash of the producer's process.
 //
 // # Use
 //
@@ -27,6 +29,32 @@
 // to RequestNext.AskNextTo. The consumer gets each message in a [Delivery]
 // and confirms it with [Delivery.Confirm]; the next Delivery comes only
 // then.
+//
+// # Work pulling
+//
+// Workers register their consumer controller with the receptionist under a
+// service key; a work-pulling producer controller
+// ([SpawnWorkPullingProducerController]) subscribes to it, runs a producer
+// controller of its own for each worker, and sends each message to a random
+// worker with demand ([WorkPullingRequestNext] comes whenever one has some).
+// The messages a worker that leaves has not confirmed go to the others
+// (at least once). [GetWorkerStats] tells how many workers there are.
+//
+// # Sharding
+//
+// The entities of a sharded entity type run [NewShardingConsumerController]
+// (it starts their consumer and runs a consumer controller per producer);
+// a sharding producer controller ([SpawnShardingProducerController]) sends
+// to any of them by entity id, through a producer controller per entity
+// whose first message starts the entity. [ShardingRequestNext] says which
+// entities have demand and what is buffered for the others. An entity
+// passivated with unconfirmed messages is woken by their resending; the
+// producer controllers of unused entities are cleaned up.
+//
+// Both patterns chunk large messages with the point-to-point settings
+// (their ProducerSettings apply to every internal producer controller),
+// and with a durable queue store whole messages, qualified by worker or
+// entity, in the work-pulling or sharding controller itself.
 //
 // Producer and consumer must be local to their controllers: between them
 // and their controllers messages are plain tells, which are only reliable
@@ -67,7 +95,9 @@
 //
 // A controller whose peer breaks the protocol (a producer that sends
 // without a RequestNext), whose durable queue keeps failing, or whose codec
-// fails, logs the error and stops; watch it to learn of it. Settings out of
-// range are an error from the constructors (a window below 2, a chunk size
-// below 1 byte), naming the field.
+// fails, logs the error and stops; watch it to learn of it. So does a
+// work-pulling or sharding controller whose producer overfills its buffer
+// ([ErrBufferFull]). Settings out of range are an error from the
+// constructors (a window below 2, a chunk size below 1 byte), naming the
+// field.
 package delivery

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -20,6 +21,23 @@ import (
 func TestRandomLossWorkPulling(t *testing.T) {
 	for _, c := range lossCases() {
 		t.Run(c.name, func(t *testing.T) { runLossCase(t, c, runWorkPullingLossSeed) })
+	}
+}
+
+// TestRandomLossWorkPullingChurn: as the flaky-network cases, but a third
+// of the way through one worker stops and a new one registers: the jobs
+// the leaving worker had not confirmed go to the others, so some come
+// twice, and none is lost.
+func TestRandomLossWorkPullingChurn(t *testing.T) {
+	base := lossCase{name: "flaky network, workers come and go", messages: 63, toCC: [2]float64{0.1, 0.3}, toPC: [2]float64{0.1, 0.3}, delays: true, churn: true}
+	durableQueue := base
+	durableQueue.name, durableQueue.queue = base.name+", durable queue", [2]float64{0.1, 0.2}
+	for _, c := range []lossCase{base, durableQueue} {
+		chunked := c
+		chunked.name, chunked.chunk = c.name+", 1-byte chunks", 1
+		for _, c := range []lossCase{c, chunked} {
+			t.Run(c.name, func(t *testing.T) { runLossCase(t, c, runWorkPullingLossSeed) })
+		}
 	}
 }
 
@@ -45,10 +63,12 @@ func runWorkPullingLossSeed(c lossCase, seed uint64) (err error) {
 	}
 	toCC, toPC := r.faults()
 	links := make([]*faultLink[job], workers)
+	var leaving *testWorker
 	for i := range workers {
 		w := spawnWorker(r.rt, r.sys, fmt.Sprintf("worker%d", i), key,
 			workerSpec{consumer: r.cs, spec: r.consumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(i)<<32}, col)
 		links[i] = w.link
+		leaving = w
 	}
 	wp, err := SpawnWorkPullingProducerController[job](r.sys, "wp", fmt.Sprint("wp-", seed), key, WorkPullingSettings{Producer: r.ps}, r.queueOpts()...)
 	if err != nil {
@@ -56,8 +76,20 @@ func runWorkPullingLossSeed(c lossCase, seed uint64) (err error) {
 	}
 	spawnProducer(r.rt, r.sys, "producer", nil, producerSpec{limit: limit, delay: r.producerDelayFunc(), connect: workPullingConnect(wp)})
 	describe := func() string { return describeLinks(links) }
+	if c.churn {
+		if err := waitFor(func() bool { return col.count() >= c.messages/3 }); err != nil {
+			return fmt.Errorf("%s: before the churn: %w", r.params(), err)
+		}
+		w := spawnWorker(r.rt, r.sys, "worker-new", key,
+			workerSpec{consumer: r.cs, spec: r.consumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(workers)<<32}, col)
+		links = append(links, w.link)
+		leaving.stop(r.sys)
+	}
 	if err := r.wait(col, describe); err != nil {
 		return err
+	}
+	if c.churn {
+		return nil // every job arrived: what the collector waited for
 	}
 	if err := checkLossDeliveries(c, col); err != nil {
 		return fmt.Errorf("%s, %d workers: %w\n\tlinks: %s", r.params(), workers, err, describe())
@@ -117,6 +149,18 @@ func checkLossDeliveries(c lossCase, col *collector) error {
 		if !seen[j] {
 			return fmt.Errorf("job %d lost", j)
 		}
+	}
+	return nil
+}
+
+// waitFor polls cond until it holds, for a minute at most.
+func waitFor(cond func() bool) error {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not true within a minute")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ type lossCase struct {
 	reorder  float64    // probability that the link delays a message, so others overtake it
 	delays   bool       // producer and consumer wait 0-40ms (scaled) per message
 	window   int        // flow control window; 0: 20, as in the spec
+	churn    bool       // work pulling only: a worker leaves, and another joins, mid-stream
 }
 
 func lossCases() []lossCase {

@@ -76,7 +76,8 @@ type ShardingStats struct {
 	// Buffered is how many messages wait for their entity's demand (or,
 	// with a durable queue, to be stored).
 	Buffered int
-	// Unconfirmed is how many messages entities have not yet confirmed.
+	// Unconfirmed is how many messages entities have not yet confirmed, as
+	// far as the controller knows (see [WorkerStats.Unconfirmed]).
 	Unconfirmed int
 }
 

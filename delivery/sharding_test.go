@@ -163,7 +163,7 @@ func fakeShardingSystem(t *testing.T) (*runtime.System, *clockwork.FakeClock, *l
 
 // quietConsumer are consumer controller settings without idle retries in
 // the time a test advances its fake clock.
-var quietConsumer = ConsumerSettings{ResendIntervalMin: 24 * time.Hour}
+var quietConsumer = ConsumerSettings{ResendIntervalMin: 1000 * time.Hour}
 
 // TestShardingBuffering: messages to an entity without demand are
 // buffered; RequestNext says which entities have demand and what is
@@ -252,18 +252,18 @@ func TestShardingBufferFull(t *testing.T) {
 func TestShardingPassivatedWithUnconfirmed(t *testing.T) {
 	sys, clock, _ := fakeShardingSystem(t)
 	col := newCollectorAll(5)
-	// The consumer holds the second job it is given for a minute (longer
-	// than the entity may idle); it confirms every other at once.
+	// The consumer holds the second job it is given (far longer than the
+	// entity may idle); it confirms every other at once.
 	var calls atomic.Int32
 	hold := consumerSpec{delay: func() time.Duration {
 		if calls.Add(1) == 2 {
-			return time.Minute
+			return 1000 * time.Hour
 		}
 		return 0
 	}}
 	region := startRegion(t, sys, regionSpec{settings: ShardingConsumerSettings{Consumer: quietConsumer}, consumer: hold, passivate: 30 * time.Second}, col)
 	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region,
-		ShardingSettings{ResendFirstUnconfirmedIdleTimeout: 2 * time.Minute, CleanupUnusedAfter: time.Hour})
+		ShardingSettings{ResendFirstUnconfirmedIdleTimeout: 24 * time.Hour, CleanupUnusedAfter: 100 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,15 +272,23 @@ func TestShardingPassivatedWithUnconfirmed(t *testing.T) {
 	for n := 1; n <= 5; n++ {
 		producer.expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: n}})
 	}
-	eventually(t, "job 1 confirmed, job 2 held, 3-5 waiting in the entity", func() bool {
+	eventually(t, "job 1 confirmed, job 2 held, 3-5 sent to the entity", func() bool {
 		return col.distinct() == 2 && shardingStats(t, sp).Unconfirmed == 4
 	})
-	clock.Advance(30 * time.Second) // the entity has been idle long enough
-	eventually(t, "the entity passivated", func() bool { return region.Active() == 0 })
+	// Jobs 3-5 may still be on their way to the entity, which would make it
+	// busy again: let it idle until it is passivated (long before the
+	// producer side would wake it).
+	eventually(t, "the entity passivated", func() bool {
+		if region.Active() == 0 {
+			return true
+		}
+		clock.Advance(30 * time.Second)
+		return false
+	})
 	if col.distinct() != 2 {
 		t.Fatalf("%d jobs delivered before the entity woke, want 2", col.distinct())
 	}
-	clock.Advance(2 * time.Minute) // the producer side wakes it
+	clock.Advance(24 * time.Hour) // the producer side wakes it
 	waitAll(t, col)
 	got := byEntity(col.deliveries())["sp-a"]
 	if want := []int{1, 2, 2, 3, 4, 5}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -388,6 +396,11 @@ func TestShardingDurableRestart(t *testing.T) {
 		t.Fatalf("nothing unconfirmed (%d) or everything accepted (%d) at the stop: nothing tested", len(s.Unconfirmed), accepted)
 	}
 	t.Logf("stopped with %d jobs accepted, %d unconfirmed", accepted, len(s.Unconfirmed))
+	for _, u := range s.Unconfirmed {
+		if want := entityOf(entities)(u.Message); u.Qualifier != want {
+			t.Fatalf("job %d stored with qualifier %q, want its entity %q", u.Message.N, u.Qualifier, want)
+		}
+	}
 
 	sp2, err := SpawnShardingProducerController[job](sys, "sp2", "sp", region, ShardingSettings{}, WithDurableQueue[job](q))
 	if err != nil {
@@ -405,4 +418,28 @@ func TestShardingDurableRestart(t *testing.T) {
 		s, err := q.LoadState(context.Background())
 		return err == nil && len(s.Unconfirmed) == 0
 	})
+}
+
+// TestShardingRequestNextDemand: RequestNext names the entities that have
+// demand, and a message to an entity that has none (a new one) is
+// buffered for it.
+func TestShardingRequestNextDemand(t *testing.T) {
+	sys, _ := newSystem(t)
+	col := newCollectorAll(2)
+	region := startRegion(t, sys, regionSpec{}, col)
+	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region, ShardingSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := newProbe[ShardingRequestNext[job]](t, sys, "producer")
+	sp.Tell(ShardingStart[job]{Producer: producer.Ref})
+	producer.expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: 1}})
+	r := producer.expect(t)
+	eventually(t, "entity a has demand", func() bool { return shardingStats(t, sp).EntitiesWithDemand == 1 })
+	r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "b", Message: job{N: 2}})
+	r = producer.expect(t)
+	if fmt.Sprint(r.EntitiesWithDemand) != "[a]" || fmt.Sprint(r.BufferedForEntitiesWithoutDemand) != "map[b:1]" {
+		t.Fatalf("RequestNext: demand %v, buffered %v; want [a] and map[b:1]", r.EntitiesWithDemand, r.BufferedForEntitiesWithoutDemand)
+	}
+	waitAll(t, col)
 }

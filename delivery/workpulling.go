@@ -57,7 +57,10 @@ type WorkerStats struct {
 	WorkersWithDemand int
 	// Buffered is how many messages wait for a worker with demand.
 	Buffered int
-	// Unconfirmed is how many messages workers have not yet confirmed.
+	// Unconfirmed is how many messages workers have not yet confirmed, as
+	// far as the controller knows: it hears of confirmations with the
+	// workers' flow-control requests (every half window, or when a worker
+	// idles), or at once for a message the producer asked about.
 	Unconfirmed int
 }
 
