@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/trellis-go/trellis/internal/testenv"
 	trt "github.com/trellis-go/trellis/runtime"
 )
 
@@ -86,24 +87,11 @@ func (p *probe[T]) expectNone(t testing.TB, d time.Duration) {
 // recv takes one value from ch or fails after waitLimit.
 func recv[T any](t testing.TB, ch <-chan T) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		var zero T
-		t.Fatalf("nothing received within %v", waitLimit)
-		return zero
-	}
+	return testenv.Recv(t, ch, waitLimit)
 }
 
 // eventually polls cond until it holds or waitLimit passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true within %v: %s", waitLimit, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, waitLimit, what, cond)
 }

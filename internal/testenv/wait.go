@@ -1,0 +1,33 @@
+package testenv
+
+import (
+	"testing"
+	"time"
+)
+
+// Recv takes one value from ch, or fails the test after limit: tests wait on
+// events or poll with a bound, never on a bare sleep.
+func Recv[T any](t testing.TB, ch <-chan T, limit time.Duration) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(limit):
+		var zero T
+		t.Fatalf("nothing received within %v", limit)
+		return zero
+	}
+}
+
+// Eventually polls cond every millisecond until it holds, or fails the test
+// naming what after limit.
+func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true within %v: %s", limit, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
