@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/trellis-go/trellis/api"
@@ -27,8 +28,13 @@ type Config struct {
 	// or rediss:// for TLS (TRELLIS_REDIS_URL, -redis-url). Empty: the
 	// embedded in-memory store, which is not durable.
 	RedisURL string
-	// RedisPrefix starts every key the service writes to Redis, so several
-	// services can share one Redis (default "trellis").
+	// RedisPrefix starts every key the service writes to Redis, followed
+	// by ':' (TRELLIS_REDIS_PREFIX, -redis-prefix; default "trellis").
+	// Instances with the same prefix share their entities and timers;
+	// instances with different ones can share a Redis database without
+	// seeing each other's. It is 1 to 64 characters of A-Z a-z 0-9
+	// . _ - : { } and does not end in ':'; a Redis Cluster wants a hash
+	// tag such as "{trellis}".
 	RedisPrefix string
 	// AdminToken is the bearer token of the admin API (TRELLIS_ADMIN_TOKEN,
 	// -admin-token); empty disables the admin API. At least 16 characters.
@@ -49,15 +55,21 @@ type Config struct {
 
 // The environment variables ConfigFromEnv reads.
 const (
-	EnvHTTPAddr   = "TRELLIS_HTTP_ADDR"
-	EnvRedisURL   = "TRELLIS_REDIS_URL"
-	EnvAdminToken = "TRELLIS_ADMIN_TOKEN"
-	EnvLogLevel   = "TRELLIS_LOG_LEVEL"
+	EnvHTTPAddr    = "TRELLIS_HTTP_ADDR"
+	EnvRedisURL    = "TRELLIS_REDIS_URL"
+	EnvRedisPrefix = "TRELLIS_REDIS_PREFIX"
+	EnvAdminToken  = "TRELLIS_ADMIN_TOKEN"
+	EnvLogLevel    = "TRELLIS_LOG_LEVEL"
 )
 
 // minAdminTokenLen: the admin token is a shared secret; a short one can be
 // guessed.
 const minAdminTokenLen = 16
+
+// maxRedisPrefixLen bounds the Redis key prefix: it is repeated in every
+// entity's key, so a long one costs memory per entity, and nothing needs
+// more to tell services apart.
+const maxRedisPrefixLen = 64
 
 // DefaultConfig is the configuration with nothing set: the embedded store
 // on :9000.
@@ -93,23 +105,25 @@ func (e *ConfigError) Error() string {
 // variable; -h is flag.ErrHelp (see [ConfigUsage]).
 func ConfigFromEnv(getenv func(string) string, args []string) (Config, error) {
 	cfg := DefaultConfig()
-	addr := envOr(getenv, EnvHTTPAddr, cfg.HTTPAddr)
-	redisURL := getenv(EnvRedisURL)
-	token := getenv(EnvAdminToken)
-	level := envOr(getenv, EnvLogLevel, "info")
-
-	fs := newFlagSet(&addr, &redisURL, &token, &level)
+	s := settings{
+		addr:        envOr(getenv, EnvHTTPAddr, cfg.HTTPAddr),
+		redisURL:    getenv(EnvRedisURL),
+		redisPrefix: envOr(getenv, EnvRedisPrefix, cfg.RedisPrefix),
+		token:       getenv(EnvAdminToken),
+		level:       envOr(getenv, EnvLogLevel, "info"),
+	}
+	fs := newFlagSet(&s)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments %q: the server takes only flags", fs.Args())
 	}
-	lvl, err := parseLevel(level)
+	lvl, err := parseLevel(s.level)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg.HTTPAddr, cfg.RedisURL, cfg.AdminToken, cfg.LogLevel = addr, redisURL, token, lvl
+	cfg.HTTPAddr, cfg.RedisURL, cfg.RedisPrefix, cfg.AdminToken, cfg.LogLevel = s.addr, s.redisURL, s.redisPrefix, s.token, lvl
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -118,21 +132,29 @@ func ConfigFromEnv(getenv func(string) string, args []string) (Config, error) {
 
 // ConfigUsage describes the flags and variables, for -h.
 func ConfigUsage() string {
-	a, r, t, l := DefaultConfig().HTTPAddr, "", "", "info"
-	fs := newFlagSet(&a, &r, &t, &l)
+	d := DefaultConfig()
+	fs := newFlagSet(&settings{addr: d.HTTPAddr, redisPrefix: d.RedisPrefix, level: "info"})
 	var b strings.Builder
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	return "Usage of server (each flag overrides its environment variable):\n" + b.String()
 }
 
-func newFlagSet(addr, redisURL, token, level *string) *flag.FlagSet {
+// settings are the configuration's flags as text, before they are parsed
+// and validated; each starts as its environment variable or default.
+type settings struct {
+	addr, redisURL, redisPrefix, token, level string
+}
+
+// newFlagSet binds the flags to s, each defaulting to what s holds.
+func newFlagSet(s *settings) *flag.FlagSet {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; main prints them once
-	fs.StringVar(addr, "addr", *addr, "HTTP listen address (env "+EnvHTTPAddr+")")
-	fs.StringVar(redisURL, "redis-url", *redisURL, "Redis URL of the state store; empty: in-memory, not durable (env "+EnvRedisURL+")")
-	fs.StringVar(token, "admin-token", *token, "bearer token of the admin API; prefer the env var, flags show in ps (env "+EnvAdminToken+")")
-	fs.StringVar(level, "log-level", *level, "log level: debug, info, warn or error (env "+EnvLogLevel+")")
+	fs.StringVar(&s.addr, "addr", s.addr, "HTTP listen address (env "+EnvHTTPAddr+")")
+	fs.StringVar(&s.redisURL, "redis-url", s.redisURL, "Redis URL of the state store; empty: in-memory, not durable (env "+EnvRedisURL+")")
+	fs.StringVar(&s.redisPrefix, "redis-prefix", s.redisPrefix, "prefix of every Redis key; services with different prefixes can share a Redis database (env "+EnvRedisPrefix+")")
+	fs.StringVar(&s.token, "admin-token", s.token, "bearer token of the admin API; prefer the env var, flags show in ps (env "+EnvAdminToken+")")
+	fs.StringVar(&s.level, "log-level", s.level, "log level: debug, info, warn or error (env "+EnvLogLevel+")")
 	return fs
 }
 
@@ -167,8 +189,8 @@ func (c Config) Validate() error {
 			return &ConfigError{Var: EnvRedisURL, Flag: "-redis-url", Reason: "not a valid Redis URL (want redis://[user:password@]host:port/db or rediss://...): " + redact(err, c.RedisURL)}
 		}
 	}
-	if c.RedisPrefix == "" {
-		return &ConfigError{Var: "Config.RedisPrefix", Reason: "must not be empty"}
+	if err := validateRedisPrefix(c.RedisPrefix); err != nil {
+		return err
 	}
 	if c.AdminToken != "" {
 		if len(c.AdminToken) < minAdminTokenLen {
@@ -207,6 +229,41 @@ func validateAddr(addr string) error {
 		return bad("the port must be a number from 0 to 65535")
 	}
 	return nil
+}
+
+// validateRedisPrefix checks the rule stated on [Config.RedisPrefix]. The
+// prefix is also how an operator finds a service's keys, as the pattern
+// <prefix>:* of SCAN or redis-cli --scan: a glob character (* ? [ ] \)
+// would make it match other keys, and a space or control character would
+// not show in redis-cli's output. A trailing ':' is the separator the
+// service adds itself, typed again: it would give keys "trellis::entity:…".
+func validateRedisPrefix(p string) error {
+	bad := func(why string) error {
+		return &ConfigError{Var: EnvRedisPrefix, Flag: "-redis-prefix", Reason: why}
+	}
+	if p == "" {
+		return bad(fmt.Sprintf("must not be empty: every Redis key starts with it (default %q)", DefaultConfig().RedisPrefix))
+	}
+	if i := strings.IndexFunc(p, func(r rune) bool { return !isRedisPrefixRune(r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(p[i:])
+		return bad(fmt.Sprintf("%q has %q at byte %d: use only letters A-Z a-z, digits and . _ - : { } (no spaces, no glob characters * ? [ ] \\)", p, r, i))
+	}
+	// Only ASCII is left, so bytes are characters.
+	if len(p) > maxRedisPrefixLen {
+		return bad(fmt.Sprintf("is %d characters long; at most %d", len(p), maxRedisPrefixLen))
+	}
+	if strings.HasSuffix(p, ":") {
+		return bad(fmt.Sprintf("%q ends in ':': leave it off, the service puts a ':' after the prefix itself", p))
+	}
+	return nil
+}
+
+func isRedisPrefixRune(r rune) bool {
+	switch {
+	case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		return true
+	}
+	return strings.ContainsRune("._-:{}", r)
 }
 
 // redact keeps a Redis URL (which may hold a password) out of an error.

@@ -24,21 +24,22 @@ func TestConfigFromEnv(t *testing.T) {
 		forbidden string // text the error must not contain (a secret)
 	}{
 		{name: "defaults", want: func(c trellis.Config) bool {
-			return c.HTTPAddr == ":9000" && c.RedisURL == "" && c.AdminToken == "" && c.LogLevel == slog.LevelInfo
+			return c.HTTPAddr == ":9000" && c.RedisURL == "" && c.RedisPrefix == "trellis" && c.AdminToken == "" && c.LogLevel == slog.LevelInfo
 		}},
 		{name: "from env", env: map[string]string{
-			"TRELLIS_HTTP_ADDR":   "127.0.0.1:8080",
-			"TRELLIS_REDIS_URL":   "redis://127.0.0.1:6379/2",
-			"TRELLIS_ADMIN_TOKEN": "0123456789abcdef",
-			"TRELLIS_LOG_LEVEL":   "DEBUG",
+			"TRELLIS_HTTP_ADDR":    "127.0.0.1:8080",
+			"TRELLIS_REDIS_URL":    "redis://127.0.0.1:6379/2",
+			"TRELLIS_REDIS_PREFIX": "shop-eu",
+			"TRELLIS_ADMIN_TOKEN":  "0123456789abcdef",
+			"TRELLIS_LOG_LEVEL":    "DEBUG",
 		}, want: func(c trellis.Config) bool {
-			return c.HTTPAddr == "127.0.0.1:8080" && c.RedisURL == "redis://127.0.0.1:6379/2" &&
+			return c.HTTPAddr == "127.0.0.1:8080" && c.RedisURL == "redis://127.0.0.1:6379/2" && c.RedisPrefix == "shop-eu" &&
 				c.AdminToken == "0123456789abcdef" && c.LogLevel == slog.LevelDebug
 		}},
-		{name: "flags override env", env: map[string]string{"TRELLIS_HTTP_ADDR": ":8080", "TRELLIS_LOG_LEVEL": "warn"},
-			args: []string{"-addr", ":7000", "-log-level", "error", "-redis-url", "rediss://r:6380/0"},
+		{name: "flags override env", env: map[string]string{"TRELLIS_HTTP_ADDR": ":8080", "TRELLIS_LOG_LEVEL": "warn", "TRELLIS_REDIS_PREFIX": "shop-eu"},
+			args: []string{"-addr", ":7000", "-log-level", "error", "-redis-url", "rediss://r:6380/0", "-redis-prefix", "shop-us"},
 			want: func(c trellis.Config) bool {
-				return c.HTTPAddr == ":7000" && c.LogLevel == slog.LevelError && c.RedisURL == "rediss://r:6380/0"
+				return c.HTTPAddr == ":7000" && c.LogLevel == slog.LevelError && c.RedisURL == "rediss://r:6380/0" && c.RedisPrefix == "shop-us"
 			}},
 		{name: "invalid log level", env: map[string]string{"TRELLIS_LOG_LEVEL": "verbose"}, wantVar: "TRELLIS_LOG_LEVEL", wantErr: "verbose"},
 		{name: "invalid log level by flag", args: []string{"-log-level", "loud"}, wantVar: "TRELLIS_LOG_LEVEL", wantErr: "-log-level"},
@@ -90,9 +91,81 @@ func TestConfigHelp(t *testing.T) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
 	usage := trellis.ConfigUsage()
-	for _, v := range []string{"TRELLIS_HTTP_ADDR", "TRELLIS_REDIS_URL", "TRELLIS_ADMIN_TOKEN", "TRELLIS_LOG_LEVEL"} {
+	for _, v := range []string{"TRELLIS_HTTP_ADDR", "TRELLIS_REDIS_URL", "TRELLIS_REDIS_PREFIX", "TRELLIS_ADMIN_TOKEN", "TRELLIS_LOG_LEVEL"} {
 		if !strings.Contains(usage, v) {
 			t.Errorf("usage does not mention %s:\n%s", v, usage)
+		}
+	}
+}
+
+// TestConfigRedisPrefix pins the rule of TRELLIS_REDIS_PREFIX: 1 to 64
+// characters of A-Z a-z 0-9 . _ - : { }, not ending in ':'. Every refusal
+// is a *ConfigError naming the variable and its flag.
+func TestConfigRedisPrefix(t *testing.T) {
+	tests := []struct {
+		name    string   // case name
+		env     string   // TRELLIS_REDIS_PREFIX ("" for unset)
+		args    []string // command-line flags
+		want    string   // the prefix configured, when accepted
+		wantErr string   // substring of the error ("" for none)
+	}{
+		{name: "unset is the default", want: "trellis"},
+		{name: "letters, digits and dashes", env: "shop-eu-2", want: "shop-eu-2"},
+		{name: "nested with colons", env: "acme:shop.v2_a", want: "acme:shop.v2_a"},
+		{name: "cluster hash tag", env: "{trellis}", want: "{trellis}"},
+		{name: "64 characters", env: strings.Repeat("p", 64), want: strings.Repeat("p", 64)},
+		{name: "flag wins over env", env: "from-env", args: []string{"-redis-prefix", "from-flag"}, want: "from-flag"},
+		{name: "empty by flag", env: "shop", args: []string{"-redis-prefix", ""}, wantErr: "must not be empty"},
+		{name: "65 characters", env: strings.Repeat("p", 65), wantErr: "65 characters long; at most 64"},
+		{name: "trailing colon", env: "shop:", wantErr: `"shop:" ends in ':'`},
+		{name: "only a colon", env: ":", wantErr: "ends in ':'"},
+		{name: "space", env: "my shop", wantErr: `' ' at byte 2`},
+		{name: "tab", env: "shop\t", wantErr: `'\t' at byte 4`},
+		{name: "newline", env: "shop\nx", wantErr: `'\n' at byte 4`},
+		{name: "glob star", env: "shop*", wantErr: `'*' at byte 4`},
+		{name: "glob question mark", env: "sh?p", wantErr: `'?' at byte 2`},
+		{name: "glob bracket", env: "shop[1]", wantErr: `'[' at byte 4`},
+		{name: "backslash", env: `shop\x`, wantErr: `'\\' at byte 4`},
+		{name: "slash", env: "acme/shop", wantErr: "use only letters"},
+		{name: "non-ASCII letter", env: "café", wantErr: `'é' at byte 3`},
+		{name: "invalid UTF-8", env: "shop\xff", wantErr: "at byte 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"TRELLIS_REDIS_PREFIX": tt.env}
+			cfg, err := trellis.ConfigFromEnv(func(k string) string { return env[k] }, tt.args)
+			if tt.wantErr == "" {
+				if err != nil || cfg.RedisPrefix != tt.want {
+					t.Fatalf("prefix %q, err %v; want %q", cfg.RedisPrefix, err, tt.want)
+				}
+				return
+			}
+			var ce *trellis.ConfigError
+			if !errors.As(err, &ce) || ce.Var != "TRELLIS_REDIS_PREFIX" || ce.Flag != "-redis-prefix" ||
+				!strings.HasPrefix(err.Error(), "TRELLIS_REDIS_PREFIX (-redis-prefix): ") || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want a *ConfigError on TRELLIS_REDIS_PREFIX (-redis-prefix) containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestConfigValidateRedisPrefix: a prefix set in code (as the test kit
+// does) is held to the same rule as the variable.
+func TestConfigValidateRedisPrefix(t *testing.T) {
+	tests := []struct {
+		prefix  string // Config.RedisPrefix
+		wantErr string // substring of the error ("" for none)
+	}{
+		{prefix: "trellis-test-ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+		{prefix: "", wantErr: "must not be empty"},
+		{prefix: "a b", wantErr: "' ' at byte 1"},
+	}
+	for _, tt := range tests {
+		cfg := trellis.DefaultConfig()
+		cfg.RedisPrefix = tt.prefix
+		err := cfg.Validate()
+		if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("Validate with prefix %q: %v, want error containing %q", tt.prefix, err, tt.wantErr)
 		}
 	}
 }

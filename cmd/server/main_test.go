@@ -222,6 +222,8 @@ func TestBinaryInvalidConfig(t *testing.T) {
 		{name: "log level", env: "TRELLIS_LOG_LEVEL=verbose", want: "TRELLIS_LOG_LEVEL"},
 		{name: "redis URL", env: "TRELLIS_REDIS_URL=http://nope", want: "TRELLIS_REDIS_URL"},
 		{name: "address", env: "TRELLIS_HTTP_ADDR=nowhere", want: "TRELLIS_HTTP_ADDR"},
+		{name: "redis prefix with a trailing colon", env: "TRELLIS_REDIS_PREFIX=shop:", want: "TRELLIS_REDIS_PREFIX"},
+		{name: "redis prefix with a glob character", env: "TRELLIS_REDIS_PREFIX=shop*", want: "TRELLIS_REDIS_PREFIX"},
 		{name: "order expiry not a duration", env: "TRELLIS_ORDER_EXPIRY=10", want: "TRELLIS_ORDER_EXPIRY"},
 		{name: "order expiry zero", env: "TRELLIS_ORDER_EXPIRY=0s", want: "TRELLIS_ORDER_EXPIRY"},
 		{name: "order expiry negative", env: "TRELLIS_ORDER_EXPIRY=-5s", want: "TRELLIS_ORDER_EXPIRY"},

@@ -94,15 +94,18 @@ var redisDBs = func() chan int {
 	return ch
 }()
 
-// serverKeys matches every key the server writes under its default prefix.
-const serverKeys = "trellis:*"
+// defaultPrefix is the key prefix of a server started without
+// TRELLIS_REDIS_PREFIX.
+const defaultPrefix = "trellis"
 
 // redisDB takes a Redis database of the test Redis (TRELLIS_TEST_REDIS_URL)
 // for the test, clears the server's keys from it before and after, and
-// returns its URL. Only the server's own keys are removed, so a database
-// of a Redis of one's own keeps anything else it holds.
-func redisDB(t *testing.T) string {
+// returns its URL. The server's keys are those under the default prefix
+// and under the other prefixes given; only they are removed, so a
+// database of a Redis of one's own keeps anything else it holds.
+func redisDB(t *testing.T, otherPrefixes ...string) string {
 	t.Helper()
+	prefixes := append([]string{defaultPrefix}, otherPrefixes...)
 	base := testenv.RedisURL(t)
 	var db int
 	select {
@@ -123,7 +126,7 @@ func redisDB(t *testing.T) string {
 		t.Fatalf("%s with database %d: %v", testenv.RedisURLEnv, db, err)
 	}
 	client := redis.NewClient(opts)
-	if err := clearKeys(client); err != nil {
+	if err := clearKeys(client, prefixes); err != nil {
 		_ = client.Close()
 		redisDBs <- db
 		t.Fatalf("clear Redis database %d: %v", db, err)
@@ -131,28 +134,41 @@ func redisDB(t *testing.T) string {
 	t.Cleanup(func() {
 		defer func() { redisDBs <- db }()
 		defer client.Close()
-		if err := clearKeys(client); err != nil {
+		if err := clearKeys(client, prefixes); err != nil {
 			t.Errorf("clear Redis database %d: %v", db, err)
 		}
 	})
 	return dbURL
 }
 
-func clearKeys(c *redis.Client) error {
+// clearKeys deletes the keys under each of prefixes.
+func clearKeys(c *redis.Client, prefixes []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	iter := c.Scan(ctx, 0, serverKeys, 1000).Iterator()
+	for _, p := range prefixes {
+		keys, err := keysUnder(ctx, c, p)
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			if err := c.Del(ctx, keys...).Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keysUnder lists the keys a server with prefix writes: <prefix>:*. The
+// prefixes the tests use have no glob characters (the server refuses
+// them), so the pattern matches nothing else.
+func keysUnder(ctx context.Context, c *redis.Client, prefix string) ([]string, error) {
+	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
-	if err := iter.Err(); err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	return c.Del(ctx, keys...).Err()
+	return keys, iter.Err()
 }
 
 // serverConfig is how a test server is started.
@@ -160,6 +176,7 @@ type serverConfig struct {
 	redisURL   string        // the test's database, from redisDB
 	expiry     time.Duration // TRELLIS_ORDER_EXPIRY
 	adminToken string        // TRELLIS_ADMIN_TOKEN
+	prefix     string        // TRELLIS_REDIS_PREFIX ("": unset, the default); give it to redisDB too
 }
 
 // newServerConfig is a configuration on a database of the test's own, with
@@ -187,13 +204,17 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 	t.Helper()
 	bin := serverBinary(t)
 	cmd := exec.Command(bin)
-	cmd.Env = serverEnv(
+	env := []string{
 		"TRELLIS_HTTP_ADDR=127.0.0.1:0",
 		"TRELLIS_LOG_LEVEL=info",
-		"TRELLIS_REDIS_URL="+cfg.redisURL,
-		"TRELLIS_ORDER_EXPIRY="+cfg.expiry.String(),
-		"TRELLIS_ADMIN_TOKEN="+cfg.adminToken,
-	)
+		"TRELLIS_REDIS_URL=" + cfg.redisURL,
+		"TRELLIS_ORDER_EXPIRY=" + cfg.expiry.String(),
+		"TRELLIS_ADMIN_TOKEN=" + cfg.adminToken,
+	}
+	if cfg.prefix != "" {
+		env = append(env, "TRELLIS_REDIS_PREFIX="+cfg.prefix)
+	}
+	cmd.Env = serverEnv(env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ package ordering_test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/samples/ordering"
@@ -512,6 +515,83 @@ func TestE2ETwoInstances(t *testing.T) {
 		if v != want[result] {
 			t.Errorf("timer calls by result across both instances: %v, want %v", fired, want)
 			break
+		}
+	}
+}
+
+// Two servers on one Redis database with different TRELLIS_REDIS_PREFIX
+// values are two services: neither sees the other's orders or timers, each
+// runs only its own expiry, and their keys are under their own prefixes.
+func TestE2ETwoPrefixes(t *testing.T) {
+	t.Parallel()
+	prefixes := []string{"e2e-shop-a", "e2e-shop-b"}
+	dbURL := redisDB(t, prefixes...)
+	token := "e2e-admin-" + rand.Text()
+	const expiry = 2 * time.Second
+	servers := make([]*server, len(prefixes))
+	for i, p := range prefixes {
+		servers[i] = startServer(t, serverConfig{redisURL: dbURL, expiry: expiry, adminToken: token, prefix: p})
+	}
+	c := newClient(t, token)
+
+	orders := []api.Order{place(t, c, servers[0].base, "prefix-a", 1), place(t, c, servers[1].base, "prefix-b", 2)}
+	for i, s := range servers {
+		own, other := orders[i], orders[1-i]
+		if status, got := getOrder(c, s.base, own.Id); status != http.StatusOK || got != own {
+			t.Fatalf("own order on %s (prefix %s): %d %+v, want 200 %+v", s.base, prefixes[i], status, got, own)
+		}
+		wantTimer(t, c, s.base, own.Id)
+		if status, got := getOrder(c, s.base, other.Id); status != http.StatusNotFound {
+			t.Errorf("the other prefix's order on %s (prefix %s): %d %+v, want 404", s.base, prefixes[i], status, got)
+		}
+		if status, tm := timerStatus(c, s.base, other.Id); status != http.StatusNotFound {
+			t.Errorf("the other prefix's timer on %s (prefix %s): %d %v, want 404", s.base, prefixes[i], status, tm)
+		}
+		if active, detail := activeTimers(c, s.base); active != 1 {
+			t.Errorf("active timers on %s (prefix %s): %s, want 1 (its own order's)", s.base, prefixes[i], detail)
+		}
+	}
+
+	// The keys are where the prefixes say, and none under the default one:
+	// a server that ignored its prefix would fail here even had it failed
+	// nothing above.
+	opts, err := redis.ParseURL(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, p := range append([]string{defaultPrefix}, prefixes...) {
+		keys, err := keysUnder(ctx, rdb, p)
+		if err != nil {
+			t.Fatalf("SCAN %s:*: %v", p, err)
+		}
+		if wantSome := p != defaultPrefix; (len(keys) > 0) != wantSome {
+			t.Errorf("keys under %s: %q, want some: %v", p, keys, wantSome)
+		}
+	}
+
+	// Each expiry runs on the server of its prefix: one success each. With
+	// one shared store, either server could have run both.
+	for i, s := range servers {
+		eventually(t, expiry+fireMargin, "the timer on "+prefixes[i]+" has run", func() (bool, string) {
+			active, detail := activeTimers(c, s.base)
+			return active == 0, detail
+		})
+		if status, got := getOrder(c, s.base, orders[i].Id); status != http.StatusNotFound {
+			t.Errorf("order on %s (prefix %s) after its expiry: %d %+v, want 404", s.base, prefixes[i], status, got)
+		}
+	}
+	for i, s := range servers {
+		var fired map[string]float64
+		eventually(t, 5*time.Second, "the fired counter of "+prefixes[i]+" is bumped", func() (bool, string) {
+			fired = firedTotals(t, c, s.base)
+			return fired["success"] >= 1, fmt.Sprint(fired)
+		})
+		if len(fired) != 1 || fired["success"] != 1 {
+			t.Errorf("timer calls by result on %s (prefix %s): %v, want only success 1", s.base, prefixes[i], fired)
 		}
 	}
 }
