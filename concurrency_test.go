@@ -118,6 +118,9 @@ func TestTwoInstancesOnOneRedis(t *testing.T) {
 	a := start(t, &counterApp{maxConflicts: 1000}, opts...)
 	b := start(t, &counterApp{maxConflicts: 1000}, opts...)
 	both := []*trellis.TestService{a, b}
+	// A command that conflicts again and again pauses on its service's
+	// clock before it retries.
+	testenv.KeepClocksMoving(t, a.Clock, b.Clock)
 
 	t.Run("concurrent increases", func(t *testing.T) {
 		const goroutines, perGoroutine = 8, 25

@@ -28,7 +28,9 @@ type TestService struct {
 	*Service
 	// URL is the base URL, http://127.0.0.1:PORT.
 	URL string
-	// Clock drives the actor system's timers and passivation.
+	// Clock drives the actor system's timers and passivation. It starts at
+	// a whole millisecond, so advancing it by exactly a timer's delay (in
+	// whole milliseconds) makes the timer due.
 	Clock *clockwork.FakeClock
 	// Client is the component client, to call components without HTTP.
 	Client *components.Client
@@ -90,7 +92,13 @@ func StartTest(t testing.TB, setup Setup, opts ...TestOption) *TestService {
 		f(&cfg)
 	}
 
-	ts := &TestService{Clock: clockwork.NewFakeClock(), logs: &lockedBuffer{}}
+	// The durable timers keep times in whole milliseconds, rounding due
+	// times up and "now" down: from a whole millisecond, moving the clock
+	// by exactly a timer's delay makes it due. Today rather than a fixed
+	// epoch, so that the times the service stores and reports (timer
+	// records, the admin API) sit next to the real ones in a shared Redis
+	// and in the logs, whose own timestamps are real.
+	ts := &TestService{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &lockedBuffer{}}
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))

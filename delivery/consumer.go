@@ -187,6 +187,10 @@ func (c *consumer[A]) onStart(m ConsumerStart[A]) {
 		c.log.Error("ConsumerStart without a consumer ref: ignored")
 		return
 	}
+	if err := requireLocal(c.ctx.System(), m.DeliverTo, "ConsumerStart.DeliverTo", "consumer", "consumer controller"); err != nil {
+		c.fail(err)
+		return
+	}
 	if c.deliverTo != nil && c.deliverTo != m.DeliverTo {
 		c.ctx.Unwatch(c.deliverTo)
 	}

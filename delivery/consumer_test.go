@@ -47,21 +47,21 @@ func (h *ccHarness) send(n SeqNr, first bool, inc uint64) {
 func (h *ccHarness) expectRequest(t *testing.T, confirmed, upTo SeqNr, viaTimeout bool) {
 	t.Helper()
 	want := Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, ViaTimeout: viaTimeout}
-	if got := h.pc.expect(t); got != ProducerCommand[job](want) {
+	if got := h.pc.Expect(t); got != ProducerCommand[job](want) {
 		t.Fatalf("producer controller got %#v, want %#v", got, want)
 	}
 }
 
 func (h *ccHarness) expectPC(t *testing.T, want ProducerCommand[job]) {
 	t.Helper()
-	if got := h.pc.expect(t); got != want {
+	if got := h.pc.Expect(t); got != want {
 		t.Fatalf("producer controller got %#v, want %#v", got, want)
 	}
 }
 
 func (h *ccHarness) expectDelivery(t *testing.T, seqNr SeqNr) Delivery[job] {
 	t.Helper()
-	d := h.consumer.expect(t)
+	d := h.consumer.Expect(t)
 	if d.SeqNr != seqNr || d.Message.N != int(seqNr) || d.ProducerID != "p" {
 		t.Fatalf("delivery %+v, want seqNr %d", d, seqNr)
 	}
@@ -107,7 +107,7 @@ func TestConsumerWindow(t *testing.T) {
 					h.expectRequest(t, n, upTo, false)
 				}
 			}
-			h.pc.expectNone(t, 20*time.Millisecond) // exactly the Requests above
+			h.pc.ExpectNone(t, 20*time.Millisecond) // exactly the Requests above
 		})
 	}
 }
@@ -121,12 +121,12 @@ func TestConsumerStashesWhileWaiting(t *testing.T) {
 	}
 	h.expectRequest(t, 0, 20, false)
 	d := h.expectDelivery(t, 1)
-	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
 	d.Confirm()
 	h.expectRequest(t, 1, 20, false) // the first message is confirmed
 	for n := SeqNr(2); n <= 5; n++ {
 		d = h.expectDelivery(t, n)
-		h.consumer.expectNone(t, 5*time.Millisecond)
+		h.consumer.ExpectNone(t, 5*time.Millisecond)
 		d.Confirm()
 	}
 }
@@ -144,14 +144,14 @@ func TestConsumerResendOnGap(t *testing.T) {
 	h.send(4, false, incA) // 3 lost
 	h.expectPC(t, Resend[job]{FromSeqNr: 3})
 	h.send(5, false, incA) // in flight before the Resend: dropped, no second Resend
-	h.pc.expectNone(t, 20*time.Millisecond)
+	h.pc.ExpectNone(t, 20*time.Millisecond)
 	for n := SeqNr(3); n <= 5; n++ {
 		h.send(n, false, incA)
 	}
 	for n := SeqNr(3); n <= 5; n++ {
 		h.expectDelivery(t, n).Confirm()
 	}
-	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
 }
 
 // TestConsumerDropsDuplicates: a message already taken is dropped; a
@@ -170,7 +170,7 @@ func TestConsumerDropsDuplicates(t *testing.T) {
 	h.expectRequest(t, 2, 20, false)
 	h.send(3, false, incA)
 	h.expectDelivery(t, 3)
-	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
 }
 
 // TestConsumerNewProducer checks the first-message handshake: which
@@ -183,8 +183,8 @@ func TestConsumerNewProducer(t *testing.T) {
 		h.expectDelivery(t, 1).Confirm()
 		h.expectRequest(t, 1, 20, false)
 		h.send(2, false, incB) // new incarnation, not first: dropped
-		h.pc.expectNone(t, 20*time.Millisecond)
-		h.consumer.expectNone(t, 0)
+		h.pc.ExpectNone(t, 20*time.Millisecond)
+		h.consumer.ExpectNone(t, 0)
 		h.send(1, true, incB) // its first: a new association
 		h.expectRequest(t, 0, 20, false)
 		h.expectDelivery(t, 1).Confirm()
@@ -192,15 +192,15 @@ func TestConsumerNewProducer(t *testing.T) {
 		h.send(2, false, incB)
 		h.expectDelivery(t, 2)
 		h.send(2, false, incA) // the old incarnation's: dropped
-		h.consumer.expectNone(t, 20*time.Millisecond)
+		h.consumer.ExpectNone(t, 20*time.Millisecond)
 	})
 	t.Run("fresh controller that missed the first asks for a resend from 0, once", func(t *testing.T) {
 		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
 		h.send(7, false, incA)
 		h.expectPC(t, Resend[job]{FromSeqNr: 0})
 		h.send(8, false, incA)
-		h.pc.expectNone(t, 20*time.Millisecond)
-		h.consumer.expectNone(t, 0)
+		h.pc.ExpectNone(t, 20*time.Millisecond)
+		h.consumer.ExpectNone(t, 0)
 		h.send(7, true, incA)
 		h.expectRequest(t, 0, 26, false)
 		h.expectDelivery(t, 7)
@@ -216,7 +216,7 @@ func TestConsumerNewProducer(t *testing.T) {
 		d.Confirm() // the old producer's: no Request to the new one
 		h.expectDelivery(t, 1).Confirm()
 		h.expectRequest(t, 1, 20, false)
-		h.consumer.expectNone(t, 20*time.Millisecond)
+		h.consumer.ExpectNone(t, 20*time.Millisecond)
 	})
 }
 
@@ -230,8 +230,8 @@ func TestConsumerOnlyFlowControl(t *testing.T) {
 	h.send(5, false, incA) // 4 lost: delivered with the gap, no Resend
 	h.expectDelivery(t, 5).Confirm()
 	h.send(4, false, incA) // late: a duplicate now
-	h.consumer.expectNone(t, 20*time.Millisecond)
-	h.pc.expectNone(t, 0)
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
+	h.pc.ExpectNone(t, 0)
 }
 
 // TestConsumerRetry drives the retry timer: an idle controller asks again
@@ -244,7 +244,7 @@ func TestConsumerRetry(t *testing.T) {
 	h.expectDelivery(t, 1).Confirm()
 	h.expectRequest(t, 1, 20, false)
 	h.tick(t, 2*time.Second) // heard a message since the start: not idle
-	h.pc.expectNone(t, 20*time.Millisecond)
+	h.pc.ExpectNone(t, 20*time.Millisecond)
 	intervals := []time.Duration{2 * time.Second, 3 * time.Second, 4500 * time.Millisecond, 6750 * time.Millisecond,
 		10125 * time.Millisecond, 15187500 * time.Microsecond, 22781250 * time.Microsecond, 30 * time.Second, 30 * time.Second}
 	for _, d := range intervals {
@@ -254,7 +254,7 @@ func TestConsumerRetry(t *testing.T) {
 	h.send(2, false, incA)
 	h.expectDelivery(t, 2).Confirm()
 	h.tick(t, 30*time.Second) // heard: back to the minimum
-	h.pc.expectNone(t, 20*time.Millisecond)
+	h.pc.ExpectNone(t, 20*time.Millisecond)
 	h.tick(t, 2*time.Second)
 	h.expectRequest(t, 2, 20, true)
 }
@@ -270,7 +270,7 @@ func TestConsumerRetryWhileResending(t *testing.T) {
 	h.send(3, false, incA)
 	h.expectPC(t, Resend[job]{FromSeqNr: 2})
 	h.tick(t, 2*time.Second) // heard 3 just now
-	h.pc.expectNone(t, 20*time.Millisecond)
+	h.pc.ExpectNone(t, 20*time.Millisecond)
 	h.send(4, false, incA)
 	h.send(1, true, incA) // a duplicate first, answered with a Request: shows 4 was handled
 	h.expectRequest(t, 1, 20, false)
@@ -298,7 +298,7 @@ func TestConsumerRedeliversLostDelivery(t *testing.T) {
 	h.tick(t, 2*time.Second) // delivered during this tick: not yet counted
 	h.tick(t, 2*time.Second) // idle: unconfirmed for 2 s
 	h.expectRequest(t, 0, 20, true)
-	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
 	h.tick(t, 3*time.Second) // 2+3 s without confirmation >= 5 s
 	h.expectRequest(t, 0, 20, true)
 	again := h.expectDelivery(t, 1)
@@ -309,7 +309,7 @@ func TestConsumerRedeliversLostDelivery(t *testing.T) {
 	h.expectRequest(t, 1, 20, false)
 	next := h.expectDelivery(t, 2)
 	lost.Confirm() // the first delivery's own confirmation, late: ignored
-	h.consumer.expectNone(t, 20*time.Millisecond)
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
 	next.Confirm()
 	h.send(3, false, incA)
 	h.expectDelivery(t, 3)
@@ -397,5 +397,5 @@ func TestConsumerRegisterRetries(t *testing.T) {
 	h.tick(t, 3*time.Second) // heard; the interval grew on the idle tick before
 	h.tick(t, 2*time.Second) // idle: a Request, no RegisterConsumer
 	h.expectRequest(t, 1, 20, true)
-	h.pc.expectNone(t, 20*time.Millisecond)
+	h.pc.ExpectNone(t, 20*time.Millisecond)
 }

@@ -57,10 +57,15 @@
 // entity, in the work-pulling or sharding controller itself.
 //
 // Producer and consumer must be local to their controllers: between them
-// and their controllers messages are plain tells, which are only reliable
-// in one process. Every ref of this runtime is in-process, so the
-// controllers only check that the refs they are given are set. Between the
-// two controllers anything may happen to a message — lost, repeated, late —
+// and their controllers messages are plain tells, with nothing to make up
+// for a lost one. Every ref of this runtime is in-process, so local means
+// an actor of the controller's own System, or a message adapter of one
+// (runtime.IsLocal): not an actor of another System, even one in the same
+// process, nor an ask's reply address. Every controller checks the
+// producer or consumer it is given ([ProducerStart], [ConsumerStart],
+// [WorkPullingStart], [ShardingStart], and the ConsumerStart of a sharded
+// entity's consumer) and stops if it is not local. Between the two
+// controllers anything may happen to a message — lost, repeated, late —
 // and the protocol makes up for it.
 //
 // # The protocol
@@ -97,7 +102,10 @@
 // without a RequestNext), whose durable queue keeps failing, or whose codec
 // fails, logs the error and stops; watch it to learn of it. So does a
 // work-pulling or sharding controller whose producer overfills its buffer
-// ([ErrBufferFull]). Settings out of range are an error from the
-// constructors (a window below 2, a chunk size below 1 byte), naming the
-// field.
+// ([ErrBufferFull]), and any controller given a producer or consumer that
+// is not local to it ([ErrNotLocal]; given such a consumer, a sharded
+// entity stops, and its consumer with it). The logged error (attribute
+// "error") wraps these sentinels, for errors.Is. Settings out of range are
+// an error from the constructors (a window below 2, a chunk size below 1
+// byte), naming the field.
 package delivery

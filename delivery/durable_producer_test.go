@@ -59,7 +59,7 @@ func TestDurableRestartResendsUnconfirmed(t *testing.T) {
 	h.expectSeq(t, 3, true)
 	h.expectSeq(t, 4, false)
 	h.expectSeq(t, 5, false)
-	h.producer.expectNone(t, 20*time.Millisecond)
+	h.producer.ExpectNone(t, 20*time.Millisecond)
 	h.request(0, 52)
 	h.expectRequestNext(t, 6, 2)
 }
@@ -102,7 +102,7 @@ func TestDurableAskRepliesWhenStored(t *testing.T) {
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
 	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref})
-	if got := replies.expect(t); got != 1 {
+	if got := replies.Expect(t); got != 1 {
 		t.Fatalf("reply %d, want 1", got)
 	}
 	h.expectSeq(t, 1, true)
@@ -176,7 +176,7 @@ func TestDurableStoreKeepsFailing(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			h.watcher.expectStopped(t, "/user/pc")
-			h.cc.expectNone(t, 0) // nothing was sent unstored
+			h.cc.ExpectNone(t, 0) // nothing was sent unstored
 		})
 	}
 }

@@ -3,6 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -31,7 +32,7 @@ const waitLimit = 10 * time.Second
 
 // newSystem starts a system that is shut down when the test ends. Its log
 // goes to the test's output when the test is verbose, and is kept in the
-// returned buffer for tests that look for an error.
+// returned buffer, with the errors it logs, for tests that look for one.
 func newSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
@@ -40,7 +41,7 @@ func newSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *logBuffe
 	if testing.Verbose() {
 		w, level = io.MultiWriter(logs, tWriter{t}), slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	log := slog.New(keepErrors{Handler: slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), logs: logs})
 	sys := runtime.NewSystem(t.Name(), append([]runtime.Option{runtime.WithLogger(log)}, opts...)...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -59,10 +60,52 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// logBuffer collects log lines, safe for concurrent use.
+// logBuffer collects log lines and the errors logged, safe for concurrent
+// use.
 type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	errs []error
+}
+
+// loggedError returns the first error logged that wraps target, or nil.
+func (b *logBuffer) loggedError(target error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, err := range b.errs {
+		if errors.Is(err, target) {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepErrors is a log handler that keeps in logs the error of each record
+// that has one (the attribute "error", as the controllers log it), so that
+// a test can match it with errors.Is, then hands the record on.
+type keepErrors struct {
+	slog.Handler
+	logs *logBuffer
+}
+
+func (h keepErrors) Handle(ctx context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Key == "error" {
+			h.logs.mu.Lock()
+			h.logs.errs = append(h.logs.errs, err)
+			h.logs.mu.Unlock()
+		}
+		return true
+	})
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h keepErrors) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return keepErrors{Handler: h.Handler.WithAttrs(attrs), logs: h.logs}
+}
+
+func (h keepErrors) WithGroup(name string) slog.Handler {
+	return keepErrors{Handler: h.Handler.WithGroup(name), logs: h.logs}
 }
 
 func (b *logBuffer) Write(p []byte) (int, error) {
@@ -77,40 +120,13 @@ func (b *logBuffer) contains(s string) bool {
 	return bytes.Contains(b.buf.Bytes(), []byte(s))
 }
 
-// probe is an actor that forwards every message it gets to a channel.
-type probe[T any] struct {
-	Ref  runtime.Ref[T]
-	msgs chan T
-}
+// probe is an actor that hands every message it gets to the test.
+type probe[T any] = testenv.Probe[T]
 
+// newProbe spawns a probe whose Expect waits at most waitLimit.
 func newProbe[T any](t testing.TB, sys *runtime.System, name string) *probe[T] {
 	t.Helper()
-	p := &probe[T]{msgs: make(chan T, 4096)}
-	ref, err := runtime.Spawn(sys, name, func() runtime.Behavior[T] {
-		return runtime.Receive[T](func(_ *runtime.Context[T], m T) { p.msgs <- m })
-	})
-	if err != nil {
-		t.Fatalf("spawn probe %s: %v", name, err)
-	}
-	p.Ref = ref
-	return p
-}
-
-// expect returns the next message, failing the test if none comes in time.
-func (p *probe[T]) expect(t testing.TB) T {
-	t.Helper()
-	return recv(t, p.msgs)
-}
-
-// expectNone fails if a message is waiting or arrives within d. Use it
-// only after what would have sent the message has certainly happened.
-func (p *probe[T]) expectNone(t testing.TB, d time.Duration) {
-	t.Helper()
-	select {
-	case m := <-p.msgs:
-		t.Fatalf("unexpected message %#v", m)
-	case <-time.After(d):
-	}
+	return testenv.NewProbe[T](t, sys, name, waitLimit)
 }
 
 // recv takes one value from ch or fails after waitLimit.

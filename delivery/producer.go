@@ -179,6 +179,10 @@ func (p *producer[A]) onStart(m ProducerStart[A]) {
 		p.log.Error("ProducerStart without a producer ref: ignored")
 		return
 	}
+	if err := requireLocal(p.ctx.System(), m.Producer, "ProducerStart.Producer", "producer", "producer controller"); err != nil {
+		p.fail(err)
+		return
+	}
 	p.producer = m.Producer
 	if !p.active {
 		p.maybeActivate()

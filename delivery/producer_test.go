@@ -48,7 +48,7 @@ func (h *pcHarness) start() {
 
 func (h *pcHarness) expectRequestNext(t *testing.T, current, confirmed SeqNr) RequestNext[job] {
 	t.Helper()
-	r := h.producer.expect(t)
+	r := h.producer.Expect(t)
 	if r.CurrentSeqNr != current || r.ConfirmedSeqNr != confirmed || r.ProducerID != "p" {
 		t.Fatalf("RequestNext(current %d, confirmed %d), want (%d, %d)", r.CurrentSeqNr, r.ConfirmedSeqNr, current, confirmed)
 	}
@@ -59,7 +59,7 @@ func (h *pcHarness) expectRequestNext(t *testing.T, current, confirmed SeqNr) Re
 // message n (job n), first or not as said.
 func (h *pcHarness) expectSeq(t *testing.T, n SeqNr, first bool) *SequencedMessage[job] {
 	t.Helper()
-	m, ok := h.cc.expect(t).(*SequencedMessage[job])
+	m, ok := h.cc.Expect(t).(*SequencedMessage[job])
 	if !ok {
 		t.Fatalf("consumer controller got %T, want a SequencedMessage", m)
 	}
@@ -96,13 +96,13 @@ func TestProducerFirstMessageWithoutDemand(t *testing.T) {
 	r := h.expectRequestNext(t, 1, 0)
 	r.SendNextTo.Tell(job{N: 1})
 	h.expectSeq(t, 1, true)
-	h.producer.expectNone(t, 20*time.Millisecond)
+	h.producer.ExpectNone(t, 20*time.Millisecond)
 	h.request(0, 3)
 	r = h.expectRequestNext(t, 2, 0)
 	r = h.sendJobs(t, r, 2, 3, 0)
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false)
-	h.producer.expectNone(t, 20*time.Millisecond) // the demand is used up
+	h.producer.ExpectNone(t, 20*time.Millisecond) // the demand is used up
 	h.request(1, 4)
 	h.expectRequestNext(t, 4, 1)
 }
@@ -120,7 +120,7 @@ func TestProducerWaitsForEverything(t *testing.T) {
 				start, register = register, start
 			}
 			h.pc.Tell(start)
-			h.producer.expectNone(t, 20*time.Millisecond)
+			h.producer.ExpectNone(t, 20*time.Millisecond)
 			h.pc.Tell(register)
 			h.expectRequestNext(t, 1, 0)
 		})
@@ -163,7 +163,7 @@ func TestProducerResend(t *testing.T) {
 	h.expectSeq(t, 3, false)
 	h.expectSeq(t, 4, false)
 	h.expectSeq(t, 5, false)
-	h.cc.expectNone(t, 20*time.Millisecond)
+	h.cc.ExpectNone(t, 20*time.Millisecond)
 }
 
 // TestProducerResendFirst: the first message is sent again every
@@ -181,7 +181,7 @@ func TestProducerResendFirst(t *testing.T) {
 	h.request(1, 10)
 	h.expectRequestNext(t, 2, 1)
 	eventually(t, "the resend-first timer is cancelled", func() bool { return !timersPending(h.clock, 1) })
-	h.cc.expectNone(t, 20*time.Millisecond)
+	h.cc.ExpectNone(t, 20*time.Millisecond)
 }
 
 // advance moves the fake clock by d once a timer is pending.
@@ -220,15 +220,15 @@ func TestProducerAsk(t *testing.T) {
 	r = h.expectRequestNext(t, 3, 0)
 	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 3}, ReplyTo: replies.Ref})
 	h.expectSeq(t, 3, false)
-	replies.expectNone(t, 20*time.Millisecond)
+	replies.ExpectNone(t, 20*time.Millisecond)
 	h.request(2, 10)
 	for _, want := range []SeqNr{1, 2} {
-		if got := replies.expect(t); got != want {
+		if got := replies.Expect(t); got != want {
 			t.Fatalf("reply %d, want %d", got, want)
 		}
 	}
 	h.pc.Tell(Ack[job]{ConfirmedSeqNr: 3})
-	if got := replies.expect(t); got != 3 {
+	if got := replies.Expect(t); got != 3 {
 		t.Fatalf("reply %d, want 3", got)
 	}
 }
@@ -258,7 +258,7 @@ func TestProducerNewConsumer(t *testing.T) {
 	h.cc = cc2
 	h.expectSeq(t, 3, true)
 	h.expectSeq(t, 4, false)
-	h.cc.expectNone(t, 20*time.Millisecond)
+	h.cc.ExpectNone(t, 20*time.Millisecond)
 }
 
 // TestProducerRequestViaTimeout: a Request after the consumer controller
@@ -294,10 +294,10 @@ func TestProducerOnlyFlowControl(t *testing.T) {
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false) // 2 and 3 lost
 	h.pc.Tell(Resend[job]{FromSeqNr: 2})
-	h.cc.expectNone(t, 20*time.Millisecond) // nothing kept to resend
+	h.cc.ExpectNone(t, 20*time.Millisecond) // nothing kept to resend
 	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, ViaTimeout: true})
 	h.expectRequestNext(t, 4, 1)
-	h.cc.expectNone(t, 20*time.Millisecond)
+	h.cc.ExpectNone(t, 20*time.Millisecond)
 }
 
 // TestProducerNewProducer: Start from another producer moves an unused
@@ -324,7 +324,7 @@ func TestProducerChunks(t *testing.T) {
 	r := h.expectRequestNext(t, 1, 0)
 	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref}) // {"n":1} is 7 bytes: 2 chunks
 	c1 := h.expectSeq(t, 1, true)
-	h.cc.expectNone(t, 20*time.Millisecond) // the second chunk needs demand
+	h.cc.ExpectNone(t, 20*time.Millisecond) // the second chunk needs demand
 	h.request(0, 10)
 	c2 := h.expectSeq(t, 2, false)
 	if !c1.Chunk.First || c1.Chunk.Last || c2.Chunk.First || !c2.Chunk.Last || c1.Ack || !c2.Ack {
@@ -335,7 +335,7 @@ func TestProducerChunks(t *testing.T) {
 	}
 	h.expectRequestNext(t, 3, 0)
 	h.request(2, 10)
-	if got := replies.expect(t); got != 2 {
+	if got := replies.Expect(t); got != 2 {
 		t.Fatalf("reply %d, want 2 (the last chunk)", got)
 	}
 }

@@ -37,9 +37,12 @@ type ConsumerCommand[A any] interface{ consumerCommand(A) }
 // (after a producer restart, or from another producer) moves the flow to the
 // new producer: an outstanding RequestNext is sent to it again.
 //
-// The producer must be local to its controller: the two talk by plain tells,
-// which are only reliable in one process. Every ref of this runtime is, so
-// the controller checks only that the ref is set.
+// The producer must be local to its controller: an actor of the
+// controller's own System, or a message adapter of one (see
+// runtime.IsLocal). The two talk by plain tells, with nothing to make up for
+// a lost one, which is only safe within one System. A controller given a
+// producer of another System, or an ask's reply address, logs an error
+// wrapping [ErrNotLocal] and stops; a Start without a producer is ignored.
 type ProducerStart[A any] struct {
 	Producer runtime.Ref[RequestNext[A]]
 }
@@ -81,7 +84,9 @@ type RegisterConsumer[A any] struct {
 // and stops when it stops. Sending Start again (after a consumer restart, or
 // from a new consumer) sends an unconfirmed Delivery again, to the new
 // consumer. The consumer must be local to its controller, as for
-// [ProducerStart].
+// [ProducerStart]: an actor of the controller's own System, or a message
+// adapter of one; any other consumer makes the controller log an error
+// wrapping [ErrNotLocal] and stop.
 type ConsumerStart[A any] struct {
 	DeliverTo runtime.Ref[Delivery[A]]
 }

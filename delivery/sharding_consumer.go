@@ -140,6 +140,13 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 		s.log.Error("ConsumerStart without a consumer ref: ignored")
 		return
 	}
+	if err := requireLocal(s.ctx.System(), m.DeliverTo, "ConsumerStart.DeliverTo", "consumer", "sharding consumer controller"); err != nil {
+		// Its consumer controllers would deliver to it: the entity
+		// stops, and its consumer with it, as when it cannot spawn one.
+		s.log.Error("sharding consumer controller failed; stopping", "error", err)
+		_ = s.ctx.Stop(s.ctx.Self())
+		return
+	}
 	s.deliverTo = m.DeliverTo
 	for _, l := range s.byProducer {
 		l.cc.Tell(m)

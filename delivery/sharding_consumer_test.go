@@ -62,7 +62,7 @@ func awaitGone(t *testing.T, sys *runtime.System, ref runtime.Ref[ProducerComman
 	listings := newProbe[runtime.Listing[ProducerCommand[job]]](t, sys, "listing-"+fmt.Sprint(time.Now().UnixNano()))
 	runtime.Subscribe(sys, key, listings.Ref)
 	return func() {
-		for len(listings.expect(t).Refs) != 0 {
+		for len(listings.Expect(t).Refs) != 0 {
 		}
 	}
 }
@@ -77,12 +77,12 @@ func TestShardingConsumerController(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		h.send("p1", pc1, 7, SeqNr(n), n == 1, n)
 	}
-	pc1.expectNone(t, 20*time.Millisecond) // kept: no consumer controller yet
+	pc1.ExpectNone(t, 20*time.Millisecond) // kept: no consumer controller yet
 	if h.col.count() != 0 {
 		t.Fatal("delivered before the consumer started")
 	}
 	h.consumer.Tell(consMsg{}) // start
-	if r, ok := pc1.expect(t).(Request[job]); !ok || r.RequestUpToSeqNr < 3 {
+	if r, ok := pc1.Expect(t).(Request[job]); !ok || r.RequestUpToSeqNr < 3 {
 		t.Fatalf("producer 1 got %+v, want a Request for its messages", r)
 	}
 	eventually(t, "jobs 1-3 delivered", func() bool { return h.col.distinct() == 3 })
@@ -91,7 +91,7 @@ func TestShardingConsumerController(t *testing.T) {
 	// its first message though the first producer's is at 3.
 	pc2 := newProbe[ProducerCommand[job]](t, h.sys, "pc2")
 	h.send("p2", pc2, 9, 1, true, 4)
-	if r, ok := pc2.expect(t).(Request[job]); !ok || r.RequestUpToSeqNr < 1 {
+	if r, ok := pc2.Expect(t).(Request[job]); !ok || r.RequestUpToSeqNr < 1 {
 		t.Fatalf("producer 2 got %+v, want a Request", r)
 	}
 	waitAll(t, h.col)
@@ -107,7 +107,7 @@ func TestShardingConsumerController(t *testing.T) {
 	gone()
 	pc3 := newProbe[ProducerCommand[job]](t, h.sys, "pc3")
 	h.send("p1", pc3, 8, 4, false, 5)
-	if r, ok := pc3.expect(t).(Resend[job]); !ok || r.FromSeqNr != 0 {
+	if r, ok := pc3.Expect(t).(Resend[job]); !ok || r.FromSeqNr != 0 {
 		t.Fatalf("the new producer controller got %+v, want Resend(0) from a new consumer controller", r)
 	}
 }

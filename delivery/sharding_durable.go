@@ -15,40 +15,24 @@ import (
 	"github.com/trellis-go/trellis/delivery/durable"
 )
 
-func (p *shardingProducer[A]) storing() bool { return p.dq != nil && p.dq.storing() }
-
 func (p *shardingProducer[A]) store(e *spEntry[A]) {
 	p.storingE = e
-	p.dq.storeSent(durable.MessageSent[A]{
-		SeqNr:     p.currentSeqNr,
-		Message:   e.msg,
-		Ack:       e.replyTo != nil,
-		Qualifier: e.entityID,
-		Timestamp: p.dq.now(),
-	})
+	p.storeNext(e.msg, e.replyTo != nil, e.entityID)
 }
 
-func (p *shardingProducer[A]) onDurable(m durableMsg[A]) {
-	if p.dq == nil {
-		return
+// onStored sends the message just stored to its entity, or buffers it for
+// the entity, and stores the next arrival.
+func (p *shardingProducer[A]) onStored() {
+	e := p.storingE
+	p.storingE = nil
+	e.seqNr = p.currentSeqNr
+	p.currentSeqNr++
+	if e.replyTo != nil {
+		e.replyTo.Tell(e.seqNr) // stored: that is all a durable ask waits for
+		e.replyTo = nil
 	}
-	switch out := p.dq.handle(m); {
-	case out.err != nil:
-		p.fail(out.err)
-	case out.loaded != nil:
-		p.onLoaded(*out.loaded)
-	case out.stored:
-		e := p.storingE
-		p.storingE = nil
-		e.seqNr = p.currentSeqNr
-		p.currentSeqNr++
-		if e.replyTo != nil {
-			e.replyTo.Tell(e.seqNr) // stored: that is all a durable ask waits for
-			e.replyTo = nil
-		}
-		p.accept(e)
-		p.storeArrival()
-	}
+	p.accept(e)
+	p.storeArrival()
 }
 
 // storeArrival stores the next message that arrived while another was

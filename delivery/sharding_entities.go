@@ -17,7 +17,7 @@ type entityOut[A any] struct {
 	id       string
 	pc       runtime.Ref[ProducerCommand[A]]
 	replyTo  runtime.Ref[SeqNr] // where pc confirms each message
-	demandAt int                // index in shardingProducer.demand, or -1
+	demandAt int                // index in shardingProducer.demand, or -1 (see demandSet)
 	// buffer holds the messages waiting for demand; unconfirmed those sent
 	// to pc, which confirms them in order, one reply each.
 	buffer      ring[*spEntry[A]]
@@ -27,6 +27,8 @@ type entityOut[A any] struct {
 	lastActivity time.Time
 	gone         bool // cleaned up: messages about it are stale
 }
+
+func (e *entityOut[A]) demandIndex() *int { return &e.demandAt }
 
 // Internal messages about entities, made by adapters and watches.
 type (
@@ -52,22 +54,16 @@ func (p *shardingProducer[A]) entity(id string) *entityOut[A] {
 	if e := p.entities[id]; e != nil {
 		return e
 	}
-	cfg := *p.cfg
-	cfg.id, cfg.queue = p.cfg.id+"-"+id, nil
 	e := &entityOut[A]{id: id, demandAt: -1, lastActivity: p.now()}
-	pc, err := runtime.Spawn(p.ctx, "", func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&cfg) },
-		runtime.WithSupervision(runtime.StopOnFailure()))
+	// Its consumer is the entity itself: the first message goes out before
+	// any demand, which starts the entity.
+	var err error
+	e.pc, e.replyTo, err = p.spawnChild(p.cfg.id+"-"+id, p.region.EntityRef(id),
+		spEntityNext[A]{e: e}, spConfirmed[A]{e: e}, spChildStopped[A]{e: e})
 	if err != nil {
 		p.fail(fmt.Errorf("spawn the producer controller of entity %q: %w", id, err))
 		return nil
 	}
-	e.pc = pc
-	e.replyTo = runtime.MessageAdapter(p.ctx, func(SeqNr) ShardingCommand[A] { return spConfirmed[A]{e: e} })
-	next := runtime.MessageAdapter(p.ctx, func(RequestNext[A]) ShardingCommand[A] { return spEntityNext[A]{e: e} })
-	p.ctx.WatchWith(pc, spChildStopped[A]{e: e})
-	pc.Tell(ProducerStart[A]{Producer: next})
-	// Its first message goes out before any demand, which starts the entity.
-	pc.Tell(RegisterConsumer[A]{ConsumerController: p.region.EntityRef(id)})
 	p.entities[id] = e
 	return e
 }
@@ -107,8 +103,7 @@ func (p *shardingProducer[A]) onEntityDemand(e *entityOut[A]) {
 	e.lastActivity = p.now()
 	p.stale = true
 	if e.buffer.len() == 0 {
-		e.demandAt = len(p.demand)
-		p.demand = append(p.demand, e)
+		p.demand.add(e)
 		return
 	}
 	m := e.buffer.pop()
@@ -121,17 +116,9 @@ func (p *shardingProducer[A]) onEntityDemand(e *entityOut[A]) {
 }
 
 func (p *shardingProducer[A]) dropDemand(e *entityOut[A]) {
-	i := e.demandAt
-	if i < 0 {
-		return
+	if p.demand.remove(e) {
+		p.stale = true
 	}
-	last := len(p.demand) - 1
-	p.demand[i] = p.demand[last]
-	p.demand[i].demandAt = i
-	p.demand[last] = nil
-	p.demand = p.demand[:last]
-	e.demandAt = -1
-	p.stale = true
 }
 
 // onEntityConfirmed takes the confirmation of the oldest message sent to e.

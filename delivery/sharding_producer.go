@@ -3,12 +3,12 @@ package delivery
 // The sharding producer controller: one producer sending to any entity of
 // one sharded entity type. Its protocol and behavior are here; the
 // entities' producer controllers (demand, buffers, cleanup, waking) are in
-// sharding_entities.go, its durable queue in sharding_durable.go, and the
-// entity side in sharding_consumer.go.
+// sharding_entities.go, its durable queue in sharding_durable.go, what it
+// shares with the work-pulling producer controller in pattern_producer.go,
+// and the entity side in sharding_consumer.go.
 
 import (
 	"fmt"
-	"log/slog"
 	"maps"
 
 	"github.com/trellis-go/trellis/runtime"
@@ -22,7 +22,8 @@ type ShardingCommand[A any] interface{ shardingCommand(A) }
 // ShardingStart connects the producer to its sharding producer controller,
 // which answers with a [ShardingRequestNext]. Sending it again (after a
 // producer restart) moves the flow to the new producer. The producer must
-// be local to its controller.
+// be local to its controller, as for [ProducerStart]: any other makes the
+// controller stop with [ErrNotLocal].
 type ShardingStart[A any] struct {
 	Producer runtime.Ref[ShardingRequestNext[A]]
 }
@@ -155,23 +156,15 @@ func (*spEntry[A]) shardingCommand(A) {}
 
 // shardingProducer is the sharding producer controller's behavior and state.
 type shardingProducer[A any] struct {
-	cfg      *producerConfig[A]
+	patternProducer[A, ShardingCommand[A], ShardingRequestNext[A]]
 	settings ShardingSettings
 	region   EntityRegion[A]
-	ctx      *runtime.Context[ShardingCommand[A]]
-	self     runtime.Ref[ShardingCommand[A]]
-	log      *slog.Logger
 	sendNext runtime.Ref[ShardingEnvelope[A]]
 	askNext  runtime.Ref[ShardingMessageWithConfirmation[A]]
 
-	producer  runtime.Ref[ShardingRequestNext[A]]
-	requested bool // a RequestNext is out and unused
-	loaded    bool // the durable state is loaded (at once without a queue)
-	failed    bool
-
 	entities map[string]*entityOut[A]
-	demand   []*entityOut[A] // the entities with demand; entityOut.demandAt is the index
-	buffered int             // messages in the entities' buffers and in arrivals
+	demand   demandSet[*entityOut[A]] // the entities with demand
+	buffered int                      // messages in the entities' buffers and in arrivals
 	// bufferedBy counts the buffered messages of each entity that has
 	// some, for RequestNext; snapshot holds the slice and map last sent,
 	// reused until something changes.
@@ -179,20 +172,18 @@ type shardingProducer[A any] struct {
 	snapshot   ShardingRequestNext[A]
 	stale      bool
 
-	currentSeqNr SeqNr // the next message's number
-	dq           *durableCalls[A, ShardingCommand[A]]
-	arrivals     ring[*spEntry[A]] // durable: messages waiting to be stored
-	storingE     *spEntry[A]
+	arrivals ring[*spEntry[A]] // durable: messages waiting to be stored
+	storingE *spEntry[A]
 }
 
 func newShardingProducer[A any](cfg *producerConfig[A], region EntityRegion[A], s ShardingSettings) *shardingProducer[A] {
 	return &shardingProducer[A]{
-		cfg: cfg, settings: s, region: region,
-		loaded:       cfg.queue == nil,
-		entities:     make(map[string]*entityOut[A]),
-		bufferedBy:   make(map[string]int),
-		stale:        true,
-		currentSeqNr: 1,
+		patternProducer: newPatternProducer[A, ShardingCommand[A], ShardingRequestNext[A]]("sharding", cfg),
+		settings:        s,
+		region:          region,
+		entities:        make(map[string]*entityOut[A]),
+		bufferedBy:      make(map[string]int),
+		stale:           true,
 	}
 }
 
@@ -209,8 +200,7 @@ func (spWakeTick[A]) shardingCommand(A)    {}
 func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[ShardingCommand[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
-		p.ctx, p.self = ctx, ctx.Self()
-		p.log = ctx.Log().With("producerId", p.cfg.id)
+		p.started(ctx, ctx.Log().With("producerId", p.cfg.id), func(m durableMsg[A]) ShardingCommand[A] { return m })
 		p.sendNext = runtime.MessageAdapter(ctx, func(m ShardingEnvelope[A]) ShardingCommand[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message}
 		})
@@ -219,15 +209,8 @@ func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[ShardingCommand[A]],
 		})
 		ctx.Timers().StartPeriodic(spCleanupKey{}, spCleanupTick[A]{}, max(p.settings.CleanupUnusedAfter/2, 1))
 		ctx.Timers().StartPeriodic(spWakeKey{}, spWakeTick[A]{}, max(p.settings.ResendFirstUnconfirmedIdleTimeout/2, 1))
-		if p.cfg.queue != nil {
-			p.dq = startDurableCalls(ctx, p.cfg.queue, p.cfg.id, p.cfg.settings, p.log,
-				func(m durableMsg[A]) ShardingCommand[A] { return m })
-			p.dq.loadState()
-		}
 	case runtime.Stopped, runtime.Restarting:
-		if p.dq != nil {
-			p.dq.stop()
-		}
+		p.stopped()
 	}
 }
 
@@ -251,35 +234,12 @@ func (p *shardingProducer[A]) Receive(_ *runtime.Context[ShardingCommand[A]], ms
 	case spWakeTick[A]:
 		p.wake()
 	case ShardingStart[A]:
-		p.onStart(m)
+		p.onStart("ShardingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetShardingStats[A]:
 		p.onStats(m)
 	case durableMsg[A]:
-		p.onDurable(m)
+		p.onDurable(m, p.onLoaded, p.onStored)
 	}
-}
-
-// fail stops the controller: something it cannot recover from happened.
-func (p *shardingProducer[A]) fail(err error) {
-	if p.failed {
-		return
-	}
-	p.failed = true
-	p.log.Error("sharding producer controller failed", "error", err)
-	_ = p.ctx.Stop(p.self)
-}
-
-func (p *shardingProducer[A]) onStart(m ShardingStart[A]) {
-	if m.Producer == nil {
-		p.log.Error("ShardingStart without a producer ref: ignored")
-		return
-	}
-	p.producer = m.Producer
-	if p.requested {
-		p.sendRequestNext()
-		return
-	}
-	p.maybeRequestNext()
 }
 
 func (p *shardingProducer[A]) onStats(m GetShardingStats[A]) {

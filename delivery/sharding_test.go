@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -51,13 +50,7 @@ func entityOf(n int) func(j job) string {
 // shardingStats asks sp for its stats.
 func shardingStats(t testing.TB, sp runtime.Ref[ShardingCommand[job]]) ShardingStats {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	s, err := runtime.Ask(ctx, sp, func(r runtime.Ref[ShardingStats]) ShardingCommand[job] { return GetShardingStats[job]{ReplyTo: r} })
-	if err != nil {
-		t.Fatalf("sharding stats: %v", err)
-	}
-	return s
+	return ask(t, sp, func(r runtime.Ref[ShardingStats]) ShardingCommand[job] { return GetShardingStats[job]{ReplyTo: r} })
 }
 
 // byEntity groups the job numbers delivered by the producer id of their
@@ -111,15 +104,8 @@ func TestSharding(t *testing.T) {
 			// Fast retries: the last confirmations come with an idle Request.
 			rs := regionSpec{settings: ShardingConsumerSettings{Consumer: ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond}}}
 			region := startRegion(t, sys, rs, col)
-			q := durable.NewMemory[job]()
-			var opts []ProducerOption[job]
-			if tc.durable {
-				opts = append(opts, WithDurableQueue[job](q))
-			}
-			sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region, ShardingSettings{Producer: tc.producer}, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, opts := memoryQueue(tc.durable)
+			sp := spawnSP(t, sys, "sp", region, ShardingSettings{Producer: tc.producer}, opts...)
 			replies := make(chan SeqNr, tc.n)
 			spawnProducer(t, sys, "producer", nil, producerSpec{limit: tc.n, ask: tc.ask, replies: replies, pad: padding(tc.pad),
 				connect: shardingConnect(sp), entity: entityOf(tc.entities)})
@@ -132,20 +118,10 @@ func TestSharding(t *testing.T) {
 				t.Fatalf("jobs went to %d entities, want %d", got, tc.entities)
 			}
 			if tc.ask {
-				seen := make(map[SeqNr]bool)
-				for range tc.n {
-					s := recv(t, replies)
-					if s < 1 || s > SeqNr(tc.n) || seen[s] {
-						t.Fatalf("ask reply %d: out of 1..%d or repeated", s, tc.n)
-					}
-					seen[s] = true
-				}
+				expectReplies(t, replies, tc.n)
 			}
 			if tc.durable {
-				eventually(t, "every confirmation stored", func() bool {
-					s, err := q.LoadState(context.Background())
-					return err == nil && len(s.Unconfirmed) == 0 && s.CurrentSeqNr == SeqNr(tc.n)+1
-				})
+				queueDrained(t, q, SeqNr(tc.n)+1)
 			}
 		})
 	}
@@ -177,39 +153,34 @@ func TestShardingBuffering(t *testing.T) {
 	slow := consumerSpec{delay: func() time.Duration { return time.Minute }}
 	rs := regionSpec{settings: ShardingConsumerSettings{Consumer: ConsumerSettings{FlowControlWindow: 2, ResendIntervalMin: 24 * time.Hour}}, consumer: slow}
 	region := startRegion(t, sys, rs, col)
-	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region,
-		ShardingSettings{BufferSize: 3, ResendFirstUnconfirmedIdleTimeout: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	producer := newProbe[ShardingRequestNext[job]](t, sys, "producer")
-	sp.Tell(ShardingStart[job]{Producer: producer.Ref})
-	r := producer.expect(t)
+	sp := spawnSP(t, sys, "sp", region, ShardingSettings{BufferSize: 3, ResendFirstUnconfirmedIdleTimeout: 24 * time.Hour})
+	producer := shardingProbe(t, sys, sp)
+	r := producer.Expect(t)
 	if len(r.EntitiesWithDemand) != 0 || len(r.BufferedForEntitiesWithoutDemand) != 0 {
 		t.Fatalf("first RequestNext %+v: want no demand, nothing buffered", r)
 	}
 	r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: 1}})
-	r = producer.expect(t)
+	r = producer.Expect(t)
 	if got := r.BufferedForEntitiesWithoutDemand["a"]; got != 1 {
 		t.Fatalf("RequestNext after the first message to a new entity: buffered %v, want a:1", r.BufferedForEntitiesWithoutDemand)
 	}
 	for n := 2; n <= 5; n++ {
 		r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: n}})
 		if n < 5 {
-			r = producer.expect(t)
+			r = producer.Expect(t)
 		}
 	}
 	eventually(t, "two jobs sent, three buffered", func() bool {
 		s := shardingStats(t, sp)
 		return s.Unconfirmed == 2 && s.Buffered == 3
 	})
-	producer.expectNone(t, 20*time.Millisecond) // the buffer is full
+	producer.ExpectNone(t, 20*time.Millisecond) // the buffer is full
 	for k := 1; k <= 5; k++ {
 		eventually(t, fmt.Sprintf("job %d delivered", k), func() bool { return col.distinct() >= k })
 		clock.Advance(time.Minute) // the consumer confirms it
 	}
 	// It came when the first buffered job went out, with two left.
-	r = producer.expect(t)
+	r = producer.Expect(t)
 	if got := r.BufferedForEntitiesWithoutDemand["a"]; got != 2 {
 		t.Fatalf("RequestNext once the buffer had room: buffered %v, want a:2", r.BufferedForEntitiesWithoutDemand)
 	}
@@ -226,22 +197,15 @@ func TestShardingBufferFull(t *testing.T) {
 	col := newCollectorAll(1)
 	slow := consumerSpec{delay: func() time.Duration { return time.Hour }}
 	region := startRegion(t, sys, regionSpec{settings: ShardingConsumerSettings{Consumer: quietConsumer}, consumer: slow}, col)
-	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region, ShardingSettings{BufferSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := spawnSP(t, sys, "sp", region, ShardingSettings{BufferSize: 2})
 	w := newWatcher(t, sys)
 	w.watch(sp)
-	producer := newProbe[ShardingRequestNext[job]](t, sys, "producer")
-	sp.Tell(ShardingStart[job]{Producer: producer.Ref})
-	r := producer.expect(t)
+	producer := shardingProbe(t, sys, sp)
+	r := producer.Expect(t)
 	for n := 1; n <= 3; n++ { // three new entities: none has demand yet
 		r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: fmt.Sprint("e", n), Message: job{N: n}})
 	}
-	w.expectStopped(t, "/user/sp")
-	if !logs.contains("buffer full") || !logs.contains("ShardingSettings.BufferSize") {
-		t.Fatalf("no buffer-full error in the log:\n%s", logs.tail(5))
-	}
+	expectFailed(t, w, logs, "/user/sp", "buffer full", "ShardingSettings.BufferSize")
 }
 
 // TestShardingPassivatedWithUnconfirmed: an entity is passivated while its
@@ -262,15 +226,10 @@ func TestShardingPassivatedWithUnconfirmed(t *testing.T) {
 		return 0
 	}}
 	region := startRegion(t, sys, regionSpec{settings: ShardingConsumerSettings{Consumer: quietConsumer}, consumer: hold, passivate: 30 * time.Second}, col)
-	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region,
-		ShardingSettings{ResendFirstUnconfirmedIdleTimeout: 24 * time.Hour, CleanupUnusedAfter: 100 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	producer := newProbe[ShardingRequestNext[job]](t, sys, "producer")
-	sp.Tell(ShardingStart[job]{Producer: producer.Ref})
+	sp := spawnSP(t, sys, "sp", region, ShardingSettings{ResendFirstUnconfirmedIdleTimeout: 24 * time.Hour, CleanupUnusedAfter: 100 * time.Hour})
+	producer := shardingProbe(t, sys, sp)
 	for n := 1; n <= 5; n++ {
-		producer.expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: n}})
+		producer.Expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: n}})
 	}
 	eventually(t, "job 1 confirmed, job 2 held, 3-5 sent to the entity", func() bool {
 		return col.distinct() == 2 && shardingStats(t, sp).Unconfirmed == 4
@@ -303,15 +262,10 @@ func TestShardingCleanup(t *testing.T) {
 	sys, clock, _ := fakeShardingSystem(t)
 	col := newCollectorAll(2)
 	region := startRegion(t, sys, regionSpec{settings: ShardingConsumerSettings{Consumer: quietConsumer}, passivate: -1}, col)
-	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region,
-		ShardingSettings{CleanupUnusedAfter: time.Minute, ResendFirstUnconfirmedIdleTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	producer := newProbe[ShardingRequestNext[job]](t, sys, "producer")
-	sp.Tell(ShardingStart[job]{Producer: producer.Ref})
-	producer.expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: 1}})
-	r := producer.expect(t)
+	sp := spawnSP(t, sys, "sp", region, ShardingSettings{CleanupUnusedAfter: time.Minute, ResendFirstUnconfirmedIdleTimeout: time.Hour})
+	producer := shardingProbe(t, sys, sp)
+	producer.Expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: 1}})
+	r := producer.Expect(t)
 	eventually(t, "job 1 confirmed", func() bool {
 		s := shardingStats(t, sp)
 		return col.distinct() == 1 && s.Unconfirmed == 0 && s.Entities == 1
@@ -370,10 +324,7 @@ func TestShardingDurableRestart(t *testing.T) {
 	region := startRegion(t, sys, rs, col)
 	q := durable.NewMemory[job]()
 	w := newWatcher(t, sys)
-	sp1, err := SpawnShardingProducerController[job](sys, "sp1", "sp", region, ShardingSettings{}, WithDurableQueue[job](q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp1 := spawnSP(t, sys, "sp1", region, ShardingSettings{}, WithDurableQueue[job](q))
 	w.watch(sp1)
 	// The producer asks: a reply says the job is stored; its sequence
 	// number is the job's.
@@ -381,31 +332,14 @@ func TestShardingDurableRestart(t *testing.T) {
 	prod1 := spawnProducer(t, sys, "producer1", nil, producerSpec{limit: n, ask: true, replies: replies,
 		connect: shardingConnect(sp1), entity: entityOf(entities)})
 	eventually(t, "a third of the jobs delivered", func() bool { return col.count() >= n/3 })
-	sys.Stop(prod1)
-	sys.Stop(sp1)
-	w.expectStopped(t, "/user/sp1")
-	accepted := 0
-	for len(replies) > 0 {
-		accepted = max(accepted, int(<-replies))
-	}
-	s, err := q.LoadState(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Unconfirmed) == 0 || accepted >= n {
-		t.Fatalf("nothing unconfirmed (%d) or everything accepted (%d) at the stop: nothing tested", len(s.Unconfirmed), accepted)
-	}
-	t.Logf("stopped with %d jobs accepted, %d unconfirmed", accepted, len(s.Unconfirmed))
+	accepted, s := stopMidStream(t, sys, w, prod1, sp1, replies, q, n)
 	for _, u := range s.Unconfirmed {
 		if want := entityOf(entities)(u.Message); u.Qualifier != want {
 			t.Fatalf("job %d stored with qualifier %q, want its entity %q", u.Message.N, u.Qualifier, want)
 		}
 	}
 
-	sp2, err := SpawnShardingProducerController[job](sys, "sp2", "sp", region, ShardingSettings{}, WithDurableQueue[job](q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp2 := spawnSP(t, sys, "sp2", region, ShardingSettings{}, WithDurableQueue[job](q))
 	spawnProducer(t, sys, "producer2", nil, producerSpec{limit: n, first: accepted + 1, connect: shardingConnect(sp2), entity: entityOf(entities)})
 	waitAll(t, col)
 	// Two steps back at most: the unconfirmed jobs sent again, and the
@@ -414,10 +348,7 @@ func TestShardingDurableRestart(t *testing.T) {
 	if err := perEntityAtLeastOnce(col.deliveries(), n, 2); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "nothing unconfirmed in the queue", func() bool {
-		s, err := q.LoadState(context.Background())
-		return err == nil && len(s.Unconfirmed) == 0
-	})
+	queueDrained(t, q, 0)
 }
 
 // TestShardingRequestNextDemand: RequestNext names the entities that have
@@ -427,17 +358,13 @@ func TestShardingRequestNextDemand(t *testing.T) {
 	sys, _ := newSystem(t)
 	col := newCollectorAll(2)
 	region := startRegion(t, sys, regionSpec{}, col)
-	sp, err := SpawnShardingProducerController[job](sys, "sp", "sp", region, ShardingSettings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	producer := newProbe[ShardingRequestNext[job]](t, sys, "producer")
-	sp.Tell(ShardingStart[job]{Producer: producer.Ref})
-	producer.expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: 1}})
-	r := producer.expect(t)
+	sp := spawnSP(t, sys, "sp", region, ShardingSettings{})
+	producer := shardingProbe(t, sys, sp)
+	producer.Expect(t).SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "a", Message: job{N: 1}})
+	r := producer.Expect(t)
 	eventually(t, "entity a has demand", func() bool { return shardingStats(t, sp).EntitiesWithDemand == 1 })
 	r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "b", Message: job{N: 2}})
-	r = producer.expect(t)
+	r = producer.Expect(t)
 	if fmt.Sprint(r.EntitiesWithDemand) != "[a]" || fmt.Sprint(r.BufferedForEntitiesWithoutDemand) != "map[b:1]" {
 		t.Fatalf("RequestNext: demand %v, buffered %v; want [a] and map[b:1]", r.EntitiesWithDemand, r.BufferedForEntitiesWithoutDemand)
 	}

@@ -3,12 +3,13 @@ package delivery
 // The work-pulling producer controller: one producer, any number of
 // workers that come and go. Its protocol and behavior are here; the
 // workers (discovery, demand, routing, hand-over) are in
-// workpulling_workers.go, its durable queue in workpulling_durable.go.
+// workpulling_workers.go, its durable queue in workpulling_durable.go, and
+// what it shares with the sharding producer controller in
+// pattern_producer.go.
 
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -27,7 +28,9 @@ type WorkPullingCommand[A any] interface{ workPullingCommand(A) }
 // WorkPullingStart connects the producer to its work-pulling producer
 // controller, which answers with a [WorkPullingRequestNext] when some
 // worker has demand. Sending it again (after a producer restart) moves the
-// flow to the new producer. The producer must be local to its controller.
+// flow to the new producer. The producer must be local to its controller,
+// as for [ProducerStart]: any other makes the controller stop with
+// [ErrNotLocal].
 type WorkPullingStart[A any] struct {
 	Producer runtime.Ref[WorkPullingRequestNext[A]]
 }
@@ -132,66 +135,45 @@ func (*wpEntry[A]) workPullingCommand(A) {}
 
 // workPulling is the work-pulling producer controller's behavior and state.
 type workPulling[A any] struct {
-	cfg        *producerConfig[A]
+	patternProducer[A, WorkPullingCommand[A], WorkPullingRequestNext[A]]
 	key        runtime.ServiceKey[ConsumerCommand[A]]
 	bufferSize int
-	ctx        *runtime.Context[WorkPullingCommand[A]]
-	self       runtime.Ref[WorkPullingCommand[A]]
-	log        *slog.Logger
 	sendNext   runtime.Ref[A]
 	askNext    runtime.Ref[MessageWithConfirmation[A]]
 
-	producer  runtime.Ref[WorkPullingRequestNext[A]]
-	requested bool // a RequestNext is out and unused
-	loaded    bool // the durable state is loaded (at once without a queue)
-	failed    bool
-
 	workers   map[runtime.Ref[ConsumerCommand[A]]]*worker[A]
-	demand    []*worker[A]      // the workers with demand; worker.demandAt is the index
-	handovers ring[*wpEntry[A]] // messages of workers that left, oldest first
-	buffer    ring[*wpEntry[A]] // messages from the producer that wait for demand
+	demand    demandSet[*worker[A]] // the workers with demand
+	handovers ring[*wpEntry[A]]     // messages of workers that left, oldest first
+	buffer    ring[*wpEntry[A]]     // messages from the producer that wait for demand
 
-	currentSeqNr SeqNr // the next message's number
-	dq           *durableCalls[A, WorkPullingCommand[A]]
-	storingE     *wpEntry[A] // the message being stored, and its worker
-	storingW     *worker[A]
+	storingE *wpEntry[A] // the message being stored, and its worker
+	storingW *worker[A]
 }
 
 func newWorkPulling[A any](cfg *producerConfig[A], key runtime.ServiceKey[ConsumerCommand[A]], bufferSize int) *workPulling[A] {
 	return &workPulling[A]{
-		cfg: cfg, key: key, bufferSize: bufferSize,
-		loaded:       cfg.queue == nil,
-		workers:      make(map[runtime.Ref[ConsumerCommand[A]]]*worker[A]),
-		currentSeqNr: 1,
+		patternProducer: newPatternProducer[A, WorkPullingCommand[A], WorkPullingRequestNext[A]]("work-pulling", cfg),
+		key:             key,
+		bufferSize:      bufferSize,
+		workers:         make(map[runtime.Ref[ConsumerCommand[A]]]*worker[A]),
 	}
 }
 
 func (p *workPulling[A]) OnSignal(ctx *runtime.Context[WorkPullingCommand[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
-		p.init(ctx)
-		if p.cfg.queue != nil {
-			p.dq = startDurableCalls(ctx, p.cfg.queue, p.cfg.id, p.cfg.settings, p.log,
-				func(m durableMsg[A]) WorkPullingCommand[A] { return m })
-			p.dq.loadState()
-		}
+		p.started(ctx, ctx.Log().With("producerId", p.cfg.id, "serviceKey", p.key.ID()),
+			func(m durableMsg[A]) WorkPullingCommand[A] { return m })
+		p.sendNext = runtime.MessageAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
+		p.askNext = runtime.MessageAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
+			return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
+		})
 		runtime.Subscribe(ctx.System(), p.key, runtime.MessageAdapter(ctx, func(l runtime.Listing[ConsumerCommand[A]]) WorkPullingCommand[A] {
 			return wpListing[A]{refs: l.Refs}
 		}))
 	case runtime.Stopped, runtime.Restarting:
-		if p.dq != nil {
-			p.dq.stop()
-		}
+		p.stopped()
 	}
-}
-
-func (p *workPulling[A]) init(ctx *runtime.Context[WorkPullingCommand[A]]) {
-	p.ctx, p.self = ctx, ctx.Self()
-	p.log = ctx.Log().With("producerId", p.cfg.id, "serviceKey", p.key.ID())
-	p.sendNext = runtime.MessageAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
-	p.askNext = runtime.MessageAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
-		return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
-	})
 }
 
 func (p *workPulling[A]) Receive(ctx *runtime.Context[WorkPullingCommand[A]], msg WorkPullingCommand[A]) {
@@ -212,35 +194,12 @@ func (p *workPulling[A]) Receive(ctx *runtime.Context[WorkPullingCommand[A]], ms
 			p.fail(fmt.Errorf("the producer controller of worker %s stopped: it failed (see its error)", m.w.cc.Path()))
 		}
 	case WorkPullingStart[A]:
-		p.onStart(m)
+		p.onStart("WorkPullingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetWorkerStats[A]:
 		p.onStats(m)
 	case durableMsg[A]:
-		p.onDurable(m)
+		p.onDurable(m, p.onLoaded, p.onStored)
 	}
-}
-
-// fail stops the controller: something it cannot recover from happened.
-func (p *workPulling[A]) fail(err error) {
-	if p.failed {
-		return
-	}
-	p.failed = true
-	p.log.Error("work-pulling producer controller failed", "error", err)
-	_ = p.ctx.Stop(p.self)
-}
-
-func (p *workPulling[A]) onStart(m WorkPullingStart[A]) {
-	if m.Producer == nil {
-		p.log.Error("WorkPullingStart without a producer ref: ignored")
-		return
-	}
-	p.producer = m.Producer
-	if p.requested {
-		p.sendRequestNext()
-		return
-	}
-	p.maybeRequestNext()
 }
 
 func (p *workPulling[A]) onStats(m GetWorkerStats[A]) {

@@ -16,32 +16,10 @@ import (
 	"github.com/trellis-go/trellis/delivery/durable"
 )
 
-func (p *workPulling[A]) storing() bool { return p.dq != nil && p.dq.storing() }
-
 // storeFor stores e as the next message, for worker w.
 func (p *workPulling[A]) storeFor(w *worker[A], e *wpEntry[A]) {
 	p.storingE, p.storingW = e, w
-	p.dq.storeSent(durable.MessageSent[A]{
-		SeqNr:     p.currentSeqNr,
-		Message:   e.msg,
-		Ack:       e.replyTo != nil,
-		Qualifier: w.key,
-		Timestamp: p.dq.now(),
-	})
-}
-
-func (p *workPulling[A]) onDurable(m durableMsg[A]) {
-	if p.dq == nil {
-		return
-	}
-	switch out := p.dq.handle(m); {
-	case out.err != nil:
-		p.fail(out.err)
-	case out.loaded != nil:
-		p.onLoaded(*out.loaded)
-	case out.stored:
-		p.onStored()
-	}
+	p.storeNext(e.msg, e.replyTo != nil, w.key)
 }
 
 // onStored sends the message just stored to its worker, or, if that worker

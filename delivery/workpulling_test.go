@@ -62,39 +62,7 @@ func (w *testWorker) stop(sys *runtime.System) {
 // workerStats asks wp for its stats.
 func workerStats(t testing.TB, wp runtime.Ref[WorkPullingCommand[job]]) WorkerStats {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	s, err := runtime.Ask(ctx, wp, func(r runtime.Ref[WorkerStats]) WorkPullingCommand[job] { return GetWorkerStats[job]{ReplyTo: r} })
-	if err != nil {
-		t.Fatalf("worker stats: %v", err)
-	}
-	return s
-}
-
-// waitAll waits until every job of col has arrived.
-func waitAll(t testing.TB, col *collector) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := col.wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// exactlyOnce fails unless every job 1..n was delivered exactly once.
-func exactlyOnce(t testing.TB, col *collector, n int) {
-	t.Helper()
-	got := col.deliveries()
-	if len(got) != n {
-		t.Fatalf("%d deliveries of %d jobs, want each once", len(got), n)
-	}
-	col.mu.Lock()
-	defer col.mu.Unlock()
-	for j := 1; j <= n; j++ {
-		if col.seen[j] != 1 {
-			t.Fatalf("job %d delivered %d times", j, col.seen[j])
-		}
-	}
+	return ask(t, wp, func(r runtime.Ref[WorkerStats]) WorkPullingCommand[job] { return GetWorkerStats[job]{ReplyTo: r} })
 }
 
 // TestWorkPulling sends jobs through a work-pulling producer controller to
@@ -130,15 +98,8 @@ func TestWorkPulling(t *testing.T) {
 				cs.ResendIntervalMin = 50 * time.Millisecond // the last confirmations come with an idle Request
 				spawnWorker(t, sys, fmt.Sprintf("worker%d", i), key, workerSpec{consumer: cs}, col)
 			}
-			var opts []ProducerOption[job]
-			q := durable.NewMemory[job]()
-			if tc.durable {
-				opts = append(opts, WithDurableQueue[job](q))
-			}
-			wp, err := SpawnWorkPullingProducerController[job](sys, "wp", "wp", key, WorkPullingSettings{Producer: tc.producer}, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, opts := memoryQueue(tc.durable)
+			wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{Producer: tc.producer}, opts...)
 			eventually(t, "all workers known", func() bool { return workerStats(t, wp).NumberOfWorkers == tc.workers })
 			replies := make(chan SeqNr, tc.n)
 			spawnProducer(t, sys, "producer", nil, producerSpec{limit: tc.n, ask: tc.ask, replies: replies,
@@ -153,32 +114,13 @@ func TestWorkPulling(t *testing.T) {
 				t.Fatalf("jobs went to %d workers, want all %d: %v", len(perWorker), tc.workers, perWorker)
 			}
 			if tc.ask {
-				seen := make(map[SeqNr]bool)
-				for range tc.n {
-					s := recv(t, replies)
-					if s < 1 || s > SeqNr(tc.n) || seen[s] {
-						t.Fatalf("ask reply %d: out of 1..%d or repeated", s, tc.n)
-					}
-					seen[s] = true
-				}
+				expectReplies(t, replies, tc.n)
 			}
 			if tc.durable {
-				eventually(t, "every confirmation stored", func() bool {
-					s, err := q.LoadState(context.Background())
-					return err == nil && len(s.Unconfirmed) == 0 && s.CurrentSeqNr == SeqNr(tc.n)+1
-				})
+				queueDrained(t, q, SeqNr(tc.n)+1)
 			}
 		})
 	}
-}
-
-// padding is n bytes of padding.
-func padding(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = 'x'
-	}
-	return string(b)
 }
 
 // TestWorkPullingWorkerLeaves: a worker leaves mid-stream (it stops, or it
@@ -210,15 +152,8 @@ func TestWorkPullingWorkerLeaves(t *testing.T) {
 			leaving := spawnWorker(t, sys, "leaving", key, workerSpec{consumer: fast, spec: consumerSpec{drop: hold}}, col)
 			spawnWorker(t, sys, "staying1", key, workerSpec{consumer: fast}, col)
 			spawnWorker(t, sys, "staying2", key, workerSpec{consumer: fast}, col)
-			q := durable.NewMemory[job]()
-			var opts []ProducerOption[job]
-			if tc.durable {
-				opts = append(opts, WithDurableQueue[job](q))
-			}
-			wp, err := SpawnWorkPullingProducerController[job](sys, "wp", "wp", key, WorkPullingSettings{Producer: ProducerSettings{ChunkLargeMessages: tc.chunk}}, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, opts := memoryQueue(tc.durable)
+			wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{Producer: ProducerSettings{ChunkLargeMessages: tc.chunk}}, opts...)
 			eventually(t, "all workers known", func() bool { return workerStats(t, wp).NumberOfWorkers == 3 })
 			spawnProducer(t, sys, "producer", nil, producerSpec{limit: n, connect: workPullingConnect(wp)})
 			eventually(t, "the leaving worker holds an unconfirmed job", func() bool { return held.Load() > 10 })
@@ -236,10 +171,7 @@ func TestWorkPullingWorkerLeaves(t *testing.T) {
 				t.Fatalf("the worker left without messages to hand over:\n%s", logs.tail(10))
 			}
 			if tc.durable {
-				eventually(t, "every confirmation stored, the handed-over ones under the new workers", func() bool {
-					s, err := q.LoadState(context.Background())
-					return err == nil && len(s.Unconfirmed) == 0
-				})
+				queueDrained(t, q, 0) // the handed-over ones confirmed under their new workers
 			}
 		})
 	}
@@ -252,35 +184,31 @@ func TestWorkPullingWorkerLeaves(t *testing.T) {
 func TestWorkPullingWithoutWorkers(t *testing.T) {
 	sys, _ := newSystem(t)
 	key := runtime.NewServiceKey[ConsumerCommand[job]]("workers")
-	wp, err := SpawnWorkPullingProducerController[job](sys, "wp", "wp", key, WorkPullingSettings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	producer := newProbe[WorkPullingRequestNext[job]](t, sys, "producer")
-	wp.Tell(WorkPullingStart[job]{Producer: producer.Ref})
+	wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{})
+	producer := workPullingProbe(t, sys, wp)
 	if s := workerStats(t, wp); s.NumberOfWorkers != 0 {
 		t.Fatalf("stats %+v, want no worker", s)
 	}
-	producer.expectNone(t, 20*time.Millisecond)
+	producer.ExpectNone(t, 20*time.Millisecond)
 
 	col := newCollectorAll(4)
 	w1 := spawnWorker(t, sys, "worker1", key, workerSpec{}, col)
-	r := producer.expect(t)
+	r := producer.Expect(t)
 	r.SendNextTo.Tell(job{N: 1})
 	eventually(t, "job 1 delivered", func() bool { return col.distinct() == 1 })
-	r = producer.expect(t)
+	r = producer.Expect(t)
 	w1.stop(sys)
 	eventually(t, "the worker is gone", func() bool { return workerStats(t, wp).NumberOfWorkers == 0 })
 	r.SendNextTo.Tell(job{N: 2}) // its worker left in between
 	r.SendNextTo.Tell(job{N: 3}) // without RequestNext: buffered too
 	r.SendNextTo.Tell(job{N: 4})
 	eventually(t, "three jobs buffered", func() bool { return workerStats(t, wp).Buffered == 3 })
-	producer.expectNone(t, 20*time.Millisecond)
+	producer.ExpectNone(t, 20*time.Millisecond)
 
 	spawnWorker(t, sys, "worker2", key, workerSpec{}, col)
 	waitAll(t, col)
 	exactlyOnce(t, col, 4)
-	producer.expect(t) // demand again, and nothing waits: the producer may send
+	producer.Expect(t) // demand again, and nothing waits: the producer may send
 }
 
 // TestWorkPullingBufferFull: a producer that sends more than BufferSize
@@ -288,26 +216,19 @@ func TestWorkPullingWithoutWorkers(t *testing.T) {
 func TestWorkPullingBufferFull(t *testing.T) {
 	sys, logs := newSystem(t)
 	key := runtime.NewServiceKey[ConsumerCommand[job]]("workers")
-	wp, err := SpawnWorkPullingProducerController[job](sys, "wp", "wp", key, WorkPullingSettings{BufferSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{BufferSize: 2})
 	w := newWatcher(t, sys)
 	w.watch(wp)
-	producer := newProbe[WorkPullingRequestNext[job]](t, sys, "producer")
-	wp.Tell(WorkPullingStart[job]{Producer: producer.Ref})
+	producer := workPullingProbe(t, sys, wp)
 	col := newCollectorAll(1)
 	w1 := spawnWorker(t, sys, "worker1", key, workerSpec{}, col)
-	r := producer.expect(t)
+	r := producer.Expect(t)
 	w1.stop(sys)
 	eventually(t, "the worker is gone", func() bool { return workerStats(t, wp).NumberOfWorkers == 0 })
 	for n := 1; n <= 3; n++ {
 		r.SendNextTo.Tell(job{N: n})
 	}
-	w.expectStopped(t, "/user/wp")
-	if !logs.contains("buffer full") || !logs.contains("WorkPullingSettings.BufferSize") {
-		t.Fatalf("no buffer-full error in the log:\n%s", logs.tail(5))
-	}
+	expectFailed(t, w, logs, "/user/wp", "buffer full", "WorkPullingSettings.BufferSize")
 }
 
 // TestWorkPullingWorkersAdded: workers that register while jobs flow get
@@ -319,10 +240,7 @@ func TestWorkPullingWorkersAdded(t *testing.T) {
 	col := newCollectorAll(n)
 	slow := consumerSpec{delay: func() time.Duration { return 50 * time.Microsecond }}
 	spawnWorker(t, sys, "worker0", key, workerSpec{spec: slow}, col)
-	wp, err := SpawnWorkPullingProducerController[job](sys, "wp", "wp", key, WorkPullingSettings{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{})
 	spawnProducer(t, sys, "producer", nil, producerSpec{limit: n, connect: workPullingConnect(wp)})
 	eventually(t, "a tenth of the jobs delivered", func() bool { return col.count() >= n/10 })
 	if c := col.count(); c >= n/2 {
@@ -358,42 +276,19 @@ func TestWorkPullingDurableRestart(t *testing.T) {
 	}
 	q := durable.NewMemory[job]()
 	w := newWatcher(t, sys)
-	wp1, err := SpawnWorkPullingProducerController[job](sys, "wp1", "wp", key, WorkPullingSettings{}, WithDurableQueue[job](q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	wp1 := spawnWP(t, sys, "wp1", key, WorkPullingSettings{}, WithDurableQueue[job](q))
 	w.watch(wp1)
 	// The producer asks: a reply says the job is stored. Without workers
 	// leaving, the controller's sequence numbers are the job numbers.
 	replies := make(chan SeqNr, n)
 	prod1 := spawnProducer(t, sys, "producer1", nil, producerSpec{limit: n, ask: true, replies: replies, connect: workPullingConnect(wp1)})
 	eventually(t, "a third of the jobs delivered", func() bool { return col.count() >= n/3 })
-	sys.Stop(prod1)
-	sys.Stop(wp1)
-	w.expectStopped(t, "/user/wp1")
-	accepted := 0
-	for len(replies) > 0 {
-		accepted = max(accepted, int(<-replies))
-	}
-	s, err := q.LoadState(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Unconfirmed) == 0 || accepted >= n {
-		t.Fatalf("nothing unconfirmed (%d) or everything accepted (%d) at the stop: nothing tested", len(s.Unconfirmed), accepted)
-	}
-	t.Logf("stopped with %d jobs accepted, %d unconfirmed", accepted, len(s.Unconfirmed))
+	accepted, _ := stopMidStream(t, sys, w, prod1, wp1, replies, q, n)
 
-	wp2, err := SpawnWorkPullingProducerController[job](sys, "wp2", "wp", key, WorkPullingSettings{}, WithDurableQueue[job](q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	wp2 := spawnWP(t, sys, "wp2", key, WorkPullingSettings{}, WithDurableQueue[job](q))
 	spawnProducer(t, sys, "producer2", nil, producerSpec{limit: n, first: accepted + 1, connect: workPullingConnect(wp2)})
 	waitAll(t, col)
-	eventually(t, "nothing unconfirmed in the queue", func() bool {
-		s, err := q.LoadState(context.Background())
-		return err == nil && len(s.Unconfirmed) == 0
-	})
+	queueDrained(t, q, 0)
 }
 
 // recordingQueue is a durable queue that records its successful calls, in
@@ -442,9 +337,7 @@ func TestWorkPullingDurableLoadRestores(t *testing.T) {
 	key := runtime.NewServiceKey[ConsumerCommand[job]]("workers")
 	col := newCollectorAll(3)
 	spawnWorker(t, sys, "worker", key, workerSpec{consumer: ConsumerSettings{ResendIntervalMin: 20 * time.Millisecond}}, col)
-	if _, err := SpawnWorkPullingProducerController[job](sys, "wp", "wp", key, WorkPullingSettings{}, WithDurableQueue[job](q)); err != nil {
-		t.Fatal(err)
-	}
+	spawnWP(t, sys, "wp", key, WorkPullingSettings{}, WithDurableQueue[job](q))
 	waitAll(t, col)
 	exactlyOnce(t, col, 3)
 	eventually(t, "nothing unconfirmed in the queue", func() bool {

@@ -21,12 +21,14 @@ type worker[A any] struct {
 	cc       runtime.Ref[ConsumerCommand[A]]
 	pc       runtime.Ref[ProducerCommand[A]]
 	replyTo  runtime.Ref[SeqNr] // where pc confirms each message
-	demandAt int                // index in workPulling.demand, or -1
+	demandAt int                // index in workPulling.demand, or -1 (see demandSet)
 	// unconfirmed are the messages sent to pc, in order: pc confirms them
 	// in that order, one reply each.
 	unconfirmed ring[*wpEntry[A]]
 	gone        bool // it left: messages about it are stale
 }
+
+func (w *worker[A]) demandIndex() *int { return &w.demandAt }
 
 // Internal messages about workers, made by adapters and watches.
 type (
@@ -65,20 +67,12 @@ func (p *workPulling[A]) onListing(refs []runtime.Ref[ConsumerCommand[A]]) {
 }
 
 func (p *workPulling[A]) addWorker(cc runtime.Ref[ConsumerCommand[A]]) error {
-	cfg := *p.cfg
-	cfg.id, cfg.queue = p.cfg.id+"-"+uuid.NewString(), nil
-	w := &worker[A]{key: cfg.id, cc: cc, demandAt: -1}
-	pc, err := runtime.Spawn(p.ctx, "", func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&cfg) },
-		runtime.WithSupervision(runtime.StopOnFailure()))
+	w := &worker[A]{key: p.cfg.id + "-" + uuid.NewString(), cc: cc, demandAt: -1}
+	var err error
+	w.pc, w.replyTo, err = p.spawnChild(w.key, cc, wpWorkerNext[A]{w: w}, wpConfirmed[A]{w: w}, wpChildStopped[A]{w: w})
 	if err != nil {
 		return fmt.Errorf("spawn the producer controller of worker %s: %w", cc.Path(), err)
 	}
-	w.pc = pc
-	w.replyTo = runtime.MessageAdapter(p.ctx, func(SeqNr) WorkPullingCommand[A] { return wpConfirmed[A]{w: w} })
-	next := runtime.MessageAdapter(p.ctx, func(RequestNext[A]) WorkPullingCommand[A] { return wpWorkerNext[A]{w: w} })
-	p.ctx.WatchWith(pc, wpChildStopped[A]{w: w})
-	pc.Tell(ProducerStart[A]{Producer: next})
-	pc.Tell(RegisterConsumer[A]{ConsumerController: cc})
 	p.workers[cc] = w
 	p.log.Info("worker registered", "worker", cc.Path(), "workerProducerId", w.key, "workers", len(p.workers))
 	return nil
@@ -89,7 +83,7 @@ func (p *workPulling[A]) addWorker(cc runtime.Ref[ConsumerCommand[A]]) error {
 // have been processed already: they are processed again.
 func (p *workPulling[A]) removeWorker(w *worker[A]) {
 	delete(p.workers, w.cc)
-	p.dropDemand(w)
+	p.demand.remove(w)
 	w.gone = true
 	p.ctx.Unwatch(w.pc)
 	_ = p.ctx.Stop(w.pc)
@@ -105,29 +99,15 @@ func (p *workPulling[A]) onWorkerDemand(w *worker[A]) {
 	if w.gone || w.demandAt >= 0 {
 		return
 	}
-	w.demandAt = len(p.demand)
-	p.demand = append(p.demand, w)
+	p.demand.add(w)
 	p.dispatch()
-}
-
-func (p *workPulling[A]) dropDemand(w *worker[A]) {
-	i := w.demandAt
-	if i < 0 {
-		return
-	}
-	last := len(p.demand) - 1
-	p.demand[i] = p.demand[last]
-	p.demand[i].demandAt = i
-	p.demand[last] = nil
-	p.demand = p.demand[:last]
-	w.demandAt = -1
 }
 
 // route sends e to a random worker with demand, storing it first with a
 // durable queue. The caller checked canRoute.
 func (p *workPulling[A]) route(e *wpEntry[A]) {
 	w := p.demand[rand.IntN(len(p.demand))]
-	p.dropDemand(w)
+	p.demand.remove(w)
 	if p.dq != nil {
 		p.storeFor(w, e)
 		return

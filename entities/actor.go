@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -64,7 +66,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		if conflicts > 1 {
 			// Instances that keep colliding on one entity take turns at
 			// random, or they could collide in lockstep until one gives up.
-			if err := sleepJitter(ctx, conflicts); err != nil {
+			if err := sleepJitter(ctx, r.host.System.Clock(), conflicts); err != nil {
 				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 		}
@@ -139,15 +141,20 @@ func (a *entityActor[S]) load(ctx context.Context) error {
 	return nil
 }
 
-// sleepJitter waits a random time under n milliseconds (at most 25), or
-// until ctx ends.
-func sleepJitter(ctx context.Context, n int) error {
-	t := time.NewTimer(rand.N(time.Duration(min(n, 25)) * time.Millisecond))
+// maxJitter bounds the pause before a retry after write conflicts.
+const maxJitter = 25 * time.Millisecond
+
+// sleepJitter waits a random time under n milliseconds (under maxJitter)
+// on clock, the entity's system clock, or until ctx ends, and then returns
+// an error wrapping ctx's. A fake clock must be advanced for the wait to
+// end; moving it by maxJitter always does.
+func sleepJitter(ctx context.Context, clock clockwork.Clock, n int) error {
+	t := clock.NewTimer(rand.N(min(time.Duration(n)*time.Millisecond, maxJitter)))
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.Chan():
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("pause after %d write conflicts: %w", n, ctx.Err())
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -72,6 +73,7 @@ var done = components.Done{}
 // the Accts entity started on it, over a given store.
 type node struct {
 	sys     *runtime.System
+	clock   *clockwork.FakeClock // the system's clock
 	client  *components.Client
 	running *entities.Running[Acct]
 }
@@ -96,7 +98,7 @@ func startNode(t *testing.T, store entities.Store, opts ...func(*entities.Host))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{sys: sys, client: client, running: r}
+	return &node{sys: sys, clock: fc, client: client, running: r}
 }
 
 func (n *node) balance(t *testing.T, id string) int {
@@ -224,6 +226,8 @@ func TestOneCommandAtATimePerID(t *testing.T) {
 func TestTwoInstancesOneStore(t *testing.T) {
 	store := entities.NewMemoryStore()
 	a, b := startNode(t, store), startNode(t, store)
+	// Commands that conflict again and again pause on the entity's clock.
+	testenv.KeepClocksMoving(t, a.clock, b.clock)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

@@ -26,7 +26,8 @@ type Host struct {
 	PassivateAfter time.Duration
 	// MaxConflicts is how many write conflicts in a row a command survives
 	// (reloading and running again each time, after a short random pause
-	// from the second on) before it fails (zero: 30).
+	// on the System's clock from the second on: a fake clock must be
+	// advanced for it to end) before it fails (zero: 30).
 	MaxConflicts int
 }
 

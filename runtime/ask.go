@@ -68,18 +68,38 @@ func (r *replyRef[T]) target() actorCell { return nil }
 // [ErrAskTimeout] after timeout, comes back to the actor as the message that
 // adapt makes of it. adapt runs on the replying goroutine, so it must only
 // map values. A reply after the timeout is a dead letter.
+//
+// The ask belongs to the actor, not to one incarnation of its behavior: a
+// restart keeps it. When the actor stops first, the ask is abandoned: its
+// timeout timer is cancelled, so nothing is delivered for it, and a reply
+// that still comes is a dead letter like any mail to a stopped actor.
 func AskFrom[T, Req, Resp any](ctx *Context[T], to Ref[Req], timeout time.Duration,
 	build func(replyTo Ref[Resp]) Req, adapt func(Resp, error) T) {
-	r := &actorReplyRef[T, Resp]{self: ctx.c, adapt: adapt, to: to.Path()}
-	r.timer = ctx.c.sys.clock.AfterFunc(timeout, r.timeout)
+	c := ctx.c
+	r := &actorReplyRef[T, Resp]{self: c, adapt: adapt, to: to.Path()}
+	// The reply address watches the asker the way an actor does, so the
+	// asker's end reaches it through finish like any Terminated; Timers
+	// would not do, as they are cancelled on restart too and cannot be
+	// cleared from the replying goroutine. This runs on the asker's
+	// goroutine, which owns the watchers, so no system message is needed.
+	x := c.ext()
+	if x.watchers == nil {
+		x.watchers = make(map[actorCell]struct{})
+	}
+	x.watchers[r] = struct{}{}
+	r.timer = c.sys.clock.AfterFunc(timeout, r.timeout)
 	to.Tell(build(r))
 }
 
+// actorReplyRef is the reply address of an AskFrom. It is also, privately,
+// a watcher of the asking actor (an actorCell whose target is nil, so it is
+// never taken for an actor itself): once the ask is done, it leaves the
+// asker's watchers again.
 type actorReplyRef[T, Resp any] struct {
 	self  *cell[T]
 	adapt func(Resp, error) T
 	to    string
-	done  atomic.Bool
+	done  atomic.Bool // the reply came, the timeout passed or the asker stopped
 	timer clockwork.Timer
 }
 
@@ -89,15 +109,37 @@ func (r *actorReplyRef[T, Resp]) Tell(msg Resp) {
 		return
 	}
 	r.timer.Stop()
+	r.unwatch()
 	r.self.Tell(r.adapt(msg, nil))
 }
 
+// timeout delivers ErrAskTimeout. To an asker that has begun to stop it
+// delivers nothing, as its Timers would not: the runtime's own
+// notification is not mail that someone sent, so not a dead letter.
 func (r *actorReplyRef[T, Resp]) timeout() {
 	if r.done.CompareAndSwap(false, true) {
+		r.unwatch()
 		var zero Resp
-		r.self.Tell(r.adapt(zero, fmt.Errorf("ask %s: %w", r.to, ErrAskTimeout)))
+		r.self.tellAlive(r.adapt(zero, fmt.Errorf("ask %s: %w", r.to, ErrAskTimeout)))
 	}
 }
+
+// unwatch removes the finished ask from the asker's watchers, through the
+// asker's mailbox since this runs on another goroutine. To an asker that
+// has stopped it is dropped, and nothing is left to remove.
+func (r *actorReplyRef[T, Resp]) unwatch() { r.self.sendSystem(sysMsg{kind: sysUnwatch, ref: r}) }
+
+// sendSystem is how the asker's end reaches the ask: Terminated abandons
+// it. It is the only system message a watcher is sent.
+func (r *actorReplyRef[T, Resp]) sendSystem(m sysMsg) {
+	if m.kind == sysTerminated && r.done.CompareAndSwap(false, true) {
+		r.timer.Stop()
+	}
+}
+
+func (r *actorReplyRef[T, Resp]) isAlive() bool    { return !r.done.Load() }
+func (r *actorReplyRef[T, Resp]) terminated() bool { return r.done.Load() }
+func (r *actorReplyRef[T, Resp]) system() *System  { return r.self.sys }
 
 func (r *actorReplyRef[T, Resp]) Path() string      { return r.self.Path() + "/$ask" }
 func (r *actorReplyRef[T, Resp]) target() actorCell { return nil }

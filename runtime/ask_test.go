@@ -218,7 +218,7 @@ func TestAskEveryReplyAccounted(t *testing.T) {
 
 // askerMsg is the protocol of askAsker.
 type askerMsg struct {
-	op      string          // "ask": AskFrom to with req; "answer": the adapted reply; "mark": reported
+	op      string          // "ask": AskFrom to with req; "askStop": ask, then stop itself; "boom": panic; "answer": the adapted reply; "mark": reported
 	to      trt.Ref[askReq] // for ask
 	req     string          // for ask: the askReq op
 	val     string          // for ask: the askReq value; for answer: the reply; for mark: its tag
@@ -234,10 +234,15 @@ func newAskAsker(t *testing.T, sys *trt.System, name string) (trt.Ref[askerMsg],
 	ref, err := trt.Spawn(sys, name, func() trt.Behavior[askerMsg] {
 		return trt.Receive[askerMsg](func(ctx *trt.Context[askerMsg], m askerMsg) {
 			switch m.op {
-			case "ask":
+			case "ask", "askStop":
 				trt.AskFrom(ctx, m.to, m.timeout, askOp(m.req, m.val), func(resp string, err error) askerMsg {
 					return askerMsg{op: "answer", val: resp, err: err}
 				})
+				if m.op == "askStop" {
+					_ = ctx.Stop(ctx.Self())
+				}
+			case "boom":
+				panic("boom")
 			default:
 				got <- m
 			}
@@ -309,4 +314,126 @@ func TestAskFromTimeout(t *testing.T) {
 	}
 	// Had the late reply been delivered, it would be queued ahead of the marker.
 	askMark(t, asker, got, "after")
+}
+
+// TestAskFromAskerStops pins that an AskFrom whose asking actor stops
+// before the reply and the timeout is abandoned: its timeout timer is
+// cancelled, so moving the clock past the timeout makes no dead letter,
+// and the reply that still comes is the one dead letter (mail to a stopped
+// actor).
+func TestAskFromAskerStops(t *testing.T) {
+	const timeout = time.Second
+	tests := []struct {
+		name string                                     // the case
+		ask  string                                     // the asker's op: "ask", or "askStop" to stop itself while asking
+		stop func(sys *trt.System, a trt.Ref[askerMsg]) // stops the asker after the ask, if it does not stop itself
+	}{
+		{name: "stopped by the system", ask: "ask", stop: func(sys *trt.System, a trt.Ref[askerMsg]) { sys.Stop(a) }},
+		{name: "stops itself while asking", ask: "askStop"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clockwork.NewFakeClock()
+			sys := newSystem(t, trt.WithClock(fc))
+			srv := newAskServer(t, sys, "srv")
+			asker, _ := newAskAsker(t, sys, "asker")
+			asker.Tell(askerMsg{op: tc.ask, to: srv.Ref, req: "hold", timeout: timeout})
+			recv(t, srv.held)
+			if tc.stop != nil {
+				timersAwait(t, fc, 1)
+				tc.stop(sys, asker)
+			}
+			// The ask's timer is the only one on the clock.
+			eventually(t, "the ask's timeout timer is cancelled when the asker stops", func() bool {
+				return !timersPending(fc, 1)
+			})
+
+			// With no timer pending, moving past the timeout fires nothing.
+			before := sys.DeadLetters()
+			fc.Advance(2 * timeout)
+			if n := sys.DeadLetters(); n != before {
+				t.Fatalf("dead letters after the timeout passed = %d, want %d", n, before)
+			}
+			srv.Ref.Tell(askReq{op: "release", val: "late"})
+			recv(t, srv.released)
+			if n := sys.DeadLetters(); n != before+1 {
+				t.Fatalf("dead letters after the late reply = %d, want %d", n, before+1)
+			}
+		})
+	}
+}
+
+// TestAskFromSurvivesRestart pins that an ask belongs to the actor, not to
+// one incarnation of its behavior: after a restart its timeout still comes.
+func TestAskFromSurvivesRestart(t *testing.T) {
+	const timeout = time.Second
+	fc := clockwork.NewFakeClock()
+	sys := newSystem(t, trt.WithClock(fc))
+	srv := newAskServer(t, sys, "srv")
+	asker, got := newAskAsker(t, sys, "asker")
+	asker.Tell(askerMsg{op: "ask", to: srv.Ref, req: "hold", timeout: timeout})
+	recv(t, srv.held)
+	asker.Tell(askerMsg{op: "boom"}) // the first failure restarts at once: no backoff timer
+	askMark(t, asker, got, "restarted")
+	if !timersPending(fc, 1) {
+		t.Fatal("the restart cancelled the ask's timeout timer")
+	}
+	fc.Advance(timeout)
+	if m := recv(t, got); m.op != "answer" || !errors.Is(m.err, trt.ErrAskTimeout) {
+		t.Fatalf("asker got %+v after the restart, want the ask's timeout", m)
+	}
+}
+
+// TestAskFromTimeoutWhileAskerStopping pins that a timeout that passes
+// while the asker is stopping (waiting for a child) is dropped, as the
+// asker's own timers would be, rather than made a dead letter.
+func TestAskFromTimeoutWhileAskerStopping(t *testing.T) {
+	const timeout = time.Second
+	fc := newTimersClock()
+	sys := newSystem(t, trt.WithClock(fc))
+	srv := newAskServer(t, sys, "srv")
+	gate := make(chan struct{}) // the child blocks on it, so the asker stays stopping
+	blocked := make(chan struct{}, 1)
+	asker, err := trt.Spawn(sys, "asker", func() trt.Behavior[string] {
+		return trt.Receive[string](func(ctx *trt.Context[string], m string) {
+			if m != "go" {
+				return
+			}
+			child, err := trt.Spawn(ctx, "slow", func() trt.Behavior[struct{}] {
+				return trt.Receive[struct{}](func(*trt.Context[struct{}], struct{}) {
+					blocked <- struct{}{}
+					<-gate
+				})
+			})
+			if err != nil {
+				panic(err)
+			}
+			child.Tell(struct{}{})
+			trt.AskFrom(ctx, srv.Ref, timeout, askOp("hold", ""), func(string, error) string { return "answer" })
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asker.Tell("go")
+	recv(t, blocked)
+	recv(t, srv.held)
+	sys.Stop(asker)
+	defer close(gate) // lets the asker finish, before the system shuts down
+
+	// Stop reaches the asker at once (system messages overtake), but its
+	// child cannot stop before the gate opens: the asker is stopping.
+	eventually(t, "the asker is stopping", func() bool {
+		before := sys.DeadLetters()
+		asker.Tell("probe")
+		return sys.DeadLetters() == before+1
+	})
+	before := sys.DeadLetters()
+	fc.Advance(timeout)
+	if d := recv(t, fc.fired); d != timeout {
+		t.Fatalf("a timer of %v fired, want the ask's %v", d, timeout)
+	}
+	if n := sys.DeadLetters(); n != before {
+		t.Fatalf("dead letters after the timeout passed = %d, want %d", n, before)
+	}
 }

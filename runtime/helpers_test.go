@@ -43,45 +43,13 @@ type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
-// probe is an actor that forwards every message and signal it gets to a
-// channel the test reads.
-type probe[T any] struct {
-	Ref     trt.Ref[T]
-	msgs    chan T
-	signals chan trt.Signal
-}
+// probe is an actor that hands every message it gets to the test.
+type probe[T any] = testenv.Probe[T]
 
+// newProbe spawns a probe whose Expect waits at most waitLimit.
 func newProbe[T any](t testing.TB, sys *trt.System, name string) *probe[T] {
 	t.Helper()
-	p := &probe[T]{msgs: make(chan T, 1024), signals: make(chan trt.Signal, 64)}
-	ref, err := trt.Spawn(sys, name, func() trt.Behavior[T] {
-		return trt.Funcs[T]{
-			Message: func(_ *trt.Context[T], m T) { p.msgs <- m },
-			Signal:  func(_ *trt.Context[T], s trt.Signal) { p.signals <- s },
-		}
-	})
-	if err != nil {
-		t.Fatalf("spawn probe: %v", err)
-	}
-	p.Ref = ref
-	return p
-}
-
-// expect returns the next message, failing the test if none comes in time.
-func (p *probe[T]) expect(t testing.TB) T {
-	t.Helper()
-	return recv(t, p.msgs)
-}
-
-// expectNone fails if a message arrives within d; use it only after
-// something that would have produced the message has certainly happened.
-func (p *probe[T]) expectNone(t testing.TB, d time.Duration) {
-	t.Helper()
-	select {
-	case m := <-p.msgs:
-		t.Fatalf("unexpected message %v", m)
-	case <-time.After(d):
-	}
+	return testenv.NewProbe[T](t, sys, name, waitLimit)
 }
 
 // recv takes one value from ch or fails after waitLimit.

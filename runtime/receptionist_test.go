@@ -177,7 +177,7 @@ func TestReceptionistSubscribe(t *testing.T) {
 			w.apply(t, key, r("zz"))
 			var got [][]string
 			for {
-				l := sub.expect(t)
+				l := sub.Expect(t)
 				if l.Key != key {
 					t.Fatalf("listing for key %v, want %v", l.Key, key)
 				}
@@ -217,7 +217,7 @@ func TestReceptionistKeyTypes(t *testing.T) {
 	intSub := newProbe[trt.Listing[int]](t, sys, "int-subscriber")
 
 	trt.Subscribe(sys, intKey, intSub.Ref)
-	if l := intSub.expect(t); len(l.Refs) != 0 {
+	if l := intSub.Expect(t); len(l.Refs) != 0 {
 		t.Fatalf("first int listing = %v, want empty", receptionPaths(l.Refs))
 	}
 	trt.Register(sys, strKey, s.Ref)
@@ -233,12 +233,12 @@ func TestReceptionistKeyTypes(t *testing.T) {
 	}
 	// The string registration must not have been published to the int
 	// subscriber: its next listing is the one of the int registration.
-	if got, want := receptionPaths(intSub.expect(t).Refs), receptionUser("i"); !slices.Equal(got, want) {
+	if got, want := receptionPaths(intSub.Expect(t).Refs), receptionUser("i"); !slices.Equal(got, want) {
 		t.Fatalf("int listing = %v, want %v", got, want)
 	}
 	trt.Deregister(sys, strKey, s.Ref)
 	trt.Register(sys, intKey, i2.Ref)
-	if got, want := receptionPaths(intSub.expect(t).Refs), receptionUser("i", "i2"); !slices.Equal(got, want) {
+	if got, want := receptionPaths(intSub.Expect(t).Refs), receptionUser("i", "i2"); !slices.Equal(got, want) {
 		t.Fatalf("int listing after the string deregister = %v, want %v", got, want)
 	}
 	if got := trt.Find(sys, strKey); len(got) != 0 {
@@ -274,7 +274,7 @@ func TestReceptionistStoppedSubscriberIsDropped(t *testing.T) {
 				trt.Subscribe(sys, key, sub.Ref)
 			} else {
 				trt.Subscribe(sys, key, sub.Ref)
-				if l := sub.expect(t); len(l.Refs) != 0 {
+				if l := sub.Expect(t); len(l.Refs) != 0 {
 					t.Fatalf("first listing = %v, want empty", receptionPaths(l.Refs))
 				}
 				stop()

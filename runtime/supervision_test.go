@@ -225,7 +225,7 @@ func TestSupervisionRestartBackoff(t *testing.T) {
 		ref.Tell(supMsg{op: "note", tag: tag})
 	}
 	marker.Ref.Tell("m")
-	if got := marker.expect(t); got != "m" {
+	if got := marker.Expect(t); got != "m" {
 		t.Fatalf("marker got %q", got)
 	}
 	supExpectNoEvent(t, events, 20*time.Millisecond)

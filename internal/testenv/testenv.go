@@ -1,6 +1,8 @@
 // Package testenv holds helpers for tests that need real services, such as
-// Redis. The helpers never skip: a test that needs a service and cannot reach
-// it fails, saying how to provide the service.
+// Redis, and the helpers that tests of several packages share: bounded waits
+// (Recv, Eventually) and an actor probe (Probe). The helpers never skip: a
+// test that needs a service and cannot reach it fails, saying how to provide
+// the service.
 package testenv
 
 import (

@@ -1,0 +1,4 @@
+package entities
+
+// MaxJitter is maxJitter, for the tests of package entities_test.
+const MaxJitter = maxJitter
