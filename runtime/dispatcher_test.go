@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	trt "github.com/trellis-go/trellis/runtime"
@@ -79,5 +82,75 @@ func TestDispatcherErrors(t *testing.T) {
 	}
 	if _, err := sys.NewDispatcher("late", 1, 1); !errors.Is(err, trt.ErrSystemStopped) {
 		t.Errorf("after Shutdown: got %v, want ErrSystemStopped", err)
+	}
+}
+
+// A mailbox scheduled by an actor whose handler then blocks is not left
+// waiting for that busy worker: the dispatcher prefers to leave it to the
+// worker that scheduled it, but a spinning worker takes it once nobody has
+// popped anything for a few rounds.
+func TestDispatcherBusyWorkerDoesNotHoldScheduledMailbox(t *testing.T) {
+	sys := newSystem(t, trt.WithWorkers(2))
+	ran := make(chan int, 1)
+	b, err := trt.Spawn(sys, "b", func() trt.Behavior[int] {
+		return trt.Receive[int](func(_ *trt.Context[int], m int) { ran <- m })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate)
+	a, err := trt.Spawn(sys, "a", func() trt.Behavior[int] {
+		return trt.Receive[int](func(_ *trt.Context[int], m int) {
+			b.Tell(m)
+			<-gate // holds this worker while b waits in the run queue
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		a.Tell(i)
+		if got := recv(t, ran); got != i {
+			t.Fatalf("b got %d, want %d", got, i)
+		}
+		gate <- struct{}{} // release a for the next round
+	}
+}
+
+// Bursts of mail separated by idle periods, from many goroutines to many
+// actors, are all handled: workers park when idle and are woken again, and
+// no wake-up is lost between a worker deciding to park and a sender
+// scheduling a mailbox.
+func TestDispatcherNoLostWakeups(t *testing.T) {
+	for _, workers := range []int{1, 2, 4, 16} {
+		sys := newSystem(t, trt.WithWorkers(workers))
+		const actors, senders, perSender, bursts = 8, 4, 50, 30
+		var handled atomic.Int64
+		refs := make([]trt.Ref[int], actors)
+		for i := range refs {
+			ref, err := trt.Spawn(sys, "", func() trt.Behavior[int] {
+				return trt.Receive[int](func(_ *trt.Context[int], _ int) { handled.Add(1) })
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs[i] = ref
+		}
+		want := int64(0)
+		for burst := range bursts {
+			var wg sync.WaitGroup
+			for s := range senders {
+				wg.Go(func() {
+					for i := range perSender {
+						refs[(s+i+burst)%actors].Tell(i)
+					}
+				})
+			}
+			wg.Wait()
+			want += senders * perSender
+			eventually(t, fmt.Sprintf("%d workers, burst %d: %d messages handled", workers, burst, want),
+				func() bool { return handled.Load() == want })
+		}
 	}
 }
