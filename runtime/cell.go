@@ -65,7 +65,8 @@ type cell[T any] struct {
 
 	ctx     Context[T]
 	sys     *System
-	d       *dispatcher // where the mailbox runs
+	d       *dispatcher            // where the mailbox runs
+	last    atomic.Pointer[worker] // the worker that last ran it, for the dispatcher's affinity
 	parent  parent
 	name    string
 	factory func() Behavior[T]
@@ -165,9 +166,14 @@ func (c *cell[T]) target() actorCell { return c }
 func (c *cell[T]) path() string    { return c.Path() }
 func (c *cell[T]) system() *System { return c.sys }
 
-// run handles the mailbox until it is empty or the throughput budget is
-// spent while other mailboxes wait for a worker.
-func (c *cell[T]) run() {
+func (c *cell[T]) home() *worker { return c.last.Load() }
+
+// run handles the mailbox, on worker w, until it is empty or the throughput
+// budget is spent while other mailboxes wait for w.
+func (c *cell[T]) run(w *worker) {
+	if c.d.affinity && c.last.Load() != w {
+		c.last.Store(w)
+	}
 	budget := c.d.throughput
 	for {
 		if c.hasSystem() {
@@ -183,8 +189,8 @@ func (c *cell[T]) run() {
 			c.beginStop()
 		}
 		if budget--; budget == 0 {
-			if c.d.othersWaiting() {
-				c.d.schedule(c) // still marked scheduled: nobody else queues it
+			if c.d.othersWaiting(w) {
+				c.d.yield(c) // still marked scheduled: nobody else queues it
 				return
 			}
 			budget = c.d.throughput

@@ -7,31 +7,42 @@ import (
 	"sync/atomic"
 )
 
-// runnable is a mailbox that has mail: running it handles some of it.
-type runnable interface{ run() }
+// runnable is a mailbox that has mail: running it, on worker w, handles
+// some of it.
+type runnable interface {
+	run(w *worker)
+	// home is the worker that last ran the mailbox, or nil.
+	home() *worker
+}
 
-// runQueueSize is how many scheduled mailboxes wait in the run queue before
-// the overflow list takes the rest. Scheduling never blocks, so an actor
-// that tells many idle actors can never deadlock the workers.
+// runQueueSize is how many scheduled mailboxes wait in the shared run queue
+// before the overflow list takes the rest. Scheduling never blocks, so an
+// actor that tells many idle actors can never deadlock the workers.
 const runQueueSize = 16384
+
+// localQueueSize is how many mailboxes wait in one worker's own queue; more
+// go to the shared queue.
+const localQueueSize = 256
 
 // dispatcher runs scheduled mailboxes on a fixed pool of worker goroutines.
 //
-// Scheduled mailboxes wait in a lock-free run queue (mailboxes that do not
-// fit wait in an overflow list that every worker drains after each run).
-// Idle workers spin briefly before they park, as the Go scheduler's own
-// threads do, because in request/response chains the next mailbox is
-// usually scheduled within microseconds and waking a parked worker costs a
-// futex round trip.
+// Scheduled mailboxes wait in lock-free queues: one shared by all workers
+// (with an overflow list behind it for mailboxes that do not fit) and, when
+// the dispatcher has affinity, one per worker. Idle workers spin briefly
+// before they park, as the Go scheduler's own threads do, because in
+// request/response chains the next mailbox is usually scheduled within
+// microseconds and waking a parked worker costs a futex round trip.
 //
-// Scheduling prefers locality: while the queue holds no more mailboxes than
-// there are workers busy running one, a spinning worker leaves them to the
-// busy workers, which take them when their runs end. An actor that tells
-// another one idle therefore usually has it run next on the same processor,
-// with its mail still in that processor's cache, instead of handing it to
-// another processor for every message of a request/response chain. A worker
-// that stays busy (a handler that blocks) does not hold others up for long:
-// a spinner takes a mailbox that nobody has popped for a few rounds.
+// Affinity: a mailbox scheduled while the worker that last ran it is busy
+// waits in that worker's own queue, which the worker empties first when its
+// run ends. An actor that tells another one idle therefore usually has it
+// run next on the same processor, with its mail still in that processor's
+// cache, and two request/response chains settle on two workers instead of
+// trading their mailboxes through one queue. Spinning workers steal what a
+// busy worker has queued beyond the one it takes next, and also that one
+// when the busy worker has taken nothing for a few rounds (a handler that
+// blocks). Dispatchers made for actors that block ([System.NewDispatcher])
+// have no affinity: their mailboxes go to the first free worker.
 //
 // Invariant (no lost wake-ups): after a mailbox is queued, either a worker
 // is spinning, or no worker is parked, or the scheduler wakes one to spin.
@@ -39,6 +50,8 @@ type dispatcher struct {
 	q          *runQueue
 	throughput int
 	workers    int
+	affinity   bool
+	pool       []*worker
 	wg         sync.WaitGroup
 
 	overflowMu   sync.Mutex
@@ -52,66 +65,113 @@ type dispatcher struct {
 	closing  atomic.Bool   // shutdown has begun: take what is queued without deferring
 }
 
-func newDispatcher(workers, throughput int) *dispatcher {
+// worker is one of a dispatcher's goroutines.
+type worker struct {
+	q       *runQueue   // mailboxes waiting for this worker (affinity only)
+	running atomic.Bool // running mailboxes, not looking for work
+	last    []uint64    // per victim: its queue's pop count when this worker last looked
+	still   []int       // per victim: looks in a row without a pop
+}
+
+func newDispatcher(workers, throughput int, affinity bool) *dispatcher {
 	return &dispatcher{
 		q:          newRunQueue(runQueueSize),
 		throughput: throughput,
 		workers:    workers,
+		affinity:   affinity,
 	}
 }
 
 // start launches the workers.
 func (d *dispatcher) start() {
 	d.wake = make(chan struct{}, d.workers)
+	d.pool = make([]*worker, d.workers)
+	for i := range d.pool {
+		w := &worker{last: make([]uint64, d.workers), still: make([]int, d.workers)}
+		if d.affinity {
+			w.q = newRunQueue(localQueueSize)
+		}
+		d.pool[i] = w
+	}
 	d.wg.Add(d.workers)
-	for range d.workers {
-		go d.work()
+	for _, w := range d.pool {
+		go d.work(w)
 	}
 }
 
 // shutdown stops the workers once they have run what was scheduled before
 // it, and waits for them. Call it after every actor has stopped. Each
-// worker stops at the first nil it takes from the queue.
+// worker stops at the first nil it takes from the shared queue.
 func (d *dispatcher) shutdown() {
 	d.closing.Store(true)
 	for range d.workers {
-		d.schedule(nil)
+		d.push(nil)
+		d.notify()
 	}
 	d.wg.Wait()
 }
 
-func (d *dispatcher) work() {
+func (d *dispatcher) work(w *worker) {
 	defer d.wg.Done()
 	for {
-		r := d.next()
+		r := d.next(w)
 		if r == nil {
 			return
 		}
-		r.run()
+		r.run(w)
 		if d.overflowLen.Load() > 0 {
 			d.drainOverflow()
 		}
 	}
 }
 
-// spinRounds is how many rounds in a row an idle worker finds the queue
-// empty, yielding its processor in between, before it parks.
+// schedule queues a mailbox to run. It never blocks.
+func (d *dispatcher) schedule(r runnable) {
+	if d.affinity {
+		if h := r.home(); h != nil && h.running.Load() && h.q.push(r) {
+			// h looks at its queue when its run ends; if h stopped running
+			// meanwhile, the spinner that notify makes sure of steals it.
+			d.notify()
+			return
+		}
+	}
+	d.push(r)
+	d.notify()
+}
+
+// yield queues a mailbox that gives up its worker after its throughput
+// budget: to the shared queue, so that its worker turns to others first.
+func (d *dispatcher) yield(r runnable) {
+	d.push(r)
+	d.notify()
+}
+
+// othersWaiting reports whether some mailbox is waiting for worker w, so a
+// mailbox that used its throughput budget should give w up.
+func (d *dispatcher) othersWaiting(w *worker) bool {
+	return d.queued() > 0 || (w.q != nil && w.q.len() > 0)
+}
+
+// spinRounds is how many rounds in a row an idle worker finds nothing to
+// do, yielding its processor in between, before it parks.
 const spinRounds = 64
 
-// staleRounds is how many rounds a spinning worker sees a queued mailbox and
-// nobody popping anything before it takes the mailbox itself rather than
-// leave it to a busy worker.
+// staleRounds is how many rounds a spinning worker sees a busy worker's
+// next mailbox wait and that worker take nothing before it steals it.
 const staleRounds = 4
 
-// maxPause is how many times a spinning worker yields between looks at a
-// queue whose mail the busy workers are taking.
+// maxPause is how many times a spinning worker yields between looks while
+// busy workers are taking their own mail: every look pulls their queues'
+// cache lines away from them.
 const maxPause = 32
 
-// next returns the next mailbox to run, or nil when the worker should stop.
-func (d *dispatcher) next() runnable {
-	if r, ok := d.pop(); ok {
+// next returns the next mailbox for w to run, or nil when w should stop.
+func (d *dispatcher) next(w *worker) runnable {
+	if r, ok := d.take(w); ok {
 		return r
 	}
+	w.running.Store(false)
+	defer w.running.Store(true)
 	spinning := false
 	for {
 		if !spinning {
@@ -125,7 +185,7 @@ func (d *dispatcher) next() runnable {
 			}
 		}
 		if spinning {
-			r, ok := d.spin()
+			r, ok := d.spin(w)
 			d.spinning.Add(-1)
 			spinning = false
 			if ok {
@@ -137,7 +197,7 @@ func (d *dispatcher) next() runnable {
 				return r
 			}
 		}
-		r, ok, woken := d.park()
+		r, ok, woken := d.park(w)
 		if ok {
 			return r
 		}
@@ -145,46 +205,89 @@ func (d *dispatcher) next() runnable {
 	}
 }
 
-// spin looks for work until the queue has been empty for spinRounds rounds
-// in a row. It leaves queued mailboxes to the busy workers while they can
-// take them all (see dispatcher), unless nobody pops for staleRounds rounds.
-func (d *dispatcher) spin() (runnable, bool) {
-	lastPopped, still, pause := d.q.popped(), 0, 1
-	for empty := 0; empty < spinRounds; {
+// take pops w's own queue, then the shared one.
+func (d *dispatcher) take(w *worker) (runnable, bool) {
+	if w.q != nil {
+		if r, ok := w.q.pop(); ok {
+			return r, true
+		}
+	}
+	return d.pop()
+}
+
+// spin looks for work until it has found none for spinRounds rounds in a
+// row: in its own and the shared queue, and in the other workers' queues
+// (see steal).
+func (d *dispatcher) spin(w *worker) (runnable, bool) {
+	clear(w.still)
+	pause := 1
+	for idle := 0; idle < spinRounds; {
 		for range pause {
 			goruntime.Gosched()
 		}
-		n := d.queued()
-		if n == 0 {
-			empty, still, pause = empty+1, 0, 1
-			continue
-		}
-		empty = 0
-		if n <= d.busy() && !d.closing.Load() {
-			if p := d.q.popped(); p != lastPopped {
-				// The busy workers are taking the mail: look less often,
-				// for every look pulls the queue's cache lines away from them.
-				lastPopped, still, pause = p, 0, min(2*pause, maxPause)
-				continue
-			}
-			if still++; still < staleRounds {
-				continue
-			}
-		}
-		if r, ok := d.pop(); ok {
+		if r, ok := d.take(w); ok {
 			return r, true
+		}
+		r, ok, waiting, progress := d.steal(w)
+		if ok {
+			return r, true
+		}
+		switch {
+		case !waiting:
+			idle, pause = idle+1, 1
+		case progress:
+			idle, pause = 0, min(2*pause, maxPause)
+		default:
+			idle = 0
 		}
 	}
 	return nil, false
 }
 
+// steal takes a mailbox from another worker's queue: one it will not take
+// next, or any from a worker that is not running, or the next one from a
+// worker that has taken nothing for staleRounds looks. waiting says some
+// busy worker has mail it is left to take; progress, that some busy worker
+// has taken mail since the last look.
+func (d *dispatcher) steal(w *worker) (r runnable, ok, waiting, progress bool) {
+	if !d.affinity {
+		return nil, false, false, false
+	}
+	for i, v := range d.pool {
+		if v == w {
+			continue
+		}
+		n := v.q.len()
+		if n == 0 {
+			w.still[i] = 0
+			continue
+		}
+		if n == 1 && v.running.Load() && !d.closing.Load() {
+			if p := v.q.popped(); p != w.last[i] {
+				w.last[i], w.still[i] = p, 0
+				waiting, progress = true, true
+				continue
+			}
+			if w.still[i]++; w.still[i] < staleRounds {
+				waiting = true
+				continue
+			}
+		}
+		if r, ok := v.q.pop(); ok {
+			w.still[i] = 0
+			return r, true, waiting, progress
+		}
+	}
+	return nil, false, waiting, progress
+}
+
 // park blocks the worker until it is woken to spin (woken is true). It
 // returns a mailbox instead when one was queued while it was parking.
-func (d *dispatcher) park() (r runnable, ok, woken bool) {
+func (d *dispatcher) park(w *worker) (r runnable, ok, woken bool) {
 	d.idle.Add(1)
 	// Look once more: a scheduler that ran before the line above saw no
 	// parked worker to wake, and may have seen no spinner either.
-	if r, ok := d.pop(); ok {
+	if r, ok := d.take(w); ok {
 		// idle may go below zero here for a moment: a scheduler that
 		// counted on this worker has sent a token, and the next worker to
 		// park takes it and spins in this one's place.
@@ -207,7 +310,7 @@ func (d *dispatcher) notify() {
 		n := d.idle.Load()
 		if n <= 0 {
 			// Every parked worker woke up meanwhile; a worker that parks
-			// from now on looks at the queue again first.
+			// from now on looks at the queues again first.
 			d.spinning.Add(-1)
 			return
 		}
@@ -218,17 +321,14 @@ func (d *dispatcher) notify() {
 	}
 }
 
-// busy is how many workers are running a mailbox: they look at the queue
-// when their runs end.
-func (d *dispatcher) busy() int {
-	return d.workers - int(max(d.idle.Load(), 0)) - int(d.spinning.Load())
-}
+// maxSpinners is how many idle workers of one dispatcher may spin at once.
+func maxSpinners() int32 { return int32(max(1, goruntime.GOMAXPROCS(0)/2)) }
 
-// queued is how many mailboxes wait for a worker.
+// queued is how many mailboxes wait in the shared queue.
 func (d *dispatcher) queued() int { return d.q.len() + int(d.overflowLen.Load()) }
 
-// pop takes the oldest queued mailbox, from the overflow list when the run
-// queue is empty.
+// pop takes the oldest mailbox of the shared queue, from the overflow list
+// when the run queue is empty.
 func (d *dispatcher) pop() (runnable, bool) {
 	if r, ok := d.q.pop(); ok {
 		return r, true
@@ -240,28 +340,25 @@ func (d *dispatcher) pop() (runnable, bool) {
 	return d.q.pop()
 }
 
-// maxSpinners is how many idle workers of one dispatcher may spin at once.
-func maxSpinners() int32 { return int32(max(1, goruntime.GOMAXPROCS(0)/2)) }
-
-// schedule queues a mailbox to run. It never blocks.
-func (d *dispatcher) schedule(r runnable) {
-	if !d.q.push(r) {
-		d.overflowMu.Lock()
-		d.overflow = append(d.overflow, r)
-		d.overflowLen.Store(int64(len(d.overflow) - d.overflowHead))
-		d.overflowMu.Unlock()
-		// The workers may have emptied the queue since the push failed;
-		// move what fits now so that nothing waits on a worker that is
-		// not coming.
-		d.drainOverflow()
+// push appends a mailbox to the shared queue, or to the overflow list when
+// the queue is full.
+func (d *dispatcher) push(r runnable) {
+	if d.q.push(r) {
+		return
 	}
-	d.notify()
+	d.overflowMu.Lock()
+	d.overflow = append(d.overflow, r)
+	d.overflowLen.Store(int64(len(d.overflow) - d.overflowHead))
+	d.overflowMu.Unlock()
+	// The workers may have emptied the queue since the push failed; move
+	// what fits now so that nothing waits on a worker that is not coming.
+	d.drainOverflow()
 }
 
 // drainOverflow moves overflowed mailboxes into the run queue while it has
 // room. It costs what it moves, not what waits: it runs after every run and
-// every overflowing schedule, so a long overflow list must not be copied
-// each time.
+// every overflowing push, so a long overflow list must not be copied each
+// time.
 func (d *dispatcher) drainOverflow() {
 	d.overflowMu.Lock()
 	defer d.overflowMu.Unlock()
@@ -283,10 +380,6 @@ func (d *dispatcher) drainOverflow() {
 	d.overflowLen.Store(int64(len(d.overflow) - head))
 }
 
-// othersWaiting reports whether some mailbox is waiting for a worker, so a
-// mailbox that used its throughput budget should give its worker up.
-func (d *dispatcher) othersWaiting() bool { return d.queued() > 0 }
-
 // Dispatcher is a pool of workers of its own, for actors spawned
 // [WithDispatcher] or entities whose [Entity].Dispatcher it is. The system
 // stops it in Shutdown, after every actor.
@@ -296,7 +389,9 @@ type Dispatcher struct {
 }
 
 // NewDispatcher starts a pool of workers goroutines whose mailboxes handle
-// up to throughput messages before yielding (as [WithThroughput]).
+// up to throughput messages before yielding (as [WithThroughput]). It is
+// meant for actors that block: a scheduled mailbox goes to the first free
+// worker rather than waiting for the one that last ran it.
 func (s *System) NewDispatcher(name string, workers, throughput int) (*Dispatcher, error) {
 	if workers < 1 || throughput < 1 {
 		return nil, fmt.Errorf("dispatcher %q: workers (%d) and throughput (%d) must be at least 1", name, workers, throughput)
@@ -306,7 +401,7 @@ func (s *System) NewDispatcher(name string, workers, throughput int) (*Dispatche
 	if s.stopped {
 		return nil, ErrSystemStopped
 	}
-	d := &Dispatcher{name: name, d: newDispatcher(workers, throughput)}
+	d := &Dispatcher{name: name, d: newDispatcher(workers, throughput, false)}
 	d.d.start()
 	s.dispatchers = append(s.dispatchers, d.d)
 	return d, nil

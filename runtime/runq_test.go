@@ -7,7 +7,8 @@ import (
 
 type runInt int
 
-func (runInt) run() {}
+func (runInt) run(*worker)   {}
+func (runInt) home() *worker { return nil }
 
 // The run queue is FIFO, says when it is full or empty, and reuses its
 // slots lap after lap.

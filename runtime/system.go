@@ -75,7 +75,7 @@ func WithDeadLetterLogInterval(d time.Duration) Option {
 func NewSystem(name string, opts ...Option) *System {
 	s := &System{
 		name:    name,
-		d:       newDispatcher(runtime.GOMAXPROCS(0), 5),
+		d:       newDispatcher(runtime.GOMAXPROCS(0), 5, true),
 		clock:   clockwork.NewRealClock(),
 		log:     slog.Default(),
 		regions: make(map[string]region),
