@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	trt "github.com/trellis-go/trellis/runtime"
 )
@@ -153,4 +154,60 @@ func TestDispatcherNoLostWakeups(t *testing.T) {
 				func() bool { return handled.Load() == want })
 		}
 	}
+}
+
+// chainMsg is passed along a ring of actors until its hops run out.
+type chainMsg struct {
+	hops  int
+	block bool // the handler that gets it blocks a little first
+}
+
+// Chains of actor-to-actor tells, which the dispatcher keeps on the worker
+// that scheduled them, run to the end through idle periods, handlers that
+// block, and workers stealing from each other: no mailbox is left in a
+// worker's own queue without someone coming for it.
+func TestDispatcherActorChains(t *testing.T) {
+	for _, workers := range []int{2, 3, 8} {
+		sys := newSystem(t, trt.WithWorkers(workers))
+		const ringSize, chains, hops, rounds = 6, 5, 300, 10
+		finished := make(chan struct{}, chains)
+		ring := make([]trt.Ref[chainMsg], ringSize)
+		for i := range ring {
+			ref, err := trt.Spawn(sys, "", func() trt.Behavior[chainMsg] {
+				return trt.Receive[chainMsg](func(_ *trt.Context[chainMsg], m chainMsg) {
+					if m.block {
+						blockBriefly()
+					}
+					if m.hops == 0 {
+						finished <- struct{}{}
+						return
+					}
+					ring[(i+1)%ringSize].Tell(chainMsg{hops: m.hops - 1, block: m.hops%97 == 0})
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ring[i] = ref
+		}
+		for round := range rounds {
+			for c := range chains {
+				ring[c%ringSize].Tell(chainMsg{hops: hops})
+			}
+			for range chains {
+				select {
+				case <-finished:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%d workers, round %d: a chain did not finish within 10s", workers, round)
+				}
+			}
+		}
+	}
+}
+
+// blockBriefly holds the worker the way a short blocking call would.
+func blockBriefly() {
+	done := make(chan struct{})
+	go func() { close(done) }()
+	<-done
 }

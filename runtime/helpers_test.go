@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -21,14 +22,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const waitLimit = 5 * time.Second
 
 // newSystem starts a system that the test shuts down when it ends, logging
-// to the test's output only on failure-worthy levels.
+// to the test's output only on failure-worthy levels. It has at least two
+// workers whatever GOMAXPROCS is (opts may set another number): several
+// tests hold one worker in a blocked handler while another goes on.
 func newSystem(t testing.TB, opts ...trt.Option) *trt.System {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sys := trt.NewSystem(t.Name(), append([]trt.Option{trt.WithLogger(log)}, opts...)...)
+	base := []trt.Option{trt.WithLogger(log), trt.WithWorkers(max(2, goruntime.GOMAXPROCS(0)))}
+	sys := trt.NewSystem(t.Name(), append(base, opts...)...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
