@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // loop is one instance's event loop, the only goroutine that claims
@@ -181,8 +183,12 @@ func (l *loop) run() {
 		if wait <= 0 {
 			continue
 		}
-		l.deadline.Store(clk.Now().Add(wait).UnixNano())
-		timer := clk.NewTimer(wait)
+		wake := clk.Now().Add(wait)
+		l.deadline.Store(wake.UnixNano())
+		timer, passed := armTimer(clk, wake, wait)
+		if passed {
+			continue
+		}
 		select {
 		case <-timer.Chan():
 		case <-l.wake:
@@ -191,6 +197,22 @@ func (l *loop) run() {
 			timer.Stop()
 		}
 	}
+}
+
+// armTimer arms a timer for wait, meant to fire at wake. When the clock has
+// reached wake by the time the timer is armed (a fake clock advanced by a
+// test between reading the clock and arming), the timer would fire a whole
+// wait late; then passed is true and the timer is stopped, so the caller
+// looks at once instead. (A move of part of the wait in that instant still
+// makes the timer late by the move: clockwork's timers are relative, and
+// only a test's clock can move that way.)
+func armTimer(clk clockwork.Clock, wake time.Time, wait time.Duration) (t clockwork.Timer, passed bool) {
+	t = clk.NewTimer(wait)
+	if clk.Now().Before(wake) {
+		return t, false
+	}
+	t.Stop()
+	return nil, true
 }
 
 // releaseQueued runs when the loop stops: timers claimed but not yet taken
