@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	goruntime "runtime"
 	"sync"
 	"testing"
 )
@@ -47,6 +48,7 @@ func TestRunQueueConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				for !q.push(runInt(p*each + i)) {
+					goruntime.Gosched() // full: let a popper run, even on one processor
 				}
 			}
 		})
@@ -62,8 +64,9 @@ func TestRunQueueConcurrent(t *testing.T) {
 	for range 3 {
 		popped.Go(func() {
 			for range remaining {
-				var r runnable
-				for ok := false; !ok; r, ok = q.pop() {
+				r, ok := q.pop()
+				for ; !ok; r, ok = q.pop() {
+					goruntime.Gosched() // empty: let a pusher run
 				}
 				mu.Lock()
 				if seen[r.(runInt)] {
