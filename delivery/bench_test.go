@@ -42,31 +42,6 @@ func newBenchSystem(b *testing.B) *runtime.System {
 	return sys
 }
 
-// rawTell tells n ints to one actor from one goroutine: the runtime's own
-// throughput, the yardstick of the delivery benchmarks.
-func rawTell(b *testing.B, sys *runtime.System, n int) time.Duration {
-	done := make(chan struct{})
-	ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[int] {
-		count := 0
-		return runtime.Receive[int](func(_ *runtime.Context[int], _ int) {
-			if count++; count == n {
-				close(done)
-			}
-		})
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	for i := range n {
-		ref.Tell(i)
-	}
-	<-done
-	d := time.Since(start)
-	sys.Stop(ref)
-	return d
-}
-
 // pingPong is a message of the request/response yardstick.
 type pingPong struct {
 	left  int
@@ -284,7 +259,7 @@ func BenchmarkPointToPoint(b *testing.B) {
 			var sum p2pRun
 			runs := 0
 			for b.Loop() {
-				raw += rawTell(b, sys, n)
+				raw += testenv.TellN(b, sys, n)
 				floor += twoPingPongs(b, sys, n)
 				r := runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"})
 				sum.elapsed += r.elapsed

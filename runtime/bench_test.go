@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/testenv"
 	trt "github.com/trellis-go/trellis/runtime"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkTell(b *testing.B) {
 	var base, actor time.Duration
 	for b.Loop() {
 		base += tellChannel(n)
-		actor += tellActor(b, sys, n)
+		actor += testenv.TellN(b, sys, n)
 	}
 	report(b, "msg", n*b.N, base, actor)
 }
@@ -61,29 +62,6 @@ func tellChannel(n int) time.Duration {
 	}
 	<-done
 	return time.Since(start)
-}
-
-func tellActor(b *testing.B, sys *trt.System, n int) time.Duration {
-	done := make(chan struct{})
-	ref, err := trt.Spawn(sys, "", func() trt.Behavior[int] {
-		count := 0
-		return trt.Receive[int](func(_ *trt.Context[int], _ int) {
-			if count++; count == n {
-				close(done)
-			}
-		})
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	for i := range n {
-		ref.Tell(i)
-	}
-	<-done
-	d := time.Since(start)
-	sys.Stop(ref)
-	return d
 }
 
 type ping struct {
