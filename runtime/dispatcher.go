@@ -69,8 +69,8 @@ type dispatcher struct {
 type worker struct {
 	q       *runQueue   // mailboxes waiting for this worker (affinity only)
 	running atomic.Bool // running mailboxes, not looking for work
-	last    []uint64    // per victim: its queue's pop count when this worker last looked
-	still   []int       // per victim: looks in a row without a pop
+	last    []uint64    // per victim: its queue's pop count when this worker last looked (affinity only)
+	still   []int       // per victim: looks in a row without a pop (affinity only)
 }
 
 func newDispatcher(workers, throughput int, affinity bool) *dispatcher {
@@ -87,9 +87,10 @@ func (d *dispatcher) start() {
 	d.wake = make(chan struct{}, d.workers)
 	d.pool = make([]*worker, d.workers)
 	for i := range d.pool {
-		w := &worker{last: make([]uint64, d.workers), still: make([]int, d.workers)}
+		w := &worker{}
 		if d.affinity {
 			w.q = newRunQueue(localQueueSize)
+			w.last, w.still = make([]uint64, d.workers), make([]int, d.workers)
 		}
 		d.pool[i] = w
 	}
