@@ -26,9 +26,12 @@
 // dispatcher, a fixed pool of long-lived worker goroutines. A worker runs a
 // mailbox for up to Throughput messages; if other mailboxes are waiting it
 // then yields the worker and the mailbox is scheduled again, otherwise it
-// keeps going (yielding to nobody only costs time). So an actor never
-// handles two messages at once, no goroutine is started per message or per
-// actor, and an idle actor costs only its memory.
+// keeps going (yielding to nobody only costs time). A mailbox scheduled
+// while the worker that last ran it is busy waits for that worker, so
+// request/response chains stay on one processor; idle workers steal what
+// busy ones cannot take soon. So an actor never handles two messages at
+// once, no goroutine is started per message or per actor, and an idle actor
+// costs only its memory.
 //
 // # Rules for behaviors
 //
