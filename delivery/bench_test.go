@@ -91,6 +91,108 @@ func twoPingPongs(b *testing.B, sys *runtime.System, n int) time.Duration {
 	return d
 }
 
+// bareMsg is a message of the bare delivery topology: what it is, and a
+// number (a message's, or how many were confirmed).
+type bareMsg struct {
+	kind bareKind
+	n    int
+}
+
+type bareKind uint8
+
+const (
+	bareNext      bareKind = iota // controller → producer: send one more
+	bareSend                      // producer → controller: message n
+	bareSequenced                 // controller → consumer controller: message n
+	bareDeliver                   // consumer controller → consumer: message n
+	bareConfirm                   // consumer → consumer controller
+	bareRequest                   // consumer controller → controller: n confirmed
+)
+
+// bareTopology runs the actors and messages of point-to-point delivery with
+// nothing else in their handlers: four actors, a producer that sends one
+// message per permission, at most 50 in flight with demand renewed every
+// 25, one delivery outstanding at a time. Its time per message is what the
+// runtime alone costs in that shape, the floor under the controllers' work.
+func bareTopology(b *testing.B, sys *runtime.System, n int) time.Duration {
+	const window = 50
+	done := make(chan struct{})
+	var producer, pc, cc, consumer runtime.Ref[bareMsg]
+	spawn := func(h func(bareMsg)) runtime.Ref[bareMsg] {
+		ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[bareMsg] {
+			return runtime.Receive[bareMsg](func(_ *runtime.Context[bareMsg], m bareMsg) { h(m) })
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return ref
+	}
+	sent := 0
+	producer = spawn(func(bareMsg) {
+		if sent < n {
+			sent++
+			pc.Tell(bareMsg{kind: bareSend, n: sent})
+		}
+	})
+	seq, confirmed, waiting := 0, 0, false
+	pc = spawn(func(m bareMsg) {
+		switch m.kind {
+		case bareSend:
+			seq = m.n
+			cc.Tell(bareMsg{kind: bareSequenced, n: m.n})
+			if seq-confirmed < window {
+				producer.Tell(bareMsg{kind: bareNext})
+			} else {
+				waiting = true
+			}
+		case bareRequest:
+			confirmed = m.n
+			if waiting && seq-confirmed < window {
+				waiting = false
+				producer.Tell(bareMsg{kind: bareNext})
+			}
+		}
+	})
+	var stash []int
+	out, delivered := false, 0
+	cc = spawn(func(m bareMsg) {
+		switch m.kind {
+		case bareSequenced:
+			if out {
+				stash = append(stash, m.n)
+				return
+			}
+			out = true
+			consumer.Tell(bareMsg{kind: bareDeliver, n: m.n})
+		case bareConfirm:
+			if delivered++; delivered%(window/2) == 0 {
+				pc.Tell(bareMsg{kind: bareRequest, n: delivered})
+			}
+			if len(stash) == 0 {
+				out = false
+				return
+			}
+			next := stash[0]
+			stash = append(stash[:0], stash[1:]...)
+			consumer.Tell(bareMsg{kind: bareDeliver, n: next})
+		}
+	})
+	consumer = spawn(func(m bareMsg) {
+		cc.Tell(bareMsg{kind: bareConfirm})
+		if m.n == n {
+			close(done)
+		}
+	})
+	start := time.Now()
+	producer.Tell(bareMsg{kind: bareNext})
+	<-done
+	d := time.Since(start)
+	for _, r := range []runtime.AnyRef{producer, pc, cc, consumer} {
+		sys.Stop(r)
+	}
+	return d
+}
+
 // benchProdMsg is the protocol of the benchmarks' producer: go, a
 // RequestNext (by value: no allocation), or an ask's reply.
 type benchProdMsg struct {
@@ -255,12 +357,13 @@ func BenchmarkPointToPoint(b *testing.B) {
 	for _, mode := range []string{"tell", "ask"} {
 		b.Run(mode, func(b *testing.B) {
 			sys := newBenchSystem(b)
-			var raw, floor time.Duration
+			var raw, floor, bare time.Duration
 			var sum p2pRun
 			runs := 0
 			for b.Loop() {
 				raw += testenv.TellN(b, sys, n)
 				floor += twoPingPongs(b, sys, n)
+				bare += bareTopology(b, sys, n)
 				r := runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"})
 				sum.elapsed += r.elapsed
 				sum.outOfOrder += r.outOfOrder
@@ -273,19 +376,23 @@ func BenchmarkPointToPoint(b *testing.B) {
 			perMsg := float64(sum.elapsed.Nanoseconds()) / msgs
 			perRaw := float64(raw.Nanoseconds()) / msgs
 			perFloor := float64(floor.Nanoseconds()) / msgs
+			perBare := float64(bare.Nanoseconds()) / msgs
 			b.ReportMetric(perMsg, "ns/msg")
 			b.ReportMetric(perRaw, "tell-ns/msg")
 			b.ReportMetric(perRaw/perMsg, "x-tell")
 			b.ReportMetric(perFloor, "2pingpong-ns/msg")
 			b.ReportMetric(perFloor/perMsg, "x-2pingpong")
+			b.ReportMetric(perBare, "bare-ns/msg")
+			b.ReportMetric(perRaw/perBare, "bare-x-tell")
 			b.ReportMetric(msgs/sum.elapsed.Seconds(), "msgs/s")
 			b.ReportMetric(float64(sum.bytes)/msgs, "B/msg")
 			b.ReportMetric(float64(sum.mallocs)/msgs, "allocs/msg")
 			b.ReportMetric(float64(sum.heapGrowth)/msgs, "retained-B/msg")
 			b.ReportMetric(float64(sum.outOfOrder), "out-of-order")
-			b.Logf("%s: %.0f ns/msg (%.0f msgs/s), raw tell %.1f ns/msg, ratio %.3fx; two ping-pong loops %.0f ns per round trip, ratio %.2fx; %.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
-				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs,
-				float64(sum.heapGrowth)/msgs, sum.outOfOrder, n, runs)
+			b.Logf("%s: %.0f ns/msg (%.0f msgs/s), raw tell %.1f ns/msg, ratio %.3fx; two ping-pong loops %.0f ns per round trip, ratio %.2fx; "+
+				"bare topology (same actors and messages, empty handlers) %.0f ns/msg, %.3fx raw tell; %.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
+				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, perBare, perRaw/perBare,
+				float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs, float64(sum.heapGrowth)/msgs, sum.outOfOrder, n, runs)
 		})
 	}
 }
