@@ -117,6 +117,12 @@ func (d *dispatcher) work(w *worker) {
 	for {
 		r := d.next(w)
 		if r == nil {
+			// Pass the wake-up on: a worker that takes its stop other than
+			// as a spinner (after a run, or when about to park) would
+			// otherwise leave the other stops to workers nobody wakes.
+			if d.queued() > 0 {
+				d.notify()
+			}
 			return
 		}
 		r.run(w)
