@@ -159,6 +159,7 @@ func spawnProducer(t testing.TB, sys *runtime.System, name string, pc runtime.Re
 type consMsg struct {
 	d       Delivery[job]
 	confirm bool
+	pending int // with confirm: which delayed Delivery to confirm
 }
 
 // consumerSpec describes a testConsumer.
@@ -285,7 +286,12 @@ func spawnConsumer(t testing.TB, sys *runtime.System, name string, cc runtime.Re
 // calling start (in its Started signal with spec.started, else when the
 // test sends it a zero consMsg).
 func testConsumer(spec consumerSpec, col *collector, start func(ConsumerStart[job])) runtime.Behavior[consMsg] {
-	var pending Delivery[job]
+	// A consumer may have several Deliveries outstanding, one from each
+	// consumer controller delivering to it (a sharded entity hears from
+	// every producer, and from the old and the new controller of one
+	// producer while they hand over): each is confirmed on its own.
+	pending := make(map[int]Delivery[job])
+	nextPending := 0
 	doStart := func(ctx *runtime.Context[consMsg]) {
 		start(ConsumerStart[job]{DeliverTo: runtime.MessageAdapter(ctx, func(d Delivery[job]) consMsg { return consMsg{d: d} })})
 	}
@@ -297,7 +303,9 @@ func testConsumer(spec consumerSpec, col *collector, start func(ConsumerStart[jo
 		},
 		Message: func(ctx *runtime.Context[consMsg], m consMsg) {
 			if m.confirm {
-				pending.Confirm()
+				d := pending[m.pending]
+				delete(pending, m.pending)
+				d.Confirm()
 				return
 			}
 			if m.d.ConfirmTo == nil { // the test's signal to start
@@ -311,8 +319,9 @@ func testConsumer(spec consumerSpec, col *collector, start func(ConsumerStart[jo
 				if d := spec.delay(); d > 0 {
 					// The timer first: a test that sees the delivery in col
 					// may advance a fake clock at once.
-					pending = m.d
-					ctx.Timers().StartSingle("confirm", consMsg{confirm: true}, d)
+					nextPending++
+					pending[nextPending] = m.d
+					ctx.Timers().StartSingle(fmt.Sprintf("confirm-%d", nextPending), consMsg{confirm: true, pending: nextPending}, d)
 					col.add(m.d)
 					return
 				}

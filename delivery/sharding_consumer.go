@@ -25,7 +25,11 @@ import (
 // BufferSize). The entity runs one consumer controller per producer id
 // sending to it, all delivering to the one consumer, and tells a consumer
 // controller to deliver what it has and stop ([DeliverThenStop]) when its
-// producer controller stops. The entity stops when its consumer stops.
+// producer controller stops; what a new producer controller with the same
+// producer id sends meanwhile waits until it has, so one producer's
+// messages reach the consumer in order, from one consumer controller at a
+// time (messages of different producers may be outstanding at once). The
+// entity stops when its consumer stops.
 func NewShardingConsumerController[A, C any](newConsumer func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C],
 	settings ShardingConsumerSettings, opts ...ConsumerOption[A]) (func(entityID string) runtime.Behavior[ConsumerCommand[A]], error) {
 	s, err := settings.validate()
@@ -52,10 +56,16 @@ type shardingConsumerConfig[A, C any] struct {
 }
 
 // producerLink is the consumer controller of one producer id, and the
-// producer controller it hears from.
+// producer controller it hears from. Once that producer controller has
+// stopped, the consumer controller is draining: it delivers what it has and
+// stops, and messages from a new producer controller with the same id wait
+// in pending until it has, so that one producer's messages never reach the
+// consumer from two consumer controllers at once, out of order.
 type producerLink[A any] struct {
-	cc runtime.Ref[ConsumerCommand[A]]
-	pc runtime.Ref[ProducerCommand[A]]
+	cc       runtime.Ref[ConsumerCommand[A]]
+	pc       runtime.Ref[ProducerCommand[A]]
+	draining bool
+	pending  []*SequencedMessage[A]
 }
 
 // Internal messages of the entity, from its watches.
@@ -160,6 +170,12 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 // its first message.
 func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 	l := s.byProducer[m.ProducerID]
+	if l != nil && l.draining {
+		if len(l.pending) < s.cfg.bufferSize {
+			l.pending = append(l.pending, m)
+		} // beyond the bound dropped: its producer controller sends it again
+		return
+	}
 	if l == nil {
 		cc, err := runtime.Spawn(s.ctx, "", s.cfg.newController, runtime.WithSupervision(runtime.StopOnFailure()))
 		if err != nil {
@@ -197,8 +213,8 @@ func (s *shardingConsumer[A, C]) onProducerStopped(pc runtime.AnyRef) {
 		return
 	}
 	delete(s.byPC, pc)
-	if l := s.byProducer[id]; l != nil && runtime.AnyRef(l.pc) == pc {
-		delete(s.byProducer, id)
+	if l := s.byProducer[id]; l != nil && runtime.AnyRef(l.pc) == pc && !l.draining {
+		l.draining = true
 		l.cc.Tell(DeliverThenStop[A]{})
 	}
 }
@@ -208,6 +224,14 @@ func (s *shardingConsumer[A, C]) onControllerStopped(producerID string, cc runti
 		delete(s.byProducer, producerID)
 		if l.pc != nil {
 			s.forgetPC(l.pc)
+		}
+		// What a new producer controller sent meanwhile goes to a new
+		// consumer controller now (unless the entity is stopping: then it
+		// is dropped and sent again to the next incarnation).
+		if !s.stopping {
+			for _, m := range l.pending {
+				s.route(m)
+			}
 		}
 	}
 	s.maybeStop()

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -120,4 +122,51 @@ func TestShardingConsumerStopsWithConsumer(t *testing.T) {
 	w.watch(h.entity)
 	h.sys.Stop(h.consumer)
 	w.expectStopped(t, "/user/entity")
+}
+
+// TestShardingConsumerHandOver: when a producer's controller stops while
+// its consumer controller still has a Delivery outstanding, a new
+// controller's messages for the same producer id wait until the old
+// consumer controller has delivered what it had and stopped, so the
+// consumer never gets one producer's messages from two consumer
+// controllers at once, out of order. (The reference starts the new one at
+// once.)
+func TestShardingConsumerHandOver(t *testing.T) {
+	const hold = time.Second
+	clock := clockwork.NewFakeClock()
+	sys, _ := newSystem(t, runtime.WithClock(clock))
+	col := newCollectorAll(2)
+	create, err := NewShardingConsumerController(func(_ string, start runtime.Ref[ConsumerStart[job]]) runtime.Behavior[consMsg] {
+		// The consumer confirms each job hold after it came, on the fake clock.
+		return testConsumer(consumerSpec{delay: func() time.Duration { return hold }, started: true}, col,
+			func(s ConsumerStart[job]) { start.Tell(s) })
+	}, ShardingConsumerSettings{Consumer: ConsumerSettings{ResendIntervalMin: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entity, err := runtime.Spawn(sys, "entity", func() runtime.Behavior[ConsumerCommand[job]] { return create("e1") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &sccHarness{sys: sys, entity: entity, col: col}
+
+	pc1 := newProbe[ProducerCommand[job]](t, sys, "pc1")
+	h.send("p1", pc1, 7, 1, true, 1)
+	eventually(t, "job 1 delivered, not yet confirmed", func() bool { return col.count() == 1 })
+
+	gone := awaitGone(t, sys, pc1.Ref)
+	sys.Stop(pc1.Ref)
+	gone()
+	pc2 := newProbe[ProducerCommand[job]](t, sys, "pc2")
+	h.send("p1", pc2, 8, 1, true, 2)
+	pc2.ExpectNone(t, 50*time.Millisecond) // no consumer controller for it yet
+	if n := col.count(); n != 1 {
+		t.Fatalf("%d deliveries while the old consumer controller still had job 1 out, want 1", n)
+	}
+
+	clock.Advance(hold) // job 1 confirmed: the old consumer controller stops
+	if r, ok := pc2.Expect(t).(Request[job]); !ok {
+		t.Fatalf("the new producer controller got %+v, want a Request", r)
+	}
+	eventually(t, "job 2 delivered", func() bool { return col.count() == 2 })
 }
