@@ -320,11 +320,14 @@ func TestShardingDurableRestart(t *testing.T) {
 	sys, _ := newSystem(t)
 	col := newCollectorAll(n)
 	slow := consumerSpec{delay: func() time.Duration { return 200 * time.Microsecond }}
-	rs := regionSpec{settings: ShardingConsumerSettings{Consumer: ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond}}, consumer: slow}
+	// A small window per entity and a small buffer keep the producer from
+	// having every job stored before the stop, however many processors run
+	// it ahead.
+	rs := regionSpec{settings: ShardingConsumerSettings{Consumer: ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond, FlowControlWindow: 4}}, consumer: slow}
 	region := startRegion(t, sys, rs, col)
 	q := durable.NewMemory[job]()
 	w := newWatcher(t, sys)
-	sp1 := spawnSP(t, sys, "sp1", region, ShardingSettings{}, WithDurableQueue[job](q))
+	sp1 := spawnSP(t, sys, "sp1", region, ShardingSettings{BufferSize: 100}, WithDurableQueue[job](q))
 	w.watch(sp1)
 	// The producer asks: a reply says the job is stored; its sequence
 	// number is the job's.
