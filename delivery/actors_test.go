@@ -165,6 +165,10 @@ type consMsg struct {
 // consumerSpec describes a testConsumer.
 type consumerSpec struct {
 	delay func() time.Duration // wait before confirming each job; nil: none
+	// hold, when set, is asked about every Delivery and again every
+	// millisecond while it says true: the consumer keeps the job
+	// unconfirmed until then (see holdGate).
+	hold func(d Delivery[job]) bool
 	// drop, when set, is asked about every Delivery: true loses it (no
 	// confirmation), as a consumer that failed while handling it would.
 	drop func(d Delivery[job]) bool
@@ -304,6 +308,10 @@ func testConsumer(spec consumerSpec, col *collector, start func(ConsumerStart[jo
 		Message: func(ctx *runtime.Context[consMsg], m consMsg) {
 			if m.confirm {
 				d := pending[m.pending]
+				if spec.hold != nil && spec.hold(d) {
+					ctx.Timers().StartSingle(fmt.Sprintf("confirm-%d", m.pending), m, time.Millisecond)
+					return
+				}
 				delete(pending, m.pending)
 				d.Confirm()
 				return
@@ -315,16 +323,21 @@ func testConsumer(spec consumerSpec, col *collector, start func(ConsumerStart[jo
 			if spec.drop != nil && spec.drop(m.d) {
 				return
 			}
+			var wait time.Duration
 			if spec.delay != nil {
-				if d := spec.delay(); d > 0 {
-					// The timer first: a test that sees the delivery in col
-					// may advance a fake clock at once.
-					nextPending++
-					pending[nextPending] = m.d
-					ctx.Timers().StartSingle(fmt.Sprintf("confirm-%d", nextPending), consMsg{confirm: true, pending: nextPending}, d)
-					col.add(m.d)
-					return
-				}
+				wait = spec.delay()
+			}
+			if spec.hold != nil && spec.hold(m.d) {
+				wait = max(wait, time.Millisecond)
+			}
+			if wait > 0 {
+				// The timer first: a test that sees the delivery in col
+				// may advance a fake clock at once.
+				nextPending++
+				pending[nextPending] = m.d
+				ctx.Timers().StartSingle(fmt.Sprintf("confirm-%d", nextPending), consMsg{confirm: true, pending: nextPending}, wait)
+				col.add(m.d)
+				return
 			}
 			col.add(m.d)
 			m.d.Confirm()

@@ -21,7 +21,7 @@ const patternN = 200_000
 // closes done when all of them together have had n.
 func countingConsumer(b *testing.B, sys *runtime.System, total *atomic.Int64, n int64, done chan struct{}) func() runtime.Behavior[Delivery[int]] {
 	return func() runtime.Behavior[Delivery[int]] {
-		return runtime.Receive[Delivery[int]](func(_ *runtime.Context[Delivery[int]], d Delivery[int]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[Delivery[int]], d Delivery[int]) {
 			d.Confirm()
 			if total.Add(1) == n {
 				close(done)
@@ -58,7 +58,7 @@ func runWorkPulling(b *testing.B, sys *runtime.System, n, workers int) time.Dura
 	}
 	producer, err := runtime.Spawn(sys, "", func() runtime.Behavior[WorkPullingRequestNext[int]] {
 		sent := 0
-		return runtime.Receive[WorkPullingRequestNext[int]](func(_ *runtime.Context[WorkPullingRequestNext[int]], r WorkPullingRequestNext[int]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[WorkPullingRequestNext[int]], r WorkPullingRequestNext[int]) {
 			if sent < n {
 				sent++
 				r.SendNextTo.Tell(sent)
@@ -114,7 +114,7 @@ func runSharding(b *testing.B, sys *runtime.System, n, entities int) time.Durati
 	}
 	producer, err := runtime.Spawn(sys, "", func() runtime.Behavior[ShardingRequestNext[int]] {
 		sent := 0
-		return runtime.Receive[ShardingRequestNext[int]](func(_ *runtime.Context[ShardingRequestNext[int]], r ShardingRequestNext[int]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[ShardingRequestNext[int]], r ShardingRequestNext[int]) {
 			if sent < n {
 				sent++
 				r.SendNextTo.Tell(ShardingEnvelope[int]{EntityID: ids[sent%entities], Message: sent})

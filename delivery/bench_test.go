@@ -55,7 +55,7 @@ type pingPong struct {
 func twoPingPongs(b *testing.B, sys *runtime.System, n int) time.Duration {
 	loop := func(done chan struct{}) (runtime.Ref[pingPong], []runtime.AnyRef) {
 		echo, err := runtime.Spawn(sys, "", func() runtime.Behavior[pingPong] {
-			return runtime.Receive[pingPong](func(ctx *runtime.Context[pingPong], m pingPong) {
+			return runtime.ReceiveFunc(func(ctx *runtime.Context[pingPong], m pingPong) {
 				m.reply.Tell(pingPong{left: m.left, reply: ctx.Self()})
 			})
 		})
@@ -63,7 +63,7 @@ func twoPingPongs(b *testing.B, sys *runtime.System, n int) time.Duration {
 			b.Fatal(err)
 		}
 		pinger, err := runtime.Spawn(sys, "", func() runtime.Behavior[pingPong] {
-			return runtime.Receive[pingPong](func(ctx *runtime.Context[pingPong], m pingPong) {
+			return runtime.ReceiveFunc(func(ctx *runtime.Context[pingPong], m pingPong) {
 				if m.left == 0 {
 					close(done)
 					return
@@ -120,7 +120,7 @@ func bareTopology(b *testing.B, sys *runtime.System, n int) time.Duration {
 	var producer, pc, cc, consumer runtime.Ref[bareMsg]
 	spawn := func(h func(bareMsg)) runtime.Ref[bareMsg] {
 		ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[bareMsg] {
-			return runtime.Receive[bareMsg](func(_ *runtime.Context[bareMsg], m bareMsg) { h(m) })
+			return runtime.ReceiveFunc(func(_ *runtime.Context[bareMsg], m bareMsg) { h(m) })
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -251,7 +251,7 @@ func runP2P(b *testing.B, sys *runtime.System, spec p2pSpec) p2pRun {
 	var outOfOrder atomic.Int64
 	consumer, err := runtime.Spawn(sys, "", func() runtime.Behavior[Delivery[int]] {
 		last := 0
-		return runtime.Receive[Delivery[int]](func(_ *runtime.Context[Delivery[int]], d Delivery[int]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[Delivery[int]], d Delivery[int]) {
 			spin(spec.consumerWork)
 			if d.Message != last+1 {
 				outOfOrder.Add(1)
@@ -268,7 +268,7 @@ func runP2P(b *testing.B, sys *runtime.System, spec p2pSpec) p2pRun {
 	}
 	producer, err := runtime.Spawn(sys, "", func() runtime.Behavior[benchProdMsg] {
 		sent := 0
-		return runtime.Receive[benchProdMsg](func(ctx *runtime.Context[benchProdMsg], m benchProdMsg) {
+		return runtime.ReceiveFunc(func(ctx *runtime.Context[benchProdMsg], m benchProdMsg) {
 			if m.start != nil {
 				m.start.Tell(ProducerStart[int]{Producer: runtime.MessageAdapter(ctx, func(r RequestNext[int]) benchProdMsg {
 					return benchProdMsg{next: r, isNext: true}
@@ -437,7 +437,7 @@ func rawTellPeak(b *testing.B, sys *runtime.System, n int, consumerWork, produce
 	done := make(chan struct{})
 	ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[[4]int] {
 		count := 0
-		return runtime.Receive[[4]int](func(_ *runtime.Context[[4]int], _ [4]int) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[[4]int], _ [4]int) {
 			spin(consumerWork)
 			if count++; count == n {
 				close(done)

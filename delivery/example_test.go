@@ -41,7 +41,7 @@ func ExampleSpawnProducerController() {
 	// flow control that keeps it from flooding the consumer.
 	producer, err := runtime.Spawn(sys, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
 		sent := 0
-		return runtime.Receive[delivery.RequestNext[Job]](func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
 			if sent < jobs {
 				sent++
 				next.SendNextTo.Tell(Job{ID: sent})
@@ -54,7 +54,7 @@ func ExampleSpawnProducerController() {
 
 	done := make(chan struct{})
 	consumer, err := runtime.Spawn(sys, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
-		return runtime.Receive[delivery.Delivery[Job]](func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
 			fmt.Printf("job %d (seqNr %d)\n", d.Message.ID, d.SeqNr)
 			// Confirm only once the job is processed: the next Delivery
 			// comes only then, and an unconfirmed one is delivered again.
@@ -151,7 +151,7 @@ func ExampleMessageWithConfirmation() {
 	}
 
 	consumer, err := runtime.Spawn(sys, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
-		return runtime.Receive[delivery.Delivery[Job]](func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
 			d.Confirm() // this is what answers the producer's ask
 		})
 	})
@@ -192,7 +192,7 @@ func ExampleSpawnWorkPullingProducerController() {
 			log.Fatal(err)
 		}
 		worker, err := runtime.Spawn(sys, fmt.Sprintf("worker%d", i), func() runtime.Behavior[delivery.Delivery[Job]] {
-			return runtime.Receive[delivery.Delivery[Job]](func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
+			return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
 				d.Confirm()
 				if processed.Add(1) == jobs {
 					close(done)
@@ -214,7 +214,7 @@ func ExampleSpawnWorkPullingProducerController() {
 	}
 	producer, err := runtime.Spawn(sys, "producer", func() runtime.Behavior[delivery.WorkPullingRequestNext[Job]] {
 		sent := 0
-		return runtime.Receive[delivery.WorkPullingRequestNext[Job]](func(_ *runtime.Context[delivery.WorkPullingRequestNext[Job]], next delivery.WorkPullingRequestNext[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.WorkPullingRequestNext[Job]], next delivery.WorkPullingRequestNext[Job]) {
 			if sent < jobs {
 				sent++
 				next.SendNextTo.Tell(Job{ID: sent})
@@ -261,7 +261,7 @@ func ExampleWithDurableQueue() {
 	// With a durable queue an ask is answered once the job is stored, not
 	// once it is confirmed.
 	stored, err := runtime.Spawn(before, "stored", func() runtime.Behavior[delivery.SeqNr] {
-		return runtime.Receive[delivery.SeqNr](func(_ *runtime.Context[delivery.SeqNr], s delivery.SeqNr) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.SeqNr], s delivery.SeqNr) {
 			fmt.Println("stored seqNr", s)
 			if s == 3 {
 				close(allStored)
@@ -272,7 +272,7 @@ func ExampleWithDurableQueue() {
 		log.Fatal(err)
 	}
 	producer, err := runtime.Spawn(before, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
-		return runtime.Receive[delivery.RequestNext[Job]](func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
 			if next.CurrentSeqNr <= 3 {
 				next.AskNextTo.Tell(delivery.MessageWithConfirmation[Job]{
 					Message: Job{ID: int(next.CurrentSeqNr)}, ReplyTo: stored})
@@ -308,7 +308,7 @@ func ExampleWithDurableQueue() {
 		log.Fatal(err)
 	}
 	producer, err = runtime.Spawn(after, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
-		return runtime.Receive[delivery.RequestNext[Job]](func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
 			if next.CurrentSeqNr == 4 {
 				next.SendNextTo.Tell(Job{ID: int(next.CurrentSeqNr)})
 			}
@@ -319,7 +319,7 @@ func ExampleWithDurableQueue() {
 	}
 	done := make(chan struct{})
 	consumer, err := runtime.Spawn(after, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
-		return runtime.Receive[delivery.Delivery[Job]](func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
 			fmt.Printf("job %d (seqNr %d)\n", d.Message.ID, d.SeqNr)
 			d.Confirm()
 			if d.Message.ID == 4 {

@@ -80,7 +80,7 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	var err error
 	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[ConsumerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		return runtime.Receive[ConsumerCommand[A]](func(ctx *runtime.Context[ConsumerCommand[A]], m ConsumerCommand[A]) {
+		return runtime.ReceiveFunc(func(ctx *runtime.Context[ConsumerCommand[A]], m ConsumerCommand[A]) {
 			switch m := m.(type) {
 			case *SequencedMessage[A]:
 				if l.pc == nil {
@@ -104,7 +104,7 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	}
 	l.toPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[ProducerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 2))
-		return runtime.Receive[ProducerCommand[A]](func(ctx *runtime.Context[ProducerCommand[A]], m ProducerCommand[A]) {
+		return runtime.ReceiveFunc(func(ctx *runtime.Context[ProducerCommand[A]], m ProducerCommand[A]) {
 			switch m := m.(type) {
 			case RegisterConsumer[A]:
 				m.ConsumerController = l.toCC

@@ -317,12 +317,14 @@ func perEntityAtLeastOnce(ds []Delivery[job], n, restarts int) error {
 // every job arrives, and the queue ends with nothing unconfirmed.
 func TestShardingDurableRestart(t *testing.T) {
 	const n, entities = 1000, 100
+	// The first producer stops after job stopAt; the jobs after held stay
+	// unconfirmed until then, one or none per entity (fewer than its
+	// window), so all are stored before the stop.
+	const held, stopAt = n / 3, n/3 + 30
 	sys, _ := newSystem(t)
 	col := newCollectorAll(n)
-	slow := consumerSpec{delay: func() time.Duration { return 200 * time.Microsecond }}
-	// A small window per entity and a small buffer keep the producer from
-	// having every job stored before the stop, however many processors run
-	// it ahead.
+	gate := &holdGate{above: held}
+	slow := consumerSpec{delay: func() time.Duration { return 200 * time.Microsecond }, hold: gate.holds}
 	rs := regionSpec{settings: ShardingConsumerSettings{Consumer: ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond, FlowControlWindow: 4}}, consumer: slow}
 	region := startRegion(t, sys, rs, col)
 	q := durable.NewMemory[job]()
@@ -332,20 +334,20 @@ func TestShardingDurableRestart(t *testing.T) {
 	// The producer asks: a reply says the job is stored; its sequence
 	// number is the job's.
 	replies := make(chan SeqNr, n)
-	prod1 := spawnProducer(t, sys, "producer1", nil, producerSpec{limit: n, ask: true, replies: replies,
+	prod1 := spawnProducer(t, sys, "producer1", nil, producerSpec{limit: stopAt, ask: true, replies: replies,
 		connect: shardingConnect(sp1), entity: entityOf(entities)})
-	eventually(t, "a third of the jobs delivered", func() bool { return col.count() >= n/3 })
-	accepted, s := stopMidStream(t, sys, w, prod1, sp1, replies, q, n)
+	accepted, s := stopMidStream(t, sys, w, prod1, sp1, replies, q, stopAt)
 	for _, u := range s.Unconfirmed {
 		if want := entityOf(entities)(u.Message); u.Qualifier != want {
 			t.Fatalf("job %d stored with qualifier %q, want its entity %q", u.Message.N, u.Qualifier, want)
 		}
 	}
+	gate.open()
 
 	sp2 := spawnSP(t, sys, "sp2", region, ShardingSettings{}, WithDurableQueue[job](q))
 	spawnProducer(t, sys, "producer2", nil, producerSpec{limit: n, first: accepted + 1, connect: shardingConnect(sp2), entity: entityOf(entities)})
 	waitAll(t, col)
-	// Two steps back at most: the unconfirmed jobs sent again, and the
+	// Two steps back at most: the unconfirmed jobs sent again, and any
 	// jobs stored whose replies the stopped producer never saw, which the
 	// new producer sends again as new ones.
 	if err := perEntityAtLeastOnce(col.deliveries(), n, 2); err != nil {

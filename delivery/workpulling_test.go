@@ -269,7 +269,11 @@ func TestWorkPullingDurableRestart(t *testing.T) {
 	sys, _ := newSystem(t)
 	key := runtime.NewServiceKey[ConsumerCommand[job]]("workers")
 	col := newCollectorAll(n)
-	slow := consumerSpec{delay: func() time.Duration { return 100 * time.Microsecond }}
+	// The first producer stops after job stopAt; the jobs after held stay
+	// unconfirmed until then, fewer than the workers' windows take.
+	const held, stopAt = n / 3, n/3 + 30
+	gate := &holdGate{above: held}
+	slow := consumerSpec{delay: func() time.Duration { return 100 * time.Microsecond }, hold: gate.holds}
 	fast := ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond}
 	for i := range 3 {
 		spawnWorker(t, sys, fmt.Sprintf("worker%d", i), key, workerSpec{consumer: fast, spec: slow}, col)
@@ -281,9 +285,9 @@ func TestWorkPullingDurableRestart(t *testing.T) {
 	// The producer asks: a reply says the job is stored. Without workers
 	// leaving, the controller's sequence numbers are the job numbers.
 	replies := make(chan SeqNr, n)
-	prod1 := spawnProducer(t, sys, "producer1", nil, producerSpec{limit: n, ask: true, replies: replies, connect: workPullingConnect(wp1)})
-	eventually(t, "a third of the jobs delivered", func() bool { return col.count() >= n/3 })
-	accepted, _ := stopMidStream(t, sys, w, prod1, wp1, replies, q, n)
+	prod1 := spawnProducer(t, sys, "producer1", nil, producerSpec{limit: stopAt, ask: true, replies: replies, connect: workPullingConnect(wp1)})
+	accepted, _ := stopMidStream(t, sys, w, prod1, wp1, replies, q, stopAt)
+	gate.open()
 
 	wp2 := spawnWP(t, sys, "wp2", key, WorkPullingSettings{}, WithDurableQueue[job](q))
 	spawnProducer(t, sys, "producer2", nil, producerSpec{limit: n, first: accepted + 1, connect: workPullingConnect(wp2)})

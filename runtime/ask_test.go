@@ -41,7 +41,7 @@ func newAskServer(t *testing.T, sys *trt.System, name string) *askServer {
 // behavior makes the server's behavior.
 func (s *askServer) behavior() trt.Behavior[askReq] {
 	var kept trt.Ref[string]
-	return trt.Receive[askReq](func(_ *trt.Context[askReq], m askReq) {
+	return trt.ReceiveFunc(func(_ *trt.Context[askReq], m askReq) {
 		switch m.op {
 		case "echo":
 			m.replyTo.Tell(m.val)
@@ -232,7 +232,7 @@ func newAskAsker(t *testing.T, sys *trt.System, name string) (trt.Ref[askerMsg],
 	t.Helper()
 	got := make(chan askerMsg, 16)
 	ref, err := trt.Spawn(sys, name, func() trt.Behavior[askerMsg] {
-		return trt.Receive[askerMsg](func(ctx *trt.Context[askerMsg], m askerMsg) {
+		return trt.ReceiveFunc(func(ctx *trt.Context[askerMsg], m askerMsg) {
 			switch m.op {
 			case "ask", "askStop":
 				trt.AskFrom(ctx, m.to, m.timeout, askOp(m.req, m.val), func(resp string, err error) askerMsg {
@@ -395,12 +395,12 @@ func TestAskFromTimeoutWhileAskerStopping(t *testing.T) {
 	gate := make(chan struct{}) // the child blocks on it, so the asker stays stopping
 	blocked := make(chan struct{}, 1)
 	asker, err := trt.Spawn(sys, "asker", func() trt.Behavior[string] {
-		return trt.Receive[string](func(ctx *trt.Context[string], m string) {
+		return trt.ReceiveFunc(func(ctx *trt.Context[string], m string) {
 			if m != "go" {
 				return
 			}
 			child, err := trt.Spawn(ctx, "slow", func() trt.Behavior[struct{}] {
-				return trt.Receive[struct{}](func(*trt.Context[struct{}], struct{}) {
+				return trt.ReceiveFunc(func(*trt.Context[struct{}], struct{}) {
 					blocked <- struct{}{}
 					<-gate
 				})

@@ -38,17 +38,20 @@ func (Stopped) signal()    {}
 func (Restarting) signal() {}
 func (Terminated) signal() {}
 
-// Receive makes a Behavior of a function, for actors whose state fits in a
-// closure:
-//
-//	runtime.Spawn(sys, "echo", func() runtime.Behavior[Msg] {
-//		seen := 0
-//		return runtime.Receive(func(ctx *runtime.Context[Msg], m Msg) { seen++ })
-//	})
+// Receive is a Behavior made of a function, for actors whose state fits in
+// a closure. [ReceiveFunc] makes one without spelling out T.
 type Receive[T any] func(ctx *Context[T], msg T)
 
 // Receive calls f.
 func (f Receive[T]) Receive(ctx *Context[T], msg T) { f(ctx, msg) }
+
+// ReceiveFunc makes a Behavior of f; T is inferred from f:
+//
+//	runtime.Spawn(sys, "echo", func() runtime.Behavior[Msg] {
+//		seen := 0
+//		return runtime.ReceiveFunc(func(ctx *runtime.Context[Msg], m Msg) { seen++ })
+//	})
+func ReceiveFunc[T any](f func(ctx *Context[T], msg T)) Behavior[T] { return Receive[T](f) }
 
 // Funcs is a Behavior of two functions: one per message and, when not nil,
 // one per signal.

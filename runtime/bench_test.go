@@ -101,7 +101,7 @@ func pingPongChannel(n int) time.Duration {
 func pingPongActor(b *testing.B, sys *trt.System, n int) time.Duration {
 	done := make(chan struct{})
 	echo := func() trt.Behavior[ping] {
-		return trt.Receive[ping](func(ctx *trt.Context[ping], m ping) {
+		return trt.ReceiveFunc(func(ctx *trt.Context[ping], m ping) {
 			if m.left == 0 {
 				close(done)
 				return
@@ -169,7 +169,7 @@ func askChannel(n int) time.Duration {
 
 func askActor(b *testing.B, sys *trt.System, n int) time.Duration {
 	ref, err := trt.Spawn(sys, "", func() trt.Behavior[request] {
-		return trt.Receive[request](func(_ *trt.Context[request], r request) { r.reply.Tell(r.n + 1) })
+		return trt.ReceiveFunc(func(_ *trt.Context[request], r request) { r.reply.Tell(r.n + 1) })
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -242,7 +242,7 @@ func spawnGoroutines(n int) (time.Duration, float64) {
 func spawnActors(b *testing.B, n int) (time.Duration, float64) {
 	sys := trt.NewSystem("spawn")
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	noop := func() trt.Behavior[int] { return trt.Receive[int](func(*trt.Context[int], int) {}) }
+	noop := func() trt.Behavior[int] { return trt.ReceiveFunc(func(*trt.Context[int], int) {}) }
 	refs := make([]trt.Ref[int], n)
 	before := heapInUse()
 	start := time.Now()

@@ -25,7 +25,7 @@ func TestDispatcherIsolatesBlockingActors(t *testing.T) {
 
 	gate, entered := make(chan struct{}), make(chan struct{})
 	blocker, err := trt.Spawn(sys, "blocker", func() trt.Behavior[int] {
-		return trt.Receive[int](func(*trt.Context[int], int) { close(entered); <-gate })
+		return trt.ReceiveFunc(func(*trt.Context[int], int) { close(entered); <-gate })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestDispatcherIsolatesBlockingActors(t *testing.T) {
 
 	got := make(chan string, 2)
 	onIO, err := trt.Spawn(sys, "on-io", func() trt.Behavior[string] {
-		return trt.Receive[string](func(_ *trt.Context[string], m string) { got <- m })
+		return trt.ReceiveFunc(func(_ *trt.Context[string], m string) { got <- m })
 	}, trt.WithDispatcher(io))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestDispatcherIsolatesBlockingActors(t *testing.T) {
 		Key:        trt.NewEntityTypeKey[string]("io-entity"),
 		Dispatcher: io,
 		Create: func(id string) trt.Behavior[string] {
-			return trt.Receive[string](func(_ *trt.Context[string], m string) { got <- id + ":" + m })
+			return trt.ReceiveFunc(func(_ *trt.Context[string], m string) { got <- id + ":" + m })
 		},
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func TestDispatcherBusyWorkerDoesNotHoldScheduledMailbox(t *testing.T) {
 	sys := newSystem(t, trt.WithWorkers(2))
 	ran := make(chan int, 1)
 	b, err := trt.Spawn(sys, "b", func() trt.Behavior[int] {
-		return trt.Receive[int](func(_ *trt.Context[int], m int) { ran <- m })
+		return trt.ReceiveFunc(func(_ *trt.Context[int], m int) { ran <- m })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestDispatcherBusyWorkerDoesNotHoldScheduledMailbox(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	a, err := trt.Spawn(sys, "a", func() trt.Behavior[int] {
-		return trt.Receive[int](func(_ *trt.Context[int], m int) {
+		return trt.ReceiveFunc(func(_ *trt.Context[int], m int) {
 			b.Tell(m)
 			<-gate // holds this worker while b waits in the run queue
 		})
@@ -132,7 +132,7 @@ func TestDispatcherNoLostWakeups(t *testing.T) {
 		refs := make([]trt.Ref[int], actors)
 		for i := range refs {
 			ref, err := trt.Spawn(sys, "", func() trt.Behavior[int] {
-				return trt.Receive[int](func(_ *trt.Context[int], _ int) { handled.Add(1) })
+				return trt.ReceiveFunc(func(_ *trt.Context[int], _ int) { handled.Add(1) })
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -175,7 +175,7 @@ func TestDispatcherActorChains(t *testing.T) {
 		ring := make([]trt.Ref[chainMsg], ringSize)
 		for i := range ring {
 			ref, err := trt.Spawn(sys, "", func() trt.Behavior[chainMsg] {
-				return trt.Receive[chainMsg](func(_ *trt.Context[chainMsg], m chainMsg) {
+				return trt.ReceiveFunc(func(_ *trt.Context[chainMsg], m chainMsg) {
 					if m.block {
 						blockBriefly()
 					}
@@ -229,7 +229,7 @@ func TestDispatcherShutdownStopsEveryWorker(t *testing.T) {
 		sys := trt.NewSystem("shutdown", trt.WithWorkers(8))
 		done := make(chan struct{})
 		ref, err := trt.Spawn(sys, "a", func() trt.Behavior[int] {
-			return trt.Receive[int](func(_ *trt.Context[int], n int) {
+			return trt.ReceiveFunc(func(_ *trt.Context[int], n int) {
 				if n == 10 {
 					close(done)
 				}

@@ -512,7 +512,7 @@ func TestLifecycleShutdownStopsEverything(t *testing.T) {
 	var peers [2]trt.Ref[int]
 	for i := range peers {
 		ref, err := trt.Spawn(sys, fmt.Sprintf("ping%d", i), func() trt.Behavior[int] {
-			return trt.Receive[int](func(_ *trt.Context[int], n int) { peers[1-i].Tell(n + 1) })
+			return trt.ReceiveFunc(func(_ *trt.Context[int], n int) { peers[1-i].Tell(n + 1) })
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -702,8 +702,8 @@ func TestLifecycleBecome(t *testing.T) {
 	got := make(chan string, 16)
 	adapters := make(chan trt.Ref[int], 1)
 	ref, err := trt.Spawn(sys, "shifty", func() trt.Behavior[string] {
-		second := trt.Receive[string](func(_ *trt.Context[string], m string) { got <- "second:" + m })
-		return trt.Receive[string](func(ctx *trt.Context[string], m string) {
+		second := trt.ReceiveFunc(func(_ *trt.Context[string], m string) { got <- "second:" + m })
+		return trt.ReceiveFunc(func(ctx *trt.Context[string], m string) {
 			got <- "first:" + m
 			switch m {
 			case "adapter":

@@ -80,7 +80,7 @@ func entityOf(t *testing.T, sys *trt.System) trt.AnyRef {
 	t.Helper()
 	region, err := trt.InitSharding(sys, trt.Entity[int]{
 		Key:    trt.NewEntityTypeKey[int]("local"),
-		Create: func(string) trt.Behavior[int] { return trt.Receive[int](func(*trt.Context[int], int) {}) },
+		Create: func(string) trt.Behavior[int] { return trt.ReceiveFunc(func(*trt.Context[int], int) {}) },
 	})
 	if err != nil {
 		t.Fatalf("init sharding: %v", err)

@@ -22,7 +22,7 @@ func mailboxBlockWorker(t *testing.T, sys *trt.System) (release func()) {
 	release = func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(release)
 	ref, err := trt.Spawn(sys, "", func() trt.Behavior[struct{}] {
-		return trt.Receive[struct{}](func(*trt.Context[struct{}], struct{}) {
+		return trt.ReceiveFunc(func(*trt.Context[struct{}], struct{}) {
 			close(entered)
 			<-gate
 		})
@@ -60,7 +60,7 @@ func TestMailboxNoConcurrentReceive(t *testing.T) {
 			var inHandler, overlaps atomic.Int32
 			ref, err := trt.Spawn(sys, "counter", func() trt.Behavior[mailboxCountMsg] {
 				count := 0 // plain int: the race detector also reports concurrent handling
-				return trt.Receive[mailboxCountMsg](func(_ *trt.Context[mailboxCountMsg], m mailboxCountMsg) {
+				return trt.ReceiveFunc(func(_ *trt.Context[mailboxCountMsg], m mailboxCountMsg) {
 					if !inHandler.CompareAndSwap(0, 1) {
 						overlaps.Add(1)
 						return
@@ -119,7 +119,7 @@ func mailboxSeqChecker(senders int) func() trt.Behavior[mailboxSeqMsg] {
 	return func() trt.Behavior[mailboxSeqMsg] {
 		last := make([]int, senders)
 		violation := ""
-		return trt.Receive[mailboxSeqMsg](func(_ *trt.Context[mailboxSeqMsg], m mailboxSeqMsg) {
+		return trt.ReceiveFunc(func(_ *trt.Context[mailboxSeqMsg], m mailboxSeqMsg) {
 			if m.report != nil {
 				m.report <- mailboxSeqResult{last: append([]int(nil), last...), violation: violation}
 				return
@@ -166,7 +166,7 @@ func TestMailboxFIFOPerSender(t *testing.T) {
 				}
 				wg.Add(1)
 				ref, err := trt.Spawn(sys, fmt.Sprintf("sender-%d", id), func() trt.Behavior[struct{}] {
-					return trt.Receive[struct{}](func(*trt.Context[struct{}], struct{}) {
+					return trt.ReceiveFunc(func(*trt.Context[struct{}], struct{}) {
 						send(id)
 						wg.Done()
 					})
@@ -212,7 +212,7 @@ func TestMailboxFairness(t *testing.T) {
 			done := make(chan struct{}, 2)
 			recorder := func(id byte) func() trt.Behavior[int] {
 				return func() trt.Behavior[int] {
-					return trt.Receive[int](func(_ *trt.Context[int], n int) {
+					return trt.ReceiveFunc(func(_ *trt.Context[int], n int) {
 						mu.Lock()
 						order = append(order, id)
 						mu.Unlock()
@@ -292,7 +292,7 @@ func TestMailboxStopOvertakesUserMessages(t *testing.T) {
 			releaseTarget := func() { once.Do(func() { close(gate) }) }
 			t.Cleanup(releaseTarget)
 			target, err := trt.Spawn(sys, "target", func() trt.Behavior[int] {
-				return trt.Receive[int](func(_ *trt.Context[int], n int) {
+				return trt.ReceiveFunc(func(_ *trt.Context[int], n int) {
 					handled.Add(1)
 					if n == 0 && tc.blockInTarget {
 						close(entered)
@@ -365,7 +365,7 @@ func TestMailboxRunQueueOverflow(t *testing.T) {
 			refs := make([]trt.Ref[struct{}], idle)
 			for i := range refs {
 				ref, err := trt.Spawn(sys, "", func() trt.Behavior[struct{}] {
-					return trt.Receive[struct{}](func(*trt.Context[struct{}], struct{}) { handled.Add(1) })
+					return trt.ReceiveFunc(func(*trt.Context[struct{}], struct{}) { handled.Add(1) })
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -373,7 +373,7 @@ func TestMailboxRunQueueOverflow(t *testing.T) {
 				refs[i] = ref
 			}
 			fanout, err := trt.Spawn(sys, "fanout", func() trt.Behavior[struct{}] {
-				return trt.Receive[struct{}](func(*trt.Context[struct{}], struct{}) {
+				return trt.ReceiveFunc(func(*trt.Context[struct{}], struct{}) {
 					for _, ref := range refs {
 						ref.Tell(struct{}{})
 					}
@@ -400,7 +400,7 @@ func TestMailboxLargeBurst(t *testing.T) {
 	done := make(chan string, 1) // the first disorder, or "ok" once all arrived in order
 	ref, err := trt.Spawn(sys, "sink", func() trt.Behavior[int] {
 		next := 0
-		return trt.Receive[int](func(_ *trt.Context[int], m int) {
+		return trt.ReceiveFunc(func(_ *trt.Context[int], m int) {
 			report := ""
 			switch {
 			case m != next:

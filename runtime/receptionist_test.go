@@ -303,7 +303,7 @@ func TestReceptionistRegisterRacingStop(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range actors {
 		ref, err := trt.Spawn(sys, "r"+strconv.Itoa(i), func() trt.Behavior[int] {
-			return trt.Receive[int](func(*trt.Context[int], int) {})
+			return trt.ReceiveFunc(func(*trt.Context[int], int) {})
 		})
 		if err != nil {
 			t.Fatalf("spawn: %v", err)

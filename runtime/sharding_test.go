@@ -378,7 +378,7 @@ func TestShardingInitErrors(t *testing.T) {
 	initInt := func(sys *trt.System, name string) error {
 		_, err := trt.InitSharding(sys, trt.Entity[int]{
 			Key:    trt.NewEntityTypeKey[int](name),
-			Create: func(string) trt.Behavior[int] { return trt.Receive[int](func(*trt.Context[int], int) {}) },
+			Create: func(string) trt.Behavior[int] { return trt.ReceiveFunc(func(*trt.Context[int], int) {}) },
 		})
 		return err
 	}
@@ -411,7 +411,7 @@ func TestShardingInitErrors(t *testing.T) {
 			init: func(sys *trt.System) error {
 				_, err := trt.InitSharding(sys, trt.Entity[string]{
 					Key:    trt.NewEntityTypeKey[string]("orders"),
-					Create: func(string) trt.Behavior[string] { return trt.Receive[string](func(*trt.Context[string], string) {}) },
+					Create: func(string) trt.Behavior[string] { return trt.ReceiveFunc(func(*trt.Context[string], string) {}) },
 				})
 				return err
 			},
@@ -550,7 +550,7 @@ func TestShardingConcurrentTraffic(t *testing.T) {
 				Create: func(id string) trt.Behavior[shardingTrafficMsg] {
 					creates.Add(1)
 					tl := tallies[id]
-					return trt.Receive[shardingTrafficMsg](func(_ *trt.Context[shardingTrafficMsg], m shardingTrafficMsg) {
+					return trt.ReceiveFunc(func(_ *trt.Context[shardingTrafficMsg], m shardingTrafficMsg) {
 						if tl.inFlight.Add(1) != 1 {
 							tl.overlaps.Add(1)
 						}

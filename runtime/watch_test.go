@@ -101,7 +101,7 @@ func watchFamily(t *testing.T, sys *trt.System, name string) (parent trt.Ref[int
 					return
 				}
 				child, err := trt.Spawn(ctx, "target", func() trt.Behavior[int] {
-					return trt.Receive[int](func(*trt.Context[int], int) {})
+					return trt.ReceiveFunc(func(*trt.Context[int], int) {})
 				})
 				if err != nil {
 					t.Errorf("spawn target: %v", err)

@@ -16,7 +16,7 @@ func TellN(tb testing.TB, sys *runtime.System, n int) time.Duration {
 	done := make(chan struct{})
 	ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[int] {
 		count := 0
-		return runtime.Receive[int](func(_ *runtime.Context[int], _ int) {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[int], _ int) {
 			if count++; count == n {
 				close(done)
 			}

@@ -26,7 +26,7 @@ func NewProbe[T any](t testing.TB, sys *runtime.System, name string, limit time.
 	t.Helper()
 	p := &Probe[T]{msgs: make(chan T, probeCapacity), limit: limit}
 	ref, err := runtime.Spawn(sys, name, func() runtime.Behavior[T] {
-		return runtime.Receive[T](func(_ *runtime.Context[T], m T) { p.msgs <- m })
+		return runtime.ReceiveFunc(func(_ *runtime.Context[T], m T) { p.msgs <- m })
 	})
 	if err != nil {
 		t.Fatalf("spawn probe %q: %v", name, err)
