@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -636,6 +637,9 @@ func TestLifecycleSpawnDuringShutdown(t *testing.T) {
 				if i == 10 {
 					close(spawning)
 				}
+				// Let Shutdown run: on one processor this loop would
+				// otherwise spawn for a whole time slice at a time.
+				goruntime.Gosched()
 			}
 		}()
 		recv(t, spawning)
