@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/jonboulle/clockwork"
 )
 
 // Ask sends the message that build makes for a one-off reply address and
@@ -70,37 +68,30 @@ func (r *replyRef[T]) target() actorCell { return nil }
 // map values. A reply after the timeout is a dead letter.
 //
 // The ask belongs to the actor, not to one incarnation of its behavior: a
-// restart keeps it. When the actor stops first, the ask is abandoned: its
-// timeout timer is cancelled, so nothing is delivered for it, and a reply
-// that still comes is a dead letter like any mail to a stopped actor.
+// restart keeps it. When the actor stops first, the ask is abandoned:
+// nothing is delivered for it, and a reply that still comes is a dead
+// letter like any mail to a stopped actor.
 func AskFrom[T, Req, Resp any](ctx *Context[T], to Ref[Req], timeout time.Duration,
 	build func(replyTo Ref[Resp]) Req, adapt func(Resp, error) T) {
 	c := ctx.c
-	r := &actorReplyRef[T, Resp]{self: c, adapt: adapt, to: to.Path()}
-	// The reply address watches the asker the way an actor does, so the
-	// asker's end reaches it through finish like any Terminated; Timers
-	// would not do, as they are cancelled on restart too and cannot be
-	// cleared from the replying goroutine. This runs on the asker's
-	// goroutine, which owns the watchers, so no system message is needed.
 	x := c.ext()
-	if x.watchers == nil {
-		x.watchers = make(map[actorCell]struct{})
+	if x.asks == nil {
+		x.asks = newAskBook(c.sys.clock)
 	}
-	x.watchers[r] = struct{}{}
-	r.timer = c.sys.clock.AfterFunc(timeout, r.timeout)
+	r := &actorReplyRef[T, Resp]{self: c, book: x.asks, adapt: adapt, to: to}
+	x.asks.add(r, timeout)
 	to.Tell(build(r))
 }
 
-// actorReplyRef is the reply address of an AskFrom. It is also, privately,
-// a watcher of the asking actor (an actorCell whose target is nil, so it is
-// never taken for an actor itself): once the ask is done, it leaves the
-// asker's watchers again.
+// actorReplyRef is the reply address of an AskFrom and its entry in the
+// asker's book of timeouts.
 type actorReplyRef[T, Resp any] struct {
 	self  *cell[T]
+	book  *askBook
 	adapt func(Resp, error) T
-	to    string
-	done  atomic.Bool // the reply came, the timeout passed or the asker stopped
-	timer clockwork.Timer
+	to    AnyRef      // for the timeout's error; its path is made only then
+	done  atomic.Bool // the reply came or the timeout passed
+	askEntry
 }
 
 func (r *actorReplyRef[T, Resp]) Tell(msg Resp) {
@@ -108,38 +99,23 @@ func (r *actorReplyRef[T, Resp]) Tell(msg Resp) {
 		r.self.sys.deadLetter(r, msg)
 		return
 	}
-	r.timer.Stop()
-	r.unwatch()
+	r.book.remove(r)
 	r.self.Tell(r.adapt(msg, nil))
 }
 
-// timeout delivers ErrAskTimeout. To an asker that has begun to stop it
+// expire delivers ErrAskTimeout. To an asker that has begun to stop it
 // delivers nothing, as its Timers would not: the runtime's own
 // notification is not mail that someone sent, so not a dead letter.
-func (r *actorReplyRef[T, Resp]) timeout() {
+func (r *actorReplyRef[T, Resp]) expire() {
 	if r.done.CompareAndSwap(false, true) {
-		r.unwatch()
 		var zero Resp
-		r.self.tellAlive(r.adapt(zero, fmt.Errorf("ask %s: %w", r.to, ErrAskTimeout)))
+		r.self.tellAlive(r.adapt(zero, fmt.Errorf("ask %s: %w", r.to.Path(), ErrAskTimeout)))
 	}
 }
 
-// unwatch removes the finished ask from the asker's watchers, through the
-// asker's mailbox since this runs on another goroutine. To an asker that
-// has stopped it is dropped, and nothing is left to remove.
-func (r *actorReplyRef[T, Resp]) unwatch() { r.self.sendSystem(sysMsg{kind: sysUnwatch, ref: r}) }
-
-// sendSystem is how the asker's end reaches the ask: Terminated abandons
-// it. It is the only system message a watcher is sent.
-func (r *actorReplyRef[T, Resp]) sendSystem(m sysMsg) {
-	if m.kind == sysTerminated && r.done.CompareAndSwap(false, true) {
-		r.timer.Stop()
-	}
-}
-
-func (r *actorReplyRef[T, Resp]) isAlive() bool    { return !r.done.Load() }
-func (r *actorReplyRef[T, Resp]) terminated() bool { return r.done.Load() }
-func (r *actorReplyRef[T, Resp]) system() *System  { return r.self.sys }
+func (r *actorReplyRef[T, Resp]) entry() *askEntry { return &r.askEntry }
 
 func (r *actorReplyRef[T, Resp]) Path() string      { return r.self.Path() + "/$ask" }
 func (r *actorReplyRef[T, Resp]) target() actorCell { return nil }
+
+var _ askTimeout = (*actorReplyRef[int, int])(nil)

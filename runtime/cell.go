@@ -79,7 +79,9 @@ type cellExt[T any] struct {
 	watchers  map[actorCell]struct{}
 	watching  map[actorCell]*T // nil: deliver the Terminated signal
 	timers    *Timers[T]
+	asks      *askBook // AskFrom's outstanding asks
 	unstashed []T
+	sysSpare  []sysMsg // an emptied system queue buffer, for the next (see handleSystem)
 	unext     int
 	log       *slog.Logger
 	idle      *idleWatch
@@ -260,11 +262,17 @@ func (c *cell[T]) recoverFailure() {
 	}
 }
 
-// handleSystem handles the system messages queued so far.
+// handleSystem handles the system messages queued so far. An actor with
+// the rare parts (timers, watches, asks: the ones that get system messages
+// in steady state) reuses the queue's buffer, so that they cost no
+// allocation; other actors let it go and stay small.
 func (c *cell[T]) handleSystem() {
 	c.mu.Lock()
 	q := c.sysq
 	c.sysq = nil
+	if c.x != nil {
+		c.sysq, c.x.sysSpare = c.x.sysSpare, nil
+	}
 	c.sysLen.Store(0)
 	c.mu.Unlock()
 	for _, m := range q {
@@ -274,7 +282,15 @@ func (c *cell[T]) handleSystem() {
 			c.beginStop()
 		}
 	}
+	if c.x != nil && cap(q) <= maxSpareSys {
+		clear(q) // let the GC have what they refer to
+		c.x.sysSpare = q[:0]
+	}
 }
+
+// maxSpareSys is the largest system queue buffer kept for reuse: a burst
+// (a parent told of many children stopping) is let go.
+const maxSpareSys = 64
 
 func (c *cell[T]) handle(m sysMsg) {
 	if c.state == dead {

@@ -79,6 +79,9 @@ func (c *cell[T]) finish() {
 		if x.restartTimer != nil {
 			x.restartTimer.Stop()
 		}
+		if x.asks != nil {
+			x.asks.abandon()
+		}
 		for w := range x.watchers {
 			w.sendSystem(sysMsg{kind: sysTerminated, ref: c})
 		}

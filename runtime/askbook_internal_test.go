@@ -1,0 +1,118 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// testAsk is an ask whose expiry the test hears of on a channel.
+type testAsk struct {
+	name    string
+	expired chan<- string
+	askEntry
+}
+
+func (a *testAsk) entry() *askEntry { return &a.askEntry }
+func (a *testAsk) expire()          { a.expired <- a.name }
+
+var _ askTimeout = (*testAsk)(nil)
+
+// The book expires asks in deadline order on one timer, forgets the ones
+// removed or abandoned, and leaves no timer behind when it is empty.
+func TestAskBook(t *testing.T) {
+	type step struct {
+		add     string        // an ask to add, with timeout
+		timeout time.Duration // for add
+		remove  string        // an ask to remove (its reply came)
+		abandon bool          // abandon every ask (the asker stopped)
+		advance time.Duration // move the clock, then expect exactly want
+		want    []string      // the asks that expire after advance, in order
+		timers  int           // with advance: the timers pending afterwards
+	}
+	tests := []struct {
+		name  string // the case
+		steps []step
+	}{
+		{name: "deadline order, not insertion order", steps: []step{
+			{add: "a", timeout: 3 * time.Second}, {add: "b", timeout: time.Second}, {add: "c", timeout: 2 * time.Second},
+			{advance: time.Second, want: []string{"b"}, timers: 1},
+			{advance: time.Second, want: []string{"c"}, timers: 1},
+			{advance: time.Second, want: []string{"a"}, timers: 0},
+		}},
+		{name: "asks due together expire together", steps: []step{
+			{add: "a", timeout: time.Second}, {add: "b", timeout: time.Second},
+			{advance: time.Second, want: []string{"a", "b"}, timers: 0},
+		}},
+		{name: "a removed ask never expires; the next one still does", steps: []step{
+			{add: "a", timeout: time.Second}, {add: "b", timeout: 2 * time.Second}, {remove: "a"},
+			{advance: time.Second, timers: 1}, // the timer set for a fires early and is set again
+			{advance: time.Second, want: []string{"b"}, timers: 0},
+		}},
+		{name: "the last reply stops the timer; the next ask sets it again", steps: []step{
+			{add: "a", timeout: time.Second}, {remove: "a"},
+			{advance: 0, timers: 0},
+			{add: "b", timeout: time.Second},
+			{advance: time.Second, want: []string{"b"}, timers: 0},
+		}},
+		{name: "abandoned asks never expire", steps: []step{
+			{add: "a", timeout: time.Second}, {add: "b", timeout: 2 * time.Second}, {abandon: true},
+			{advance: 0, timers: 0},
+			{advance: 3 * time.Second, timers: 0},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clockwork.NewFakeClock()
+			b := newAskBook(fc)
+			expired := make(chan string, 8)
+			asks := make(map[string]*testAsk)
+			for i, s := range tc.steps {
+				switch {
+				case s.add != "":
+					asks[s.add] = &testAsk{name: s.add, expired: expired}
+					b.add(asks[s.add], s.timeout)
+				case s.remove != "":
+					b.remove(asks[s.remove])
+				case s.abandon:
+					b.abandon()
+				default:
+					fc.Advance(s.advance)
+					for _, want := range s.want {
+						select {
+						case got := <-expired:
+							if got != want {
+								t.Fatalf("step %d: %q expired, want %q", i, got, want)
+							}
+						case <-time.After(5 * time.Second):
+							t.Fatalf("step %d: %q did not expire", i, want)
+						}
+					}
+					// A fire runs on its own goroutine: wait until the
+					// clock has the timers the step expects, and no more,
+					// then check that nothing else expired.
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					err := fc.BlockUntilContext(ctx, s.timers)
+					cancel()
+					if err != nil {
+						t.Fatalf("step %d: the clock never had %d timers pending: %v", i, s.timers, err)
+					}
+					ctx, cancel = context.WithCancel(context.Background())
+					cancel() // answers at once: are there more than s.timers now?
+					if fc.BlockUntilContext(ctx, s.timers+1) == nil {
+						t.Fatalf("step %d: more than %d timers pending", i, s.timers)
+					}
+					b.mu.Lock() // a fire in progress holds it until it has expired what is due
+					b.mu.Unlock()
+					select {
+					case got := <-expired:
+						t.Fatalf("step %d: %q expired, want none after %v", i, got, s.want)
+					default:
+					}
+				}
+			}
+		})
+	}
+}
