@@ -141,7 +141,7 @@ func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
 	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
 	for i := range c.confirmTo {
 		boxed := ConsumerCommand[A](confirmTag[A](i))
-		c.confirmTo[i] = runtime.MessageAdapter(ctx, func(Confirmed) ConsumerCommand[A] { return boxed })
+		c.confirmTo[i] = runtime.DirectAdapter(ctx, func(Confirmed) ConsumerCommand[A] { return boxed })
 	}
 	c.retryInterval = c.cfg.settings.ResendIntervalMin
 	ctx.Timers().StartPeriodic(retryKey{}, retryTick[A]{}, c.retryInterval)
@@ -174,6 +174,10 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 			_ = ctx.Stop(c.self)
 		}
 	}
+	// While a delivery is out, messages from the producer controller can
+	// wait for its confirmation, which runs this actor directly (confirmTo
+	// is a DirectAdapter): they need not wake it in between.
+	ctx.PostponeWakeups(c.outstanding)
 }
 
 func (c *consumer[A]) fail(err error) {

@@ -122,10 +122,10 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 
 func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
 	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
-	p.sendNext = runtime.MessageAdapter(ctx, func(m A) ProducerCommand[A] {
+	p.sendNext = runtime.DirectAdapter(ctx, func(m A) ProducerCommand[A] {
 		return &outgoing[A]{sm: SequencedMessage[A]{Message: m}}
 	})
-	p.askNext = runtime.MessageAdapter(ctx, func(m MessageWithConfirmation[A]) ProducerCommand[A] {
+	p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) ProducerCommand[A] {
 		return &outgoing[A]{sm: SequencedMessage[A]{Message: m.Message}, replyTo: m.ReplyTo}
 	})
 }
@@ -301,7 +301,9 @@ func (p *producer[A]) emit() {
 	if !p.hasPending() {
 		p.requestNext()
 	}
-	p.consumer.Tell(m)
+	// A consumer controller with a delivery out does not run for this:
+	// its consumer's confirmation will (see consumer.Receive).
+	runtime.TellPostponable(p.consumer, ConsumerCommand[A](m))
 }
 
 func (p *producer[A]) hasPending() bool { return p.pendingAt < len(p.pending) }

@@ -201,10 +201,10 @@ func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[ShardingCommand[A]],
 	switch sig.(type) {
 	case runtime.Started:
 		p.started(ctx, ctx.Log().With("producerId", p.cfg.id), func(m durableMsg[A]) ShardingCommand[A] { return m })
-		p.sendNext = runtime.MessageAdapter(ctx, func(m ShardingEnvelope[A]) ShardingCommand[A] {
+		p.sendNext = runtime.DirectAdapter(ctx, func(m ShardingEnvelope[A]) ShardingCommand[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message}
 		})
-		p.askNext = runtime.MessageAdapter(ctx, func(m ShardingMessageWithConfirmation[A]) ShardingCommand[A] {
+		p.askNext = runtime.DirectAdapter(ctx, func(m ShardingMessageWithConfirmation[A]) ShardingCommand[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message, replyTo: m.ReplyTo}
 		})
 		ctx.Timers().StartPeriodic(spCleanupKey{}, spCleanupTick[A]{}, max(p.settings.CleanupUnusedAfter/2, 1))

@@ -164,8 +164,8 @@ func (p *workPulling[A]) OnSignal(ctx *runtime.Context[WorkPullingCommand[A]], s
 	case runtime.Started:
 		p.started(ctx, ctx.Log().With("producerId", p.cfg.id, "serviceKey", p.key.ID()),
 			func(m durableMsg[A]) WorkPullingCommand[A] { return m })
-		p.sendNext = runtime.MessageAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
-		p.askNext = runtime.MessageAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
+		p.sendNext = runtime.DirectAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
+		p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
 			return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
 		})
 		runtime.Subscribe(ctx.System(), p.key, runtime.MessageAdapter(ctx, func(l runtime.Listing[ConsumerCommand[A]]) WorkPullingCommand[A] {

@@ -41,6 +41,18 @@ func (ctx *Context[T]) Stop(ref AnyRef) error {
 	return ErrNotChild
 }
 
+// PostponeWakeups says whether mail sent to the actor with
+// [TellPostponable] may wait until something else wakes it: other mail, a
+// system message (a timer, a watch), or mail through a [DirectAdapter].
+// An actor that waits for one particular message (a reply it will get
+// through a DirectAdapter) turns it on while it waits, so that mail that
+// can wait does not make it run in between.
+func (ctx *Context[T]) PostponeWakeups(on bool) {
+	if ctx.c.postpone.Load() != on {
+		ctx.c.postpone.Store(on)
+	}
+}
+
 // Children are the actor's children that have not yet stopped.
 func (ctx *Context[T]) Children() []AnyRef {
 	if ctx.c.x == nil {

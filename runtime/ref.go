@@ -22,8 +22,9 @@ var _ Ref[int] = (*cell[int])(nil)
 
 // adapterRef turns messages of type U into the target actor's type T.
 type adapterRef[U, T any] struct {
-	to    *cell[T]
-	adapt func(U) T
+	to     *cell[T]
+	adapt  func(U) T
+	direct bool // see DirectAdapter
 }
 
 // MessageAdapter returns a ref that accepts messages of another actor's
@@ -34,6 +35,45 @@ func MessageAdapter[T, U any](ctx *Context[T], adapt func(U) T) Ref[U] {
 	return &adapterRef[U, T]{to: ctx.c, adapt: adapt}
 }
 
-func (a *adapterRef[U, T]) Tell(msg U)        { a.to.Tell(a.adapt(msg)) }
+func (a *adapterRef[U, T]) Tell(msg U) {
+	how := wakeSchedule
+	if a.direct {
+		how = wakeDirect
+	}
+	if m := a.adapt(msg); !a.to.tellWaking(m, how) {
+		a.to.sys.deadLetter(a.to, m)
+	}
+}
+
+// DirectAdapter is [MessageAdapter], except that a message sent through
+// it while the actor is idle, with nothing queued, is handled at once on the
+// sender's goroutine, and so is the mail that comes meanwhile (up to the
+// throughput budget), instead of the mailbox waiting for a worker. Order
+// and one-at-a-time handling are kept.
+//
+// It is for actors whose handlers are short and never block, such as
+// reliable delivery's controllers, on the path where an actor that keeps
+// them busy talks to them: a request/response loop then costs one actor
+// turn per round trip instead of two. The sender waits while the handler
+// runs, and may be any goroutine.
+func DirectAdapter[T, U any](ctx *Context[T], adapt func(U) T) Ref[U] {
+	return &adapterRef[U, T]{to: ctx.c, adapt: adapt, direct: true}
+}
+
+// TellPostponable tells ref msg, except that it does not wake ref's actor
+// while the actor postpones its wake-ups ([Context.PostponeWakeups]): msg
+// then waits in the mailbox until something else wakes it. Use it for mail
+// that the receiver has said can wait.
+func TellPostponable[T any](ref Ref[T], msg T) {
+	c, ok := ref.(*cell[T])
+	if !ok {
+		ref.Tell(msg)
+		return
+	}
+	if !c.tellWaking(msg, wakePostponable) {
+		c.sys.deadLetter(c, msg)
+	}
+}
+
 func (a *adapterRef[U, T]) Path() string      { return a.to.Path() + "/$adapter" }
 func (a *adapterRef[U, T]) target() actorCell { return a.to }
