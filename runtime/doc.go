@@ -33,6 +33,13 @@
 // once, no goroutine is started per message or per actor, and an idle actor
 // costs only its memory.
 //
+// Two opt-in shortcuts serve small actors that others keep busy, such as
+// reliable delivery's controllers. A message through a [DirectAdapter] to
+// an idle actor skips the dispatcher: the actor runs at once on the
+// sender's goroutine. An actor that waits for one particular message can
+// [Context.PostponeWakeups], so that mail sent with [TellPostponable] waits
+// in its mailbox until something else wakes it.
+//
 // # Rules for behaviors
 //
 // A [Context] belongs to its actor: use it only inside Receive or OnSignal,
