@@ -194,16 +194,25 @@ func TestShardingBuffering(t *testing.T) {
 // stops the controller with an error that says so.
 func TestShardingBufferFull(t *testing.T) {
 	sys, _, logs := fakeShardingSystem(t)
-	col := newCollectorAll(1)
-	slow := consumerSpec{delay: func() time.Duration { return time.Hour }}
-	region := startRegion(t, sys, regionSpec{settings: ShardingConsumerSettings{Consumer: quietConsumer}, consumer: slow}, col)
+	// Entities that never start a consumer controller: an entity's
+	// producer controller takes one message before any demand (the one that
+	// starts the entity), and no more ever.
+	region, err := runtime.InitSharding(sys, runtime.Entity[ConsumerCommand[job]]{Key: entityKey,
+		Create: func(string) runtime.Behavior[ConsumerCommand[job]] {
+			return runtime.ReceiveFunc(func(*runtime.Context[ConsumerCommand[job]], ConsumerCommand[job]) {})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sp := spawnSP(t, sys, "sp", region, ShardingSettings{BufferSize: 2})
 	w := newWatcher(t, sys)
 	w.watch(sp)
 	producer := shardingProbe(t, sys, sp)
 	r := producer.Expect(t)
-	for n := 1; n <= 3; n++ { // three new entities: none has demand yet
-		r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: fmt.Sprint("e", n), Message: job{N: n}})
+	// Four messages for one entity: whether its first goes out before the
+	// others arrive or not, two fill the buffer and the next overflows it.
+	for n := 1; n <= 4; n++ {
+		r.SendNextTo.Tell(ShardingEnvelope[job]{EntityID: "e1", Message: job{N: n}})
 	}
 	expectFailed(t, w, logs, "/user/sp", "buffer full", "ShardingSettings.BufferSize")
 }

@@ -232,19 +232,8 @@ func (c *cell[T]) run(w *worker) {
 	}
 	budget := c.d.throughput
 	for {
-		// runOne, spelled out: the call is not inlined here, and costs a
-		// raw tell about a tenth more.
-		if c.hasSystem() {
-			c.handleSystem()
-		}
-		msg, ok := c.take()
-		if !ok {
+		if !c.runOne() {
 			return
-		}
-		c.invoke(msg)
-		if c.stopSelf {
-			c.stopSelf = false
-			c.beginStop()
 		}
 		if budget--; budget == 0 {
 			if c.d.othersWaiting(w) {

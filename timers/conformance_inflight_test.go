@@ -62,14 +62,17 @@ func inFlightCases() []conformanceCase {
 			cfg:      Config{Lease: 10 * time.Second, CallTimeout: 5 * time.Second},
 			run: func(t *testing.T, e *env) {
 				g := newGate(e)
-				s := e.start(t)
-				tm := mustCreate(t, s, "a", time.Hour, testCall(`1`))
+				// Created through an instance that is not started, so that
+				// the dead instance's claim cannot lose the timer to the
+				// live instance, which starts only after it.
+				tm := mustCreate(t, e.scheduler(t), "a", time.Hour, testCall(`1`))
 				// The dead instance: claims with a lease and never reports.
 				e.clk.Advance(time.Hour)
 				dead, err := e.store.claim(t.Context(), 10, 10*time.Second)
 				if err != nil || len(dead.timers) != 1 || dead.timers[0].Attempts != 1 {
 					t.Fatalf("dead claim = %+v, %v", dead, err)
 				}
+				s := e.start(t)
 				advanceTo(t, e.clk, s, tm.DueAt.Add(10*time.Second-time.Millisecond))
 				if n := e.rec.len(); n != 0 {
 					t.Fatalf("%d calls before the lease expired", n)
