@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -125,29 +126,17 @@ func recvWithin[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // A message through a DirectAdapter to an idle actor is handled before
 // Tell returns, on the sender's goroutine.
 func TestDirectAdapterRunsIdleActorAtOnce(t *testing.T) {
 	_, a := startDirect(t)
 	a.waitIdle(t)
 	a.direct.Tell(1)
-	if got := a.handledNow(); !equalInts(got, []int{1}) {
+	if got := a.handledNow(); !slices.Equal(got, []int{1}) {
 		t.Fatalf("handled %v when Tell returned, want [1]", got)
 	}
 	a.direct.Tell(2) // idle again: the direct run left it so
-	if got := a.handledNow(); !equalInts(got, []int{2}) {
+	if got := a.handledNow(); !slices.Equal(got, []int{2}) {
 		t.Fatalf("handled %v when the second Tell returned, want [2]", got)
 	}
 }
@@ -201,7 +190,7 @@ func TestPostponeWakeups(t *testing.T) {
 				want = append(want, 3)
 			}
 			if tc.direct {
-				if got := a.handledNow(); !equalInts(got, want) {
+				if got := a.handledNow(); !slices.Equal(got, want) {
 					t.Fatalf("handled %v when the direct Tell returned, want %v", got, want)
 				}
 				return
@@ -231,7 +220,7 @@ func TestDirectAdapterBudget(t *testing.T) {
 	for len(got) < 5 {
 		got = append(got, recvWithin(t, a.handled))
 	}
-	if !equalInts(got, []int{1, 2, 3, 4, 5}) {
+	if !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
 		t.Fatalf("handled %v, want [1 2 3 4 5]", got)
 	}
 }
