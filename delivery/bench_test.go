@@ -29,7 +29,10 @@ import (
 // TRELLIS_TEST_REDIS_URL, as the tests do; -delivery.benchworkers=N runs
 // the actor system with N workers.
 
-var flagBenchWorkers = flag.Int("delivery.benchworkers", 0, "workers of the benchmarks' actor system (0: GOMAXPROCS, the default)")
+var (
+	flagBenchWorkers = flag.Int("delivery.benchworkers", 0, "workers of the benchmarks' actor system (0: GOMAXPROCS, the default)")
+	flagP2POnly      = flag.Bool("delivery.p2ponly", false, "BenchmarkPointToPoint runs delivery alone, without its yardsticks (for profiling)")
+)
 
 func newBenchSystem(b *testing.B) *runtime.System {
 	b.Helper()
@@ -361,9 +364,11 @@ func BenchmarkPointToPoint(b *testing.B) {
 			var sum p2pRun
 			runs := 0
 			for b.Loop() {
-				raw += testenv.TellN(b, sys, n)
-				floor += twoPingPongs(b, sys, n)
-				bare += bareTopology(b, sys, n)
+				if !*flagP2POnly {
+					raw += testenv.TellN(b, sys, n)
+					floor += twoPingPongs(b, sys, n)
+					bare += bareTopology(b, sys, n)
+				}
 				r := runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"})
 				sum.elapsed += r.elapsed
 				sum.outOfOrder += r.outOfOrder

@@ -301,8 +301,15 @@ func (p *producer[A]) emit() {
 	if !p.hasPending() {
 		p.requestNext()
 	}
-	// A consumer controller with a delivery out does not run for this:
-	// its consumer's confirmation will (see consumer.Receive).
+	p.send(m)
+}
+
+// send sends m to the consumer controller. Every message to it goes this
+// way, postponable, so that they all keep their order (TellPostponable
+// keeps order only with the sender's other postponable mail). A consumer
+// controller with a delivery out does not run for them: its consumer's
+// confirmation will (see consumer.Receive).
+func (p *producer[A]) send(m *SequencedMessage[A]) {
 	runtime.TellPostponable(p.consumer, ConsumerCommand[A](m))
 }
 
@@ -402,7 +409,7 @@ func (p *producer[A]) onResend(r Resend[A]) {
 func (p *producer[A]) resend(from SeqNr) {
 	for i := range p.unconfirmed.len() {
 		if m := p.unconfirmed.at(i); m.SeqNr >= from {
-			p.consumer.Tell(m)
+			p.send(m)
 		}
 	}
 }
@@ -446,7 +453,7 @@ func (p *producer[A]) stopResendFirst() {
 // producer controller.
 func (p *producer[A]) onResendFirst() {
 	if p.unconfirmed.len() > 0 && p.unconfirmed.at(0).SeqNr == p.firstSeqNr {
-		p.consumer.Tell(p.unconfirmed.at(0))
+		p.send(p.unconfirmed.at(0))
 		return
 	}
 	p.stopResendFirst()

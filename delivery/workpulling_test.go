@@ -146,12 +146,16 @@ func TestWorkPullingWorkerLeaves(t *testing.T) {
 			col := newCollectorAll(n)
 			fast := ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond}
 			// The leaving worker confirms its first 10 jobs, then none: it
-			// surely has unconfirmed messages when it leaves.
+			// surely has unconfirmed messages when it leaves. The staying
+			// workers keep theirs unconfirmed until then, so that they
+			// cannot take all the jobs before it has 11: their windows fill,
+			// and the rest goes to the leaving worker.
 			var held atomic.Int32
 			hold := func(Delivery[job]) bool { return held.Add(1) > 10 }
+			stayBack := consumerSpec{hold: func(Delivery[job]) bool { return held.Load() <= 10 }}
 			leaving := spawnWorker(t, sys, "leaving", key, workerSpec{consumer: fast, spec: consumerSpec{drop: hold}}, col)
-			spawnWorker(t, sys, "staying1", key, workerSpec{consumer: fast}, col)
-			spawnWorker(t, sys, "staying2", key, workerSpec{consumer: fast}, col)
+			spawnWorker(t, sys, "staying1", key, workerSpec{consumer: fast, spec: stayBack}, col)
+			spawnWorker(t, sys, "staying2", key, workerSpec{consumer: fast, spec: stayBack}, col)
 			q, opts := memoryQueue(tc.durable)
 			wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{Producer: ProducerSettings{ChunkLargeMessages: tc.chunk}}, opts...)
 			eventually(t, "all workers known", func() bool { return workerStats(t, wp).NumberOfWorkers == 3 })

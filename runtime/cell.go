@@ -72,7 +72,15 @@ type cell[T any] struct {
 	factory func() Behavior[T]
 	super   *Supervision
 
-	postpone atomic.Bool // TellPostponable does not schedule the mailbox (see Context.PostponeWakeups)
+	postpone atomic.Bool                  // TellPostponable does not schedule the mailbox (see Context.PostponeWakeups)
+	held     atomic.Pointer[heldQueue[T]] // mail sent with TellPostponable; nil until the first
+
+	// The pad makes the cell a whole number of cache lines, so that cells
+	// are allocated on line boundaries (in a size class that is a multiple
+	// of 64 bytes) and no two share a line: two actors busy on two
+	// processors would otherwise slow each other down through the line
+	// they share (false sharing). TestCellSize keeps the size a multiple.
+	_ [16]byte
 }
 
 // cellExt holds what most actors never use, so that an idle actor stays small.
@@ -117,9 +125,8 @@ func (c *cell[T]) tellAlive(msg T) bool { return c.tellWaking(msg, wakeSchedule)
 type wake uint8
 
 const (
-	wakeSchedule    wake = iota // Tell: schedule the mailbox on the dispatcher
-	wakeDirect                  // DirectAdapter: run it on the sender's goroutine
-	wakePostponable             // TellPostponable: schedule it, unless the actor postpones its wake-ups
+	wakeSchedule wake = iota // Tell: schedule the mailbox on the dispatcher
+	wakeDirect               // DirectAdapter: run it on the sender's goroutine
 )
 
 // tellWaking queues msg and, if nothing runs the mailbox, wakes the actor
@@ -131,13 +138,13 @@ func (c *cell[T]) tellWaking(msg T, how wake) bool {
 		return false
 	}
 	c.inbox = append(c.inbox, msg)
-	if c.scheduled || c.suspended || how == wakePostponable && c.postpone.Load() {
+	if c.scheduled || c.suspended {
 		c.mu.Unlock()
 		return true
 	}
 	c.scheduled = true
 	if how == wakeDirect {
-		if c.next >= len(c.batch) && len(c.sysq) == 0 {
+		if c.next >= len(c.batch) && len(c.sysq) == 0 && !c.hasHeld() {
 			c.swapInbox(0) // saves runDirect's first take a lock
 		}
 		c.mu.Unlock()
@@ -248,7 +255,9 @@ func (c *cell[T]) run(w *worker) {
 func (c *cell[T]) hasSystem() bool { return c.sysLen.Load() > 0 }
 
 // take returns the next user message to handle, or false when there is none
-// to handle now; then the mailbox is no longer scheduled.
+// to handle now; then the mailbox is no longer scheduled. Held mail
+// (TellPostponable) is taken before the inbox; both are taken a whole
+// queue at a time.
 func (c *cell[T]) take() (T, bool) {
 	var zero T
 	if c.state == alive && !c.suspended {
@@ -267,16 +276,25 @@ func (c *cell[T]) take() (T, bool) {
 			return msg, true
 		}
 	}
-	c.mu.Lock()
-	for c.sysLen.Load() > 0 {
-		c.mu.Unlock()
-		c.handleSystem()
+	for {
+		if c.state == alive && !c.suspended && c.hasHeld() {
+			return c.takeHeld(), true
+		}
 		c.mu.Lock()
-	}
-	if c.state != alive || c.suspended || len(c.inbox) == 0 {
-		c.scheduled = false
-		c.mu.Unlock()
-		return zero, false
+		for c.sysLen.Load() > 0 {
+			c.mu.Unlock()
+			c.handleSystem()
+			c.mu.Lock()
+		}
+		if c.state == alive && !c.suspended && len(c.inbox) > 0 {
+			break
+		}
+		if c.state != alive || c.suspended || !c.hasHeld() {
+			c.scheduled = false
+			c.mu.Unlock()
+			return zero, false
+		}
+		c.mu.Unlock() // held mail came meanwhile
 	}
 	c.swapInbox(1)
 	c.mu.Unlock()

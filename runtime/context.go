@@ -46,7 +46,8 @@ func (ctx *Context[T]) Stop(ref AnyRef) error {
 // system message (a timer, a watch), or mail through a [DirectAdapter].
 // An actor that waits for one particular message (a reply it will get
 // through a DirectAdapter) turns it on while it waits, so that mail that
-// can wait does not make it run in between.
+// can wait does not make it run in between. When the actor runs, it
+// handles the mail that waited first. A restart turns it off.
 func (ctx *Context[T]) PostponeWakeups(on bool) {
 	if ctx.c.postpone.Load() != on {
 		ctx.c.postpone.Store(on)

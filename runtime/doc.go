@@ -38,7 +38,10 @@
 // an idle actor skips the dispatcher: the actor runs at once on the
 // sender's goroutine. An actor that waits for one particular message can
 // [Context.PostponeWakeups], so that mail sent with [TellPostponable] waits
-// in its mailbox until something else wakes it.
+// until something else wakes it.
+//
+// Cells are padded to whole cache lines, so that two actors running on two
+// processors never share one.
 //
 // # Rules for behaviors
 //

@@ -65,6 +65,7 @@ func (c *cell[T]) finish() {
 	if x := c.x; x != nil {
 		left = append(x.unstashed[x.unext:], left...)
 	}
+	left = append(left, c.closeHeld()...)
 	for _, msg := range append(left, inbox...) {
 		c.sys.deadLetter(c, msg)
 	}
@@ -149,6 +150,7 @@ func (c *cell[T]) restart() {
 		x.unstashed, x.unext, x.restartTimer = nil, 0, nil
 	}
 	c.setBehavior(c.factory())
+	c.postpone.Store(false) // the failed incarnation's wish
 	c.mu.Lock()
 	c.suspended = false
 	c.mu.Unlock()

@@ -62,15 +62,22 @@ func DirectAdapter[T, U any](ctx *Context[T], adapt func(U) T) Ref[U] {
 
 // TellPostponable tells ref msg, except that it does not wake ref's actor
 // while the actor postpones its wake-ups ([Context.PostponeWakeups]): msg
-// then waits in the mailbox until something else wakes it. Use it for mail
-// that the receiver has said can wait.
+// then waits until something else wakes it. Use it for mail that the
+// receiver has said can wait.
+//
+// Postponable mail waits in a queue of its own, which the actor empties
+// before its mailbox: it keeps its order with the sender's other
+// postponable mail, but not with the sender's plain mail. A sender whose
+// messages must stay in order sends them all the same way. (The queue of
+// its own keeps a sender that streams to a busy actor from another
+// processor off the lock the actor's own runs take.)
 func TellPostponable[T any](ref Ref[T], msg T) {
 	c, ok := ref.(*cell[T])
 	if !ok {
 		ref.Tell(msg)
 		return
 	}
-	if !c.tellWaking(msg, wakePostponable) {
+	if !c.tellPostponable(msg) {
 		c.sys.deadLetter(c, msg)
 	}
 }

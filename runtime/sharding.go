@@ -194,7 +194,7 @@ func (s *Sharding[T]) passivate(id string, c *cell[T]) bool {
 	c.mu.Lock()
 	empty := len(c.inbox) == 0
 	c.mu.Unlock()
-	if !empty || c.next < len(c.batch) || (c.x.unext < len(c.x.unstashed)) {
+	if !empty || c.next < len(c.batch) || (c.x.unext < len(c.x.unstashed)) || c.hasHeld() {
 		return false
 	}
 	e.stopping = true
