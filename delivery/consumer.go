@@ -176,8 +176,11 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 	}
 	// While a delivery is out, messages from the producer controller can
 	// wait for its confirmation, which runs this actor directly (confirmTo
-	// is a DirectAdapter): they need not wake it in between.
-	ctx.PostponeWakeups(c.outstanding)
+	// is a DirectAdapter): they need not wake it in between, and they are
+	// taken, all that came, once the stash is empty. A controller told to
+	// deliver and stop takes them at once: they are part of what it
+	// delivers.
+	ctx.PostponeWakeups(c.outstanding && !c.stopping)
 }
 
 func (c *consumer[A]) fail(err error) {
@@ -405,13 +408,18 @@ func (c *consumer[A]) onRetry() {
 	// come, are dropped while resending). Ask again.
 	stuck := c.resendingFrom != 0 && c.resendingFrom == c.resendAtTick
 	c.resendAtTick = c.resendingFrom
-	if c.heard {
+	switch {
+	case c.heard:
 		c.heard = false
 		next = s.ResendIntervalMin
 		if stuck {
 			c.pc.Tell(Resend[A]{FromSeqNr: c.resendingFrom})
 		}
-	} else {
+	case c.outstanding:
+		// Waiting for the consumer, not for the producer controller, whose
+		// messages wait meanwhile (see Receive): not idle.
+		c.retryRegister()
+	default:
 		c.idleRetry()
 		next = min(time.Duration(float64(c.retryInterval)*1.5), s.ResendIntervalMax)
 	}
@@ -423,9 +431,7 @@ func (c *consumer[A]) onRetry() {
 }
 
 func (c *consumer[A]) idleRetry() {
-	if c.registering != nil {
-		c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self})
-	}
+	c.retryRegister()
 	switch {
 	case !c.associated:
 		if c.askedFirst {
@@ -438,6 +444,14 @@ func (c *consumer[A]) idleRetry() {
 		// that asked for them, may be lost. Otherwise just say where the
 		// consumer is, which also repeats a lost Ack.
 		c.sendRequest(c.receivedSeqNr < c.requestedSeqNr)
+	}
+}
+
+// retryRegister registers again with the producer controller it is
+// registering with, until that one's first message shows it heard.
+func (c *consumer[A]) retryRegister() {
+	if c.registering != nil {
+		c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self})
 	}
 }
 

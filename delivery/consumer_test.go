@@ -296,12 +296,15 @@ func TestConsumerRedeliversLostDelivery(t *testing.T) {
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.tick(t, 2*time.Second) // delivered during this tick: not yet counted
-	h.tick(t, 2*time.Second) // idle: unconfirmed for 2 s
-	h.expectRequest(t, 0, 20, true)
+	h.tick(t, 2*time.Second) // unconfirmed for 2 s
 	h.consumer.ExpectNone(t, 20*time.Millisecond)
-	h.tick(t, 3*time.Second) // 2+3 s without confirmation >= 5 s
-	h.expectRequest(t, 0, 20, true)
+	h.tick(t, 2*time.Second) // 2+2 s without confirmation: not yet 5 s
+	h.consumer.ExpectNone(t, 20*time.Millisecond)
+	h.tick(t, 2*time.Second) // 6 s >= 5 s (the interval stays at 2 s: not idle)
 	again := h.expectDelivery(t, 1)
+	// Waiting for the consumer is not idle: the ticks asked the producer
+	// controller for nothing.
+	h.pc.ExpectNone(t, 20*time.Millisecond)
 	if again != lost {
 		t.Fatalf("redelivered %+v, want the same delivery %+v", again, lost)
 	}

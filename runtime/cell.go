@@ -144,7 +144,7 @@ func (c *cell[T]) tellWaking(msg T, how wake) bool {
 	}
 	c.scheduled = true
 	if how == wakeDirect {
-		if c.next >= len(c.batch) && len(c.sysq) == 0 && !c.hasHeld() {
+		if c.next >= len(c.batch) && len(c.sysq) == 0 && !c.heldReady() {
 			c.swapInbox(0) // saves runDirect's first take a lock
 		}
 		c.mu.Unlock()
@@ -256,8 +256,8 @@ func (c *cell[T]) hasSystem() bool { return c.sysLen.Load() > 0 }
 
 // take returns the next user message to handle, or false when there is none
 // to handle now; then the mailbox is no longer scheduled. Held mail
-// (TellPostponable) is taken before the inbox; both are taken a whole
-// queue at a time.
+// (TellPostponable) is taken before the inbox, unless the actor postpones
+// its wake-ups; both are taken a whole queue at a time.
 func (c *cell[T]) take() (T, bool) {
 	var zero T
 	if c.state == alive && !c.suspended {
@@ -277,7 +277,7 @@ func (c *cell[T]) take() (T, bool) {
 		}
 	}
 	for {
-		if c.state == alive && !c.suspended && c.hasHeld() {
+		if c.state == alive && !c.suspended && c.heldReady() {
 			return c.takeHeld(), true
 		}
 		c.mu.Lock()
@@ -289,7 +289,7 @@ func (c *cell[T]) take() (T, bool) {
 		if c.state == alive && !c.suspended && len(c.inbox) > 0 {
 			break
 		}
-		if c.state != alive || c.suspended || !c.hasHeld() {
+		if c.state != alive || c.suspended || !c.heldReady() {
 			c.scheduled = false
 			c.mu.Unlock()
 			return zero, false

@@ -42,12 +42,14 @@ func (ctx *Context[T]) Stop(ref AnyRef) error {
 }
 
 // PostponeWakeups says whether mail sent to the actor with
-// [TellPostponable] may wait until something else wakes it: other mail, a
-// system message (a timer, a watch), or mail through a [DirectAdapter].
-// An actor that waits for one particular message (a reply it will get
-// through a DirectAdapter) turns it on while it waits, so that mail that
-// can wait does not make it run in between. When the actor runs, it
-// handles the mail that waited first. A restart turns it off.
+// [TellPostponable] is held: while it is on, such mail neither wakes the
+// actor nor is handled; it waits, in order, until the actor turns it off,
+// and is then handled before the mailbox. Other mail, system messages
+// (timers, watches) and mail through a [DirectAdapter] wake the actor as
+// always. An actor that waits for one particular message (a reply it will
+// get through a DirectAdapter) turns it on while it waits, so that mail
+// that can wait does not make it run in between, and is taken in one batch
+// afterwards. A restart turns it off.
 func (ctx *Context[T]) PostponeWakeups(on bool) {
 	if ctx.c.postpone.Load() != on {
 		ctx.c.postpone.Store(on)

@@ -14,7 +14,7 @@ import (
 type directMsg struct {
 	n        int              // recorded in handled
 	adapter  chan Ref[int]    // answer with a DirectAdapter
-	postpone *bool            // set PostponeWakeups
+	postpone *bool            // set PostponeWakeups (with n: record n, else -1)
 	gate     chan struct{}    // block on it while handling
 	entered  chan<- struct{}  // with gate: say so before blocking
 	boom     bool             // panic
@@ -24,7 +24,8 @@ type directMsg struct {
 }
 
 // directActor is an actor of directMsg, its cell, a DirectAdapter to it
-// (of ints, recorded as handled), and what it has handled.
+// (of ints, recorded as handled; -n records n and ends postponing), and
+// what it has handled.
 type directActor struct {
 	ref     Ref[directMsg]
 	c       *cell[directMsg]
@@ -48,10 +49,19 @@ func startDirect(t *testing.T, opts ...Option) (*System, *directActor) {
 		return ReceiveFunc(func(ctx *Context[directMsg], m directMsg) {
 			switch {
 			case m.adapter != nil:
-				m.adapter <- DirectAdapter(ctx, func(n int) directMsg { return directMsg{n: n} })
+				m.adapter <- DirectAdapter(ctx, func(n int) directMsg {
+					if n < 0 { // -n, and end postponing
+						off := false
+						return directMsg{n: -n, postpone: &off}
+					}
+					return directMsg{n: n}
+				})
 			case m.postpone != nil:
 				ctx.PostponeWakeups(*m.postpone)
-				a.handled <- -1 // an acknowledgement
+				if m.n == 0 {
+					m.n = -1 // an acknowledgement
+				}
+				a.handled <- m.n
 			case m.gate != nil:
 				m.entered <- struct{}{}
 				<-m.gate
@@ -158,17 +168,20 @@ func TestDirectAdapterBusyActorQueues(t *testing.T) {
 }
 
 // While an actor postpones its wake-ups, TellPostponable only holds the
-// mail; other mail wakes it, and it handles the held mail first, in order.
+// mail: other mail wakes the actor, but the held mail waits, in order,
+// until it stops postponing.
 func TestPostponeWakeups(t *testing.T) {
 	tests := []struct {
 		name     string               // the case
 		postpone bool                 // the actor's PostponeWakeups
 		wake     func(a *directActor) // sent after the postponable mail; nil: nothing
-		direct   bool                 // wake is a DirectAdapter Tell: all is handled before it returns
+		direct   bool                 // wake is a DirectAdapter Tell: what it brings is handled before it returns
+		want     []int                // handled after wake, before postponing is turned off
 	}{
-		{name: "not postponing: scheduled as by Tell", postpone: false},
-		{name: "woken by a DirectAdapter", postpone: true, wake: func(a *directActor) { a.direct.Tell(3) }, direct: true},
-		{name: "woken by Tell", postpone: true, wake: func(a *directActor) { a.ref.Tell(directMsg{n: 3}) }},
+		{name: "not postponing: scheduled as by Tell", want: []int{1, 2}},
+		{name: "woken by a DirectAdapter", postpone: true, wake: func(a *directActor) { a.direct.Tell(3) }, direct: true, want: []int{3}},
+		{name: "woken by Tell", postpone: true, wake: func(a *directActor) { a.ref.Tell(directMsg{n: 3}) }, want: []int{3}},
+		{name: "a direct message that ends postponing", postpone: true, wake: func(a *directActor) { a.direct.Tell(-3) }, direct: true, want: []int{3, 1, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,28 +189,39 @@ func TestPostponeWakeups(t *testing.T) {
 			a.setPostpone(t, tc.postpone)
 			TellPostponable(a.ref, directMsg{n: 1})
 			TellPostponable(a.ref, directMsg{n: 2})
-			want := []int{1, 2}
 			if tc.postpone {
 				a.c.mu.Lock()
 				scheduled := a.c.scheduled
 				a.c.mu.Unlock()
 				if queued := int(a.c.held.Load().n.Load()); scheduled || queued != 2 {
-					t.Fatalf("postponing: scheduled %v with %d queued, want not scheduled with 2", scheduled, queued)
+					t.Fatalf("postponing: scheduled %v with %d held, want not scheduled with 2", scheduled, queued)
 				}
 			}
 			if tc.wake != nil {
 				tc.wake(a)
-				want = append(want, 3)
 			}
 			if tc.direct {
-				if got := a.handledNow(); !slices.Equal(got, want) {
-					t.Fatalf("handled %v when the direct Tell returned, want %v", got, want)
+				if got := a.handledNow(); !slices.Equal(got, tc.want) {
+					t.Fatalf("handled %v when the direct Tell returned, want %v", got, tc.want)
 				}
+			} else {
+				for _, w := range tc.want {
+					if got := recvWithin(t, a.handled); got != w {
+						t.Fatalf("handled %d, want %d", got, w)
+					}
+				}
+			}
+			if !tc.postpone || slices.Contains(tc.want, 1) {
 				return
 			}
-			for _, w := range want {
+			a.waitIdle(t)
+			if got := a.handledNow(); len(got) != 0 {
+				t.Fatalf("handled %v while postponing, want the held mail kept", got)
+			}
+			a.setPostpone(t, false) // the held mail follows
+			for _, w := range []int{1, 2} {
 				if got := recvWithin(t, a.handled); got != w {
-					t.Fatalf("handled %d, want %d", got, w)
+					t.Fatalf("handled %d after postponing ended, want %d", got, w)
 				}
 			}
 		})
@@ -212,16 +236,16 @@ func TestDirectAdapterBudget(t *testing.T) {
 	for n := 1; n <= 4; n++ {
 		TellPostponable(a.ref, directMsg{n: n})
 	}
-	a.direct.Tell(5)
+	a.direct.Tell(-5) // ends postponing: the held mail follows it
 	got := a.handledNow()
-	if len(got) < 2 || got[0] != 1 || got[1] != 2 {
-		t.Fatalf("handled %v when the direct Tell returned, want at least [1 2]", got)
+	if len(got) < 2 || got[0] != 5 || got[1] != 1 {
+		t.Fatalf("handled %v when the direct Tell returned, want at least [5 1]", got)
 	}
 	for len(got) < 5 {
 		got = append(got, recvWithin(t, a.handled))
 	}
-	if !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
-		t.Fatalf("handled %v, want [1 2 3 4 5]", got)
+	if !slices.Equal(got, []int{5, 1, 2, 3, 4}) {
+		t.Fatalf("handled %v, want [5 1 2 3 4]", got)
 	}
 }
 
@@ -231,8 +255,12 @@ func TestDirectAdapterPanic(t *testing.T) {
 	_, a := startDirect(t)
 	a.setPostpone(t, true)
 	TellPostponable(a.ref, directMsg{boom: true})
-	a.direct.Tell(7) // runs the panicking message first; must not panic here
+	a.direct.Tell(-7) // ends postponing, so the panicking message runs next; must not panic here
 	if got := recvWithin(t, a.handled); got != 7 {
-		t.Fatalf("handled %d after the restart, want 7", got)
+		t.Fatalf("handled %d, want 7", got)
+	}
+	a.direct.Tell(8)
+	if got := recvWithin(t, a.handled); got != 8 {
+		t.Fatalf("handled %d after the restart, want 8", got)
 	}
 }

@@ -37,8 +37,8 @@
 // reliable delivery's controllers. A message through a [DirectAdapter] to
 // an idle actor skips the dispatcher: the actor runs at once on the
 // sender's goroutine. An actor that waits for one particular message can
-// [Context.PostponeWakeups], so that mail sent with [TellPostponable] waits
-// until something else wakes it.
+// [Context.PostponeWakeups], so that mail sent with [TellPostponable] is
+// held until it stops postponing.
 //
 // Cells are padded to whole cache lines, so that two actors running on two
 // processors never share one.

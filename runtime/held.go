@@ -40,12 +40,11 @@ func (c *cell[T]) heldMail() *heldQueue[T] {
 // it postpones its wake-ups (or is already awake); false means the actor
 // has terminated.
 //
-// No wake-up is lost: the sender stores the queue length before it takes
-// mu to look at the scheduled flag, and the run loop looks at the length
-// under mu before it stops being scheduled (see take). Either the run loop
-// sees the mail, or the sender sees the actor unscheduled and schedules it.
-// An actor that turns postponing off does so in a handler, so its run loop
-// looks at the held queue after that.
+// No wake-up is lost: the sender stores the queue length before it reads
+// the postpone flag and, under mu, the scheduled flag; the run loop reads
+// the length after it has turned postponing off (in a handler) and, under
+// mu, before it stops being scheduled (see take). Either the run loop sees
+// the mail, or the sender sees that it must wake the actor.
 func (c *cell[T]) tellPostponable(msg T) bool {
 	h := c.heldMail()
 	h.mu.Lock()
@@ -71,11 +70,19 @@ func (c *cell[T]) tellPostponable(msg T) bool {
 	return true
 }
 
-// hasHeld reports whether held mail waits to be taken by the run loop.
+// hasHeld reports whether held mail waits, postponed or not.
 func (c *cell[T]) hasHeld() bool {
 	h := c.held.Load()
 	return h != nil && h.n.Load() > 0
 }
+
+// heldReady reports whether held mail waits for the run loop to take it:
+// while the actor postpones its wake-ups, it stays where it is. So a
+// consumer controller that gets a message from its producer controller
+// for each one its consumer confirms takes them in batches, when it has
+// none left, instead of one per confirmation through the lock the
+// producer controller takes for each.
+func (c *cell[T]) heldReady() bool { return !c.postpone.Load() && c.hasHeld() }
 
 // takeHeld makes the held mail the batch to handle, from its second message
 // on, and returns the first. The batch has been handled; its buffer becomes

@@ -60,10 +60,10 @@ func DirectAdapter[T, U any](ctx *Context[T], adapt func(U) T) Ref[U] {
 	return &adapterRef[U, T]{to: ctx.c, adapt: adapt, direct: true}
 }
 
-// TellPostponable tells ref msg, except that it does not wake ref's actor
-// while the actor postpones its wake-ups ([Context.PostponeWakeups]): msg
-// then waits until something else wakes it. Use it for mail that the
-// receiver has said can wait.
+// TellPostponable tells ref msg, except that while ref's actor postpones
+// its wake-ups ([Context.PostponeWakeups]) msg is held: it waits until the
+// actor stops postponing. Use it for mail that the receiver has said can
+// wait.
 //
 // Postponable mail waits in a queue of its own, which the actor empties
 // before its mailbox: it keeps its order with the sender's other
