@@ -89,6 +89,7 @@ type consumer[A any] struct {
 	self      runtime.Ref[ConsumerCommand[A]]
 	log       *slog.Logger
 	confirmTo [confirmTags]runtime.Ref[Confirmed]
+	acks      slab[Ack[A]] // sent by pointer: boxing a value would allocate each
 	deliverTo runtime.Ref[Delivery[A]]
 
 	// The association with a producer controller.
@@ -132,9 +133,17 @@ func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig run
 	case runtime.Stopped:
 		// Best effort: let the producer controller drop what was confirmed.
 		if c.associated && !c.failed {
-			c.pc.Tell(Ack[A]{ConfirmedSeqNr: c.confirmedSeqNr})
+			c.sendAck()
 		}
 	}
+}
+
+// sendAck confirms to the producer controller everything up to
+// confirmedSeqNr.
+func (c *consumer[A]) sendAck() {
+	a := c.acks.get()
+	a.ConfirmedSeqNr = c.confirmedSeqNr
+	c.pc.Tell(a)
 }
 
 func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
@@ -376,7 +385,7 @@ func (c *consumer[A]) processed(n SeqNr, first, ack bool) {
 	case first:
 		c.sendRequest(false) // confirms the first message: the association stands
 	case ack:
-		c.pc.Tell(Ack[A]{ConfirmedSeqNr: c.confirmedSeqNr})
+		c.sendAck()
 	}
 }
 

@@ -59,6 +59,14 @@ func (h *ccHarness) expectPC(t *testing.T, want ProducerCommand[job]) {
 	}
 }
 
+func (h *ccHarness) expectAck(t *testing.T, confirmed SeqNr) {
+	t.Helper()
+	got := h.pc.Expect(t)
+	if a, ok := got.(*Ack[job]); !ok || a.ConfirmedSeqNr != confirmed {
+		t.Fatalf("producer controller got %#v, want an Ack of %d", got, confirmed)
+	}
+}
+
 func (h *ccHarness) expectDelivery(t *testing.T, seqNr SeqNr) Delivery[job] {
 	t.Helper()
 	d := h.consumer.Expect(t)
@@ -367,7 +375,7 @@ func TestConsumerDeliverThenStop(t *testing.T) {
 	}
 	h.expectDelivery(t, 3).Confirm()
 	w.expectStopped(t, "/user/cc")
-	h.expectPC(t, Ack[job]{ConfirmedSeqNr: 3})
+	h.expectAck(t, 3)
 }
 
 // TestConsumerStopsWithConsumer: the controller watches its consumer.
@@ -381,7 +389,7 @@ func TestConsumerStopsWithConsumer(t *testing.T) {
 	h.expectRequest(t, 1, 20, false)
 	h.sys.Stop(h.consumer.Ref)
 	w.expectStopped(t, "/user/cc")
-	h.expectPC(t, Ack[job]{ConfirmedSeqNr: 1})
+	h.expectAck(t, 1)
 }
 
 // TestConsumerRegisterRetries: RegisterToProducerController sends

@@ -109,7 +109,7 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 			case RegisterConsumer[A]:
 				m.ConsumerController = l.toCC
 				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.toProducer)
-			case Request[A], Resend[A], Ack[A]:
+			case Request[A], Resend[A], Ack[A], *Ack[A]:
 				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.toProducer)
 			case linkDelayed[A]:
 				l.toProducer(m.msg.(ProducerCommand[A]))

@@ -21,8 +21,9 @@ var ErrProtocol = errors.New("delivery: protocol error")
 
 // outgoing is a message from the producer, made by the SendNextTo and
 // AskNextTo adapters on the producer's goroutine. It holds the
-// SequencedMessage that will carry it, so a message costs one allocation
-// from the producer to the consumer controller.
+// SequencedMessage that will carry it, and comes from a slab, so a stream
+// of messages costs one allocation per slab block from the producer to the
+// consumer controller.
 type outgoing[A any] struct {
 	sm      SequencedMessage[A]
 	replyTo runtime.Ref[SeqNr]
@@ -63,6 +64,7 @@ type producer[A any] struct {
 	incarnation uint64
 	sendNext    runtime.Ref[A]
 	askNext     runtime.Ref[MessageWithConfirmation[A]]
+	outgoings   slab[outgoing[A]] // what sendNext and askNext make
 
 	producer runtime.Ref[RequestNext[A]]
 	consumer runtime.Ref[ConsumerCommand[A]]
@@ -123,10 +125,14 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
 	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
 	p.sendNext = runtime.DirectAdapter(ctx, func(m A) ProducerCommand[A] {
-		return &outgoing[A]{sm: SequencedMessage[A]{Message: m}}
+		o := p.outgoings.get()
+		o.sm.Message = m
+		return o
 	})
 	p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) ProducerCommand[A] {
-		return &outgoing[A]{sm: SequencedMessage[A]{Message: m.Message}, replyTo: m.ReplyTo}
+		o := p.outgoings.get()
+		o.sm.Message, o.replyTo = m.Message, m.ReplyTo
+		return o
 	})
 }
 
@@ -142,6 +148,10 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 		p.onProducerMessage(m)
 	case Request[A]:
 		p.onRequest(m)
+	case *Ack[A]: // as consumer controllers send it
+		if p.active {
+			p.onAck(m.ConfirmedSeqNr)
+		}
 	case Ack[A]:
 		if p.active {
 			p.onAck(m.ConfirmedSeqNr)

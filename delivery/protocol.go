@@ -169,7 +169,8 @@ type Resend[A any] struct {
 
 // Ack is the internal message by which a consumer controller confirms
 // messages without asking for more: after a message sent with
-// confirmation, and when it stops.
+// confirmation, and when it stops. Consumer controllers send it by pointer
+// (*Ack); a producer controller takes either.
 type Ack[A any] struct {
 	ConfirmedSeqNr SeqNr
 }
