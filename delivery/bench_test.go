@@ -36,13 +36,26 @@ var (
 
 func newBenchSystem(b *testing.B) *runtime.System {
 	b.Helper()
+	sys := startBenchSystem()
+	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	return sys
+}
+
+func startBenchSystem() *runtime.System {
 	opts := []runtime.Option{runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if *flagBenchWorkers > 0 {
 		opts = append(opts, runtime.WithWorkers(*flagBenchWorkers))
 	}
-	sys := runtime.NewSystem("bench", opts...)
-	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
-	return sys
+	return runtime.NewSystem("bench", opts...)
+}
+
+// onOwnSystem runs a workload on an actor system of its own, shut down
+// after it, so that no workload finds another's actors, queues or worker
+// placement, and returns what it measured.
+func onOwnSystem[R any](run func(*runtime.System) R) R {
+	sys := startBenchSystem()
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	return run(sys)
 }
 
 // pingPong is a message of the request/response yardstick.
@@ -359,17 +372,16 @@ func BenchmarkPointToPoint(b *testing.B) {
 	const n = 1_000_000
 	for _, mode := range []string{"tell", "ask"} {
 		b.Run(mode, func(b *testing.B) {
-			sys := newBenchSystem(b)
 			var raw, floor, bare time.Duration
 			var sum p2pRun
 			runs := 0
 			for b.Loop() {
 				if !*flagP2POnly {
-					raw += testenv.TellN(b, sys, n)
-					floor += twoPingPongs(b, sys, n)
-					bare += bareTopology(b, sys, n)
+					raw += onOwnSystem(func(sys *runtime.System) time.Duration { return testenv.TellN(b, sys, n) })
+					floor += onOwnSystem(func(sys *runtime.System) time.Duration { return twoPingPongs(b, sys, n) })
+					bare += onOwnSystem(func(sys *runtime.System) time.Duration { return bareTopology(b, sys, n) })
 				}
-				r := runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"})
+				r := onOwnSystem(func(sys *runtime.System) p2pRun { return runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"}) })
 				sum.elapsed += r.elapsed
 				sum.outOfOrder += r.outOfOrder
 				sum.mallocs += r.mallocs
