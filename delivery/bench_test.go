@@ -395,17 +395,22 @@ func BenchmarkPointToPoint(b *testing.B) {
 			perFloor := float64(floor.Nanoseconds()) / msgs
 			perBare := float64(bare.Nanoseconds()) / msgs
 			b.ReportMetric(perMsg, "ns/msg")
+			b.ReportMetric(msgs/sum.elapsed.Seconds(), "msgs/s")
+			b.ReportMetric(float64(sum.bytes)/msgs, "B/msg")
+			b.ReportMetric(float64(sum.mallocs)/msgs, "allocs/msg")
+			b.ReportMetric(float64(sum.heapGrowth)/msgs, "retained-B/msg")
+			b.ReportMetric(float64(sum.outOfOrder), "out-of-order")
+			if *flagP2POnly {
+				b.Logf("%s: %.0f ns/msg (%.0f msgs/s), delivery alone; %.1f B and %.2f allocs per msg, %d out of order (n=%d x %d)",
+					mode, perMsg, msgs/sum.elapsed.Seconds(), float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs, sum.outOfOrder, n, runs)
+				return
+			}
 			b.ReportMetric(perRaw, "tell-ns/msg")
 			b.ReportMetric(perRaw/perMsg, "x-tell")
 			b.ReportMetric(perFloor, "2pingpong-ns/msg")
 			b.ReportMetric(perFloor/perMsg, "x-2pingpong")
 			b.ReportMetric(perBare, "bare-ns/msg")
 			b.ReportMetric(perRaw/perBare, "bare-x-tell")
-			b.ReportMetric(msgs/sum.elapsed.Seconds(), "msgs/s")
-			b.ReportMetric(float64(sum.bytes)/msgs, "B/msg")
-			b.ReportMetric(float64(sum.mallocs)/msgs, "allocs/msg")
-			b.ReportMetric(float64(sum.heapGrowth)/msgs, "retained-B/msg")
-			b.ReportMetric(float64(sum.outOfOrder), "out-of-order")
 			b.Logf("%s: %.0f ns/msg (%.0f msgs/s), raw tell %.1f ns/msg, ratio %.3fx; two ping-pong loops %.0f ns per round trip, ratio %.2fx; "+
 				"bare topology (same actors and messages, empty handlers) %.0f ns/msg, %.3fx raw tell; %.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
 				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, perBare, perRaw/perBare,

@@ -92,6 +92,8 @@ type ConsumerSettings struct {
 	// ResendIntervalMin is the first wait, after the last message, before
 	// the controller asks the producer controller again; each further idle
 	// wait is 1.5 times longer, up to ResendIntervalMax (defaults 2 s, 30 s).
+	// While a Delivery is out, the controller waits for its consumer, not
+	// for the producer controller: it does not ask.
 	ResendIntervalMin time.Duration
 	ResendIntervalMax time.Duration
 	// RedeliverAfter is how long a Delivery may stay unconfirmed before the
