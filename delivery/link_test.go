@@ -65,6 +65,11 @@ func (l *faultLink[A]) toProducer(m ProducerCommand[A]) {
 	}
 }
 
+// toConsumer passes a SequencedMessage on as a producer controller sends
+// it: postponable, so that a consumer controller with a delivery out holds
+// it (runtime.PostponeWakeups), and the faults meet that path too.
+func (l *faultLink[A]) toConsumer(m ConsumerCommand[A]) { runtime.TellPostponable(l.cc, m) }
+
 // linkDelayed is a message the link held back, back from its timer.
 type linkDelayed[A any] struct{ msg any }
 
@@ -91,9 +96,9 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 				}
 				c := *m // shared with the producer controller: copy, never modify
 				c.ProducerController = l.toPC
-				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.cc.Tell)
+				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.toConsumer)
 			case linkDelayed[A]:
-				l.cc.Tell(m.msg.(ConsumerCommand[A]))
+				l.toConsumer(m.msg.(ConsumerCommand[A]))
 			default:
 				l.cc.Tell(m)
 			}
