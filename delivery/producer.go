@@ -149,13 +149,9 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 	case Request[A]:
 		p.onRequest(m)
 	case *Ack[A]: // as consumer controllers send it
-		if p.active {
-			p.onAck(m.ConfirmedSeqNr)
-		}
+		p.takeAck(*m)
 	case Ack[A]:
-		if p.active {
-			p.onAck(m.ConfirmedSeqNr)
-		}
+		p.takeAck(m)
 	case Resend[A]:
 		p.onResend(m)
 	case resendFirstTick[A]:
@@ -379,6 +375,13 @@ func (p *producer[A]) onRequest(r Request[A]) {
 	if upTo > p.requestedSeqNr {
 		p.requestedSeqNr = upTo
 		p.sendPending()
+	}
+}
+
+// takeAck takes an Ack from the consumer controller, if associated.
+func (p *producer[A]) takeAck(a Ack[A]) {
+	if p.active {
+		p.onAck(a.ConfirmedSeqNr)
 	}
 }
 
