@@ -367,7 +367,11 @@ func samplePeakHeap(peak *atomic.Uint64, stop <-chan struct{}) {
 }
 
 // BenchmarkPointToPoint: 1,000,000 small messages, window 50, telling and
-// asking, against raw Tell of as many messages on the same system.
+// asking, against raw Tell of as many messages on the same system. Beside
+// that ratio it prints yardsticks of the same shape (two ping-pong loops;
+// the bare topology) and what a cache line costs to cross between
+// processors and back, which decides how far a request/response loop falls
+// behind raw tell on a given machine.
 func BenchmarkPointToPoint(b *testing.B) {
 	const n = 1_000_000
 	for _, mode := range []string{"tell", "ask"} {
@@ -405,6 +409,9 @@ func BenchmarkPointToPoint(b *testing.B) {
 					mode, perMsg, msgs/sum.elapsed.Seconds(), float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs, sum.outOfOrder, n, runs)
 				return
 			}
+			// Measured last, on an otherwise idle system.
+			lineRT := testenv.LineRoundTrip(200_000)
+			b.ReportMetric(float64(lineRT.Nanoseconds()), "line-rt-ns")
 			b.ReportMetric(perRaw, "tell-ns/msg")
 			b.ReportMetric(perRaw/perMsg, "x-tell")
 			b.ReportMetric(perFloor, "2pingpong-ns/msg")
@@ -412,8 +419,9 @@ func BenchmarkPointToPoint(b *testing.B) {
 			b.ReportMetric(perBare, "bare-ns/msg")
 			b.ReportMetric(perRaw/perBare, "bare-x-tell")
 			b.Logf("%s: %.0f ns/msg (%.0f msgs/s), raw tell %.1f ns/msg, ratio %.3fx; two ping-pong loops %.0f ns per round trip, ratio %.2fx; "+
-				"bare topology (same actors and messages, empty handlers) %.0f ns/msg, %.3fx raw tell; %.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
-				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, perBare, perRaw/perBare,
+				"bare topology (same actors and messages, empty handlers) %.0f ns/msg, %.3fx raw tell; a cache line between processors and back %d ns; "+
+				"%.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
+				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, perBare, perRaw/perBare, lineRT.Nanoseconds(),
 				float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs, float64(sum.heapGrowth)/msgs, sum.outOfOrder, n, runs)
 		})
 	}

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,4 +35,44 @@ func TellN(tb testing.TB, sys *runtime.System, n int) time.Duration {
 	d := time.Since(start)
 	sys.Stop(ref)
 	return d
+}
+
+// LineRoundTrip returns how long one cache line takes to go from one
+// processor to another and back: two goroutines hand a counter to each
+// other through two atomics on lines of their own, n times, busy-waiting.
+// It is the machine's price for every hand-over between processors, the
+// yardstick that explains why ratios to raw tell differ between machines
+// (raw tell hands its messages over in batches; a request/response loop
+// hands each one over). It returns 0 when GOMAXPROCS is 1.
+func LineRoundTrip(n int) time.Duration {
+	if goruntime.GOMAXPROCS(0) < 2 {
+		return 0
+	}
+	var lines [2]struct {
+		v atomic.Int64
+		_ [56]byte
+	}
+	wait := func(a *atomic.Int64, want int64) {
+		for spins := 0; a.Load() != want; spins++ {
+			if spins%4096 == 4095 {
+				goruntime.Gosched() // the other goroutine may be descheduled
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(1); i <= int64(n); i++ {
+			wait(&lines[0].v, i)
+			lines[1].v.Store(i)
+		}
+	}()
+	start := time.Now()
+	for i := int64(1); i <= int64(n); i++ {
+		lines[0].v.Store(i)
+		wait(&lines[1].v, i)
+	}
+	d := time.Since(start)
+	<-done
+	return d / time.Duration(n)
 }
