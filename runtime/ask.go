@@ -78,7 +78,7 @@ func AskFrom[T, Req, Resp any](ctx *Context[T], to Ref[Req], timeout time.Durati
 	if x.asks == nil {
 		x.asks = newAskBook(c.sys.clock)
 	}
-	r := &actorReplyRef[T, Resp]{self: c, book: x.asks, adapt: adapt, to: to}
+	r := &actorReplyRef[T, Resp]{self: c, adapt: adapt, to: to}
 	x.asks.add(r, timeout)
 	to.Tell(build(r))
 }
@@ -86,20 +86,20 @@ func AskFrom[T, Req, Resp any](ctx *Context[T], to Ref[Req], timeout time.Durati
 // actorReplyRef is the reply address of an AskFrom and its entry in the
 // asker's book of timeouts.
 type actorReplyRef[T, Resp any] struct {
-	self  *cell[T]
-	book  *askBook
-	adapt func(Resp, error) T
-	to    AnyRef      // for the timeout's error; its path is made only then
-	done  atomic.Bool // the reply came or the timeout passed
-	askEntry
+	self     *cell[T]
+	adapt    func(Resp, error) T
+	to       AnyRef // for the timeout's error; its path is made only then
+	askEntry        // done: the reply came or the timeout passed
 }
 
+// Tell delivers the reply. Marking the ask done is all the book needs: it
+// sweeps the ask out later, on the asker's goroutine or the timer's, so
+// the replier takes no lock of the asker's.
 func (r *actorReplyRef[T, Resp]) Tell(msg Resp) {
 	if !r.done.CompareAndSwap(false, true) {
 		r.self.sys.deadLetter(r, msg)
 		return
 	}
-	r.book.remove(r)
 	r.self.Tell(r.adapt(msg, nil))
 }
 

@@ -265,9 +265,11 @@ func askMark(t *testing.T, asker trt.Ref[askerMsg], got <-chan askerMsg, tag str
 }
 
 // TestAskFromReply pins that AskFrom delivers the reply to the asking actor
-// as the adapted message, and stops its timeout timer.
+// as the adapted message, and that its timeout then delivers nothing: the
+// timer, left set by the reply (see askBook), fires once for nothing and is
+// not set again.
 func TestAskFromReply(t *testing.T) {
-	fc := clockwork.NewFakeClock()
+	fc := newTimersClock()
 	sys := newSystem(t, trt.WithClock(fc))
 	srv := newAskServer(t, sys, "srv")
 	asker, got := newAskAsker(t, sys, "asker")
@@ -276,8 +278,12 @@ func TestAskFromReply(t *testing.T) {
 	if m.op != "answer" || m.val != "pong" || m.err != nil {
 		t.Fatalf("asker got %+v, want answer pong", m)
 	}
+	timersAwait(t, fc, 1)
+	fc.Advance(time.Second)
+	recv(t, fc.fired)                           // the timer's callback has returned
+	askMark(t, asker, got, "after the timeout") // so no timeout error came before the mark
 	if timersPending(fc, 1) {
-		t.Fatal("the ask's timeout timer is still pending after the reply")
+		t.Fatal("the ask's timeout timer was set again after it fired with the ask answered")
 	}
 }
 

@@ -3,61 +3,97 @@ package runtime
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 )
 
 // askBook keeps an actor's outstanding AskFrom timeouts on one clock timer,
-// armed for the earliest of them, so that an ask costs no timer (and no
-// allocation for one) of its own. Replies arrive on the repliers'
-// goroutines, timeouts on the timer's and new asks on the asker's, hence
-// the lock; it is a leaf: nothing else is locked while it is held.
+// so that an ask costs no timer (and no allocation for one) of its own.
+//
+// A reply takes no lock and touches no timer: it only marks its ask
+// answered. The asker sweeps answered asks out when it adds the next one,
+// and the timer sweeps them when it fires; the timer is set again only for
+// an ask due earlier than it, so an actor that asks in a loop with one
+// timeout sets it about once per timeout, not twice per ask. Timeouts
+// arrive on the timer's goroutine and new asks on the asker's, hence the
+// lock; it is a leaf: nothing else is locked while it is held.
 type askBook struct {
-	mu    sync.Mutex
-	clock clockwork.Clock
-	asks  askHeap         // outstanding, earliest deadline first
-	timer clockwork.Timer // nil until the first ask; stopped while asks is empty
+	mu       sync.Mutex
+	clock    clockwork.Clock
+	asks     askHeap         // not yet swept, earliest deadline first; some may be answered
+	swept    int             // len(asks) after the last full sweep (see add)
+	timer    clockwork.Timer // nil until the first ask
+	armedFor time.Time       // when the timer fires; zero while it is not set
 }
 
 // askTimeout is an outstanding ask as its book sees it.
 type askTimeout interface {
 	entry() *askEntry
-	// expire delivers the timeout; the book calls it without its lock.
+	// expire delivers the timeout unless the ask was answered; the book
+	// calls it without its lock.
 	expire()
 }
 
 // askEntry is an ask's place in its book.
 type askEntry struct {
 	due   time.Time
-	index int // in the book's heap; -1 once out of it
+	index int         // in the book's heap; -1 once out of it
+	done  atomic.Bool // the reply came or the timeout passed: the book may forget it
 }
 
 func newAskBook(clock clockwork.Clock) *askBook { return &askBook{clock: clock} }
 
-// add keeps a until it is removed or its deadline passes.
+// minSweep is the book size under which add only sweeps answered asks off
+// the top of the heap.
+const minSweep = 32
+
+// add keeps a until it is answered or its deadline passes. Answered asks at
+// the top of the heap go first; when the heap has doubled since the last
+// full sweep, every answered ask goes. So the book holds at most about
+// twice the asks outstanding, and sweeping costs O(1) per ask, amortized,
+// however late the earliest ask is answered.
 func (b *askBook) add(a askTimeout, timeout time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	a.entry().due = b.clock.Now().Add(timeout)
+	b.sweepTop()
+	if len(b.asks) >= max(minSweep, 2*b.swept) {
+		b.sweepAll()
+	}
+	e := a.entry()
+	e.due = b.clock.Now().Add(timeout)
 	heap.Push(&b.asks, a)
-	if b.asks[0] == a {
-		b.arm()
+	if b.armedFor.IsZero() || e.due.Before(b.armedFor) {
+		b.arm(e.due)
 	}
 }
 
-// remove forgets a, whose reply came. The timer is not moved forward when a
-// was the earliest (it fires early and is armed again), only stopped when
-// nothing is left, so a reply costs no timer operation while others wait.
-func (b *askBook) remove(a askTimeout) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if i := a.entry().index; i >= 0 {
-		heap.Remove(&b.asks, i)
+// sweepTop pops answered asks off the top of the heap. The caller holds the
+// lock.
+func (b *askBook) sweepTop() {
+	for len(b.asks) > 0 && b.asks[0].entry().done.Load() {
+		heap.Pop(&b.asks)
 	}
-	if len(b.asks) == 0 && b.timer != nil {
-		b.timer.Stop()
+}
+
+// sweepAll drops every answered ask. The caller holds the lock.
+func (b *askBook) sweepAll() {
+	kept := b.asks[:0]
+	for _, a := range b.asks {
+		if a.entry().done.Load() {
+			a.entry().index = -1
+			continue
+		}
+		kept = append(kept, a)
 	}
+	clear(b.asks[len(kept):]) // let the GC have the dropped ones
+	b.asks = kept
+	for i, a := range b.asks {
+		a.entry().index = i
+	}
+	heap.Init(&b.asks)
+	b.swept = len(b.asks)
 }
 
 // abandon forgets every ask, for an asker that has stopped: nothing is
@@ -68,15 +104,17 @@ func (b *askBook) abandon() {
 	for _, a := range b.asks {
 		a.entry().index = -1
 	}
-	b.asks = nil
+	b.asks, b.swept = nil, 0
 	if b.timer != nil {
 		b.timer.Stop()
 	}
+	b.armedFor = time.Time{}
 }
 
-// arm sets the timer for the earliest deadline. The caller holds the lock.
-func (b *askBook) arm() {
-	d := b.asks[0].entry().due.Sub(b.clock.Now())
+// arm sets the timer to fire at due. The caller holds the lock.
+func (b *askBook) arm(due time.Time) {
+	b.armedFor = due
+	d := due.Sub(b.clock.Now())
 	if b.timer == nil {
 		b.timer = b.clock.AfterFunc(d, b.fire)
 		return
@@ -84,8 +122,8 @@ func (b *askBook) arm() {
 	b.timer.Reset(d)
 }
 
-// fire expires the asks whose deadline has passed and arms the timer for
-// the next. A fire with none due (the earliest was answered) only re-arms.
+// fire expires the asks whose deadline has passed, sweeps answered ones
+// off the top, and sets the timer for the earliest left, if any.
 func (b *askBook) fire() {
 	var due []askTimeout
 	b.mu.Lock()
@@ -93,8 +131,10 @@ func (b *askBook) fire() {
 	for len(b.asks) > 0 && !b.asks[0].entry().due.After(now) {
 		due = append(due, heap.Pop(&b.asks).(askTimeout))
 	}
+	b.sweepTop()
+	b.armedFor = time.Time{}
 	if len(b.asks) > 0 {
-		b.arm()
+		b.arm(b.asks[0].entry().due)
 	}
 	b.mu.Unlock()
 	for _, a := range due {
@@ -103,7 +143,7 @@ func (b *askBook) fire() {
 }
 
 // askHeap is a container/heap of asks by deadline that keeps each ask's
-// index, so that a reply removes its ask in O(log n).
+// index.
 type askHeap []askTimeout
 
 func (h askHeap) Len() int           { return len(h) }

@@ -16,17 +16,22 @@ type testAsk struct {
 }
 
 func (a *testAsk) entry() *askEntry { return &a.askEntry }
-func (a *testAsk) expire()          { a.expired <- a.name }
+func (a *testAsk) expire() {
+	if a.done.CompareAndSwap(false, true) {
+		a.expired <- a.name
+	}
+}
 
 var _ askTimeout = (*testAsk)(nil)
 
-// The book expires asks in deadline order on one timer, forgets the ones
-// removed or abandoned, and leaves no timer behind when it is empty.
+// The book expires asks in deadline order on one timer, never expires the
+// ones answered or abandoned, and leaves no timer behind once it has fired
+// with nothing left.
 func TestAskBook(t *testing.T) {
 	type step struct {
 		add     string        // an ask to add, with timeout
 		timeout time.Duration // for add
-		remove  string        // an ask to remove (its reply came)
+		answer  string        // an ask to answer (mark done, as its reply does)
 		abandon bool          // abandon every ask (the asker stopped)
 		advance time.Duration // move the clock, then expect exactly want
 		want    []string      // the asks that expire after advance, in order
@@ -46,15 +51,22 @@ func TestAskBook(t *testing.T) {
 			{add: "a", timeout: time.Second}, {add: "b", timeout: time.Second},
 			{advance: time.Second, want: []string{"a", "b"}, timers: 0},
 		}},
-		{name: "a removed ask never expires; the next one still does", steps: []step{
-			{add: "a", timeout: time.Second}, {add: "b", timeout: 2 * time.Second}, {remove: "a"},
-			{advance: time.Second, timers: 1}, // the timer set for a fires early and is set again
+		{name: "an answered ask never expires; the next one still does", steps: []step{
+			{add: "a", timeout: time.Second}, {add: "b", timeout: 2 * time.Second}, {answer: "a"},
+			{advance: time.Second, timers: 1}, // the timer set for a fires early and is set for b
 			{advance: time.Second, want: []string{"b"}, timers: 0},
 		}},
-		{name: "the last reply stops the timer; the next ask sets it again", steps: []step{
-			{add: "a", timeout: time.Second}, {remove: "a"},
-			{advance: 0, timers: 0},
+		{name: "a reply leaves the timer set; it fires once for nothing; the next ask sets it again", steps: []step{
+			{add: "a", timeout: time.Second}, {answer: "a"},
+			{advance: 0, timers: 1},
+			{advance: time.Second, timers: 0},
 			{add: "b", timeout: time.Second},
+			{advance: time.Second, want: []string{"b"}, timers: 0},
+		}},
+		{name: "a later ask keeps the timer; an earlier one moves it", steps: []step{
+			{add: "a", timeout: 2 * time.Second}, {answer: "a"}, {add: "b", timeout: 3 * time.Second}, {add: "c", timeout: time.Second},
+			{advance: time.Second, want: []string{"c"}, timers: 1},
+			{advance: time.Second, timers: 1}, // set for a, answered: fires for nothing and is set for b
 			{advance: time.Second, want: []string{"b"}, timers: 0},
 		}},
 		{name: "abandoned asks never expire", steps: []step{
@@ -74,8 +86,8 @@ func TestAskBook(t *testing.T) {
 				case s.add != "":
 					asks[s.add] = &testAsk{name: s.add, expired: expired}
 					b.add(asks[s.add], s.timeout)
-				case s.remove != "":
-					b.remove(asks[s.remove])
+				case s.answer != "":
+					asks[s.answer].done.Store(true)
 				case s.abandon:
 					b.abandon()
 				default:
@@ -114,5 +126,42 @@ func TestAskBook(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Answered asks are swept out as new ones come, even while the earliest
+// one still waits for its reply (so they are not at the top of the heap):
+// the book stays within twice what is outstanding (or minSweep), and only
+// the unanswered ask expires.
+func TestAskBookSweeps(t *testing.T) {
+	fc := clockwork.NewFakeClock()
+	b := newAskBook(fc)
+	expired := make(chan string, 8)
+	b.add(&testAsk{name: "slow", expired: expired}, time.Second)
+	most := 0
+	for range 10_000 {
+		a := &testAsk{name: "answered", expired: expired}
+		b.add(a, time.Minute)
+		a.done.Store(true) // its reply came
+		most = max(most, len(b.asks))
+	}
+	if limit := 2 * minSweep; most > limit {
+		t.Fatalf("the book held %d asks, want at most %d (one outstanding)", most, limit)
+	}
+	fc.Advance(time.Second)
+	select {
+	case got := <-expired:
+		if got != "slow" {
+			t.Fatalf("%q expired, want slow", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the outstanding ask did not expire")
+	}
+	b.mu.Lock() // the fire holds it until it has expired what is due
+	defer b.mu.Unlock()
+	select {
+	case got := <-expired:
+		t.Fatalf("%q expired too", got)
+	default:
 	}
 }
