@@ -38,9 +38,8 @@ type askTimeout interface {
 
 // askEntry is an ask's place in its book.
 type askEntry struct {
-	due   time.Time
-	index int         // in the book's heap; -1 once out of it
-	done  atomic.Bool // the reply came or the timeout passed: the book may forget it
+	due  time.Time
+	done atomic.Bool // the reply came or the timeout passed: the book may forget it
 }
 
 func newAskBook(clock clockwork.Clock) *askBook { return &askBook{clock: clock} }
@@ -81,17 +80,12 @@ func (b *askBook) sweepTop() {
 func (b *askBook) sweepAll() {
 	kept := b.asks[:0]
 	for _, a := range b.asks {
-		if a.entry().done.Load() {
-			a.entry().index = -1
-			continue
+		if !a.entry().done.Load() {
+			kept = append(kept, a)
 		}
-		kept = append(kept, a)
 	}
 	clear(b.asks[len(kept):]) // let the GC have the dropped ones
 	b.asks = kept
-	for i, a := range b.asks {
-		a.entry().index = i
-	}
 	heap.Init(&b.asks)
 	b.swept = len(b.asks)
 }
@@ -101,9 +95,6 @@ func (b *askBook) sweepAll() {
 func (b *askBook) abandon() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, a := range b.asks {
-		a.entry().index = -1
-	}
 	b.asks, b.swept = nil, 0
 	if b.timer != nil {
 		b.timer.Stop()
@@ -142,21 +133,15 @@ func (b *askBook) fire() {
 	}
 }
 
-// askHeap is a container/heap of asks by deadline that keeps each ask's
-// index.
+// askHeap is a container/heap of asks by deadline.
 type askHeap []askTimeout
 
 func (h askHeap) Len() int           { return len(h) }
 func (h askHeap) Less(i, j int) bool { return h[i].entry().due.Before(h[j].entry().due) }
-func (h askHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].entry().index, h[j].entry().index = i, j
-}
+func (h askHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 
 func (h *askHeap) Push(x any) {
-	a := x.(askTimeout)
-	a.entry().index = len(*h)
-	*h = append(*h, a)
+	*h = append(*h, x.(askTimeout))
 }
 
 func (h *askHeap) Pop() any {
@@ -164,6 +149,5 @@ func (h *askHeap) Pop() any {
 	a := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	a.entry().index = -1
 	return a
 }
