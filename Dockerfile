@@ -1,6 +1,12 @@
-# syntax=docker/dockerfile:1
 # The Trellis server with the order sample: a static binary on a minimal,
 # non-root image. Build: docker build -t trellis .
+# No "# syntax=" line: nothing here needs a newer frontend than the one
+# built into Docker, and naming one makes BuildKit pull it from a registry.
+#
+# The base images are named by tag, not pinned by digest: a digest freezes
+# the image, security fixes included, until someone bumps it, and this
+# repository has no bot that does. A production build should pin both
+# (FROM image:tag@sha256:…) and let Renovate or Dependabot bump them.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 # Modules first, so that a change to the code does not download them again.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestAdminAuth: every admin route needs the admin token. Without a
@@ -19,7 +19,7 @@ func TestAdminAuth(t *testing.T) {
 	disabled := startAdmin(t, "")
 	enabled := startAdmin(t, adminToken)
 	// A timer for GET and DELETE to find with the right token.
-	for _, ts := range []*trellis.TestService{disabled, enabled} {
+	for _, ts := range []*trellistest.Service{disabled, enabled} {
 		call, err := adminOK.Deferred(adminArg{Order: "auth"})
 		if err != nil {
 			t.Fatal(err)
@@ -43,7 +43,7 @@ func TestAdminAuth(t *testing.T) {
 	}
 	cases := []struct {
 		name      string               // case name
-		ts        *trellis.TestService // the service: admin API disabled or enabled
+		ts        *trellistest.Service // the service: admin API disabled or enabled
 		authz     string               // Authorization header ("" for none)
 		status    int                  // expected status (0: the route's ok status)
 		detail    string               // substring of the problem's detail (when status != 0)
@@ -87,7 +87,7 @@ func TestAdminAuth(t *testing.T) {
 		})
 	}
 
-	for _, ts := range []*trellis.TestService{disabled, enabled} {
+	for _, ts := range []*trellistest.Service{disabled, enabled} {
 		logs := ts.Logs()
 		if !strings.Contains(logs, "admin request refused") {
 			t.Errorf("the refusals were not logged")

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/timedactions"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // adminToken is the admin token of the tests' services (at least 16
@@ -39,24 +40,24 @@ var (
 )
 
 // adminApp is the counter app plus adminAction.
-func adminApp(h *trellis.Host) (api.ServerInterface, error) {
+func adminApp(h *trellis.Host, r chi.Router) error {
 	if _, err := adminAction.Start(h.Client); err != nil {
-		return nil, err
+		return err
 	}
-	return (&counterApp{}).setup(h)
+	return (&counterApp{}).setup(h, r)
 }
 
 // startAdmin boots adminApp with the admin token token ("" disables the
 // admin API).
-func startAdmin(t testing.TB, token string, opts ...trellis.TestOption) *trellis.TestService {
+func startAdmin(t testing.TB, token string, opts ...trellistest.Option) *trellistest.Service {
 	t.Helper()
-	opts = append(opts, trellis.WithConfig(func(c *trellis.Config) { c.AdminToken = token }))
-	return trellis.StartTest(t, adminApp, opts...)
+	opts = append(opts, trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken = token }))
+	return trellistest.Start(t, adminApp, opts...)
 }
 
 // adminDo sends method path to ts with the Authorization header authz
 // (none when "").
-func adminDo(t testing.TB, ts *trellis.TestService, method, path, authz string) *trellis.Response {
+func adminDo(t testing.TB, ts *trellistest.Service, method, path, authz string) *trellistest.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, ts.URL+path, nil)
 	if err != nil {
@@ -73,7 +74,7 @@ func adminDo(t testing.TB, ts *trellis.TestService, method, path, authz string) 
 }
 
 // adminGet is adminDo GET with the right token.
-func adminGet(t testing.TB, ts *trellis.TestService, path string) *trellis.Response {
+func adminGet(t testing.TB, ts *trellistest.Service, path string) *trellistest.Response {
 	t.Helper()
 	return adminDo(t, ts, http.MethodGet, path, "Bearer "+adminToken)
 }
@@ -85,7 +86,7 @@ func timerPath(name string) string { return "/admin/timers/" + url.PathEscape(na
 // and returns every timer listed and the number of pages. It fails the
 // test on an error, on a page larger than limit (when limit > 0), and on a
 // walk that does not end within maxPages.
-func listAll(t testing.TB, ts *trellis.TestService, query url.Values, limit, maxPages int) ([]admin.Timer, int) {
+func listAll(t testing.TB, ts *trellistest.Service, query url.Values, limit, maxPages int) ([]admin.Timer, int) {
 	t.Helper()
 	var all []admin.Timer
 	q := url.Values{}
@@ -126,7 +127,7 @@ func names(ts []admin.Timer) []string {
 
 // waitFailing waits (bounded) until the timer called name has failed once,
 // and returns it.
-func waitFailing(t testing.TB, ts *trellis.TestService, name string) timers.Timer {
+func waitFailing(t testing.TB, ts *trellistest.Service, name string) timers.Timer {
 	t.Helper()
 	var got timers.Timer
 	eventually(t, 10*time.Second, "timer "+name+" failed", func() bool {

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // adminFixture is a service with five timers, one of them failing. In run
@@ -27,12 +27,12 @@ import (
 //	counter-bump     counter.Increase of entity c-7, due t0+10m, maxRetries 3
 //	order-a-2        adminOK,   due t0+2h
 type adminFixture struct {
-	ts *trellis.TestService
+	ts *trellistest.Service
 }
 
 var fixtureOrder = []string{"order-fail", "order-a-1", "report/daily 1", "counter-bump", "order-a-2"}
 
-func newAdminFixture(t *testing.T, opts ...trellis.TestOption) adminFixture {
+func newAdminFixture(t *testing.T, opts ...trellistest.Option) adminFixture {
 	t.Helper()
 	ts := startAdmin(t, adminToken, opts...)
 	ctx := context.Background()

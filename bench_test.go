@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // The HTTP benchmark drives the same concurrent loopback load at two
@@ -39,12 +39,12 @@ const (
 // /counters/{id}, through the whole stack on Redis, against the bare
 // handler.
 func BenchmarkHTTPEntityRoundTrip(b *testing.B) {
-	url := testenv.RedisURL(b)
+	url := trellistest.RedisURL(b)
 	// The stack logs its access lines as in production (JSON at info), into
 	// io.Discard, so that their cost is counted.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	stack := trellis.StartTest(b, (&counterApp{}).setup, trellis.WithRedisURL(url), trellis.WithTestLogger(logger),
-		trellis.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
+	stack := trellistest.Start(b, (&counterApp{}).setup, trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
+		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
 	bareURL := startBare(b, url)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}

@@ -8,15 +8,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/api"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/samples/contract"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // increaseAll sends POST increase {"by":1} from goroutines×perGoroutine
 // concurrent requests; pick chooses the service and counter id of the i-th
 // request of goroutine g. It returns each id's replied values.
-func increaseAll(t *testing.T, goroutines, perGoroutine int, pick func(g, i int) (*trellis.TestService, string)) map[string][]int64 {
+func increaseAll(t *testing.T, goroutines, perGoroutine int, pick func(g, i int) (*trellistest.Service, string)) map[string][]int64 {
 	t.Helper()
 	var (
 		mu      sync.Mutex
@@ -36,7 +35,7 @@ func increaseAll(t *testing.T, goroutines, perGoroutine int, pick func(g, i int)
 					errs <- err
 					return
 				}
-				var c api.Counter
+				var c contract.Counter
 				if err := jsonUnmarshal(resp.Body, &c); err != nil {
 					errs <- err
 					return
@@ -87,7 +86,7 @@ func TestOneAtATimePerID(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(sc.name+"/"+tt.name, func(t *testing.T) {
 				ts := start(t, &counterApp{}, sc.store(t)...)
-				replies := increaseAll(t, goroutines, perGoroutine, func(g, i int) (*trellis.TestService, string) {
+				replies := increaseAll(t, goroutines, perGoroutine, func(g, i int) (*trellistest.Service, string) {
 					return ts, fmt.Sprintf("serial-%d", (g+i)%tt.ids)
 				})
 				want := goroutines * perGoroutine / tt.ids
@@ -110,21 +109,21 @@ func TestOneAtATimePerID(t *testing.T) {
 // command again, so no update is lost, and a read through either service
 // sees the other's last write.
 func TestTwoInstancesOnOneRedis(t *testing.T) {
-	url := testenv.RedisURL(t)
+	url := trellistest.RedisURL(t)
 	prefix := sharedPrefix(t)
 	// Conflicts are what this test is about: let a command survive many in
 	// a row, so that the outcome does not hang on scheduling luck.
-	opts := []trellis.TestOption{trellis.WithRedisURL(url), trellis.WithStorePrefix(prefix)}
+	opts := []trellistest.Option{trellistest.WithRedisURL(url), trellistest.WithStorePrefix(prefix)}
 	a := start(t, &counterApp{maxConflicts: 1000}, opts...)
 	b := start(t, &counterApp{maxConflicts: 1000}, opts...)
-	both := []*trellis.TestService{a, b}
+	both := []*trellistest.Service{a, b}
 	// A command that conflicts again and again pauses on its service's
 	// clock before it retries.
-	testenv.KeepClocksMoving(t, a.Clock, b.Clock)
+	trellistest.KeepClocksMoving(t, a.Clock, b.Clock)
 
 	t.Run("concurrent increases", func(t *testing.T) {
 		const goroutines, perGoroutine = 8, 25
-		replies := increaseAll(t, goroutines, perGoroutine, func(g, i int) (*trellis.TestService, string) {
+		replies := increaseAll(t, goroutines, perGoroutine, func(g, i int) (*trellistest.Service, string) {
 			return both[(g+i)%2], "shared"
 		})
 		checkSerial(t, "shared", replies["shared"], goroutines*perGoroutine)

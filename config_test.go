@@ -1,11 +1,15 @@
 package trellis_test
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-go/trellis"
 )
@@ -99,7 +103,7 @@ func TestConfigHelp(t *testing.T) {
 }
 
 // TestConfigRedisPrefix pins the rule of TRELLIS_REDIS_PREFIX: 1 to 64
-// characters of A-Z a-z 0-9 . _ - : { }, not ending in ':'. Every refusal
+// characters of A-Z a-z 0-9 . _ - :, not ending in ':'. Every refusal
 // is a *ConfigError naming the variable and its flag.
 func TestConfigRedisPrefix(t *testing.T) {
 	tests := []struct {
@@ -112,7 +116,8 @@ func TestConfigRedisPrefix(t *testing.T) {
 		{name: "unset is the default", want: "trellis"},
 		{name: "letters, digits and dashes", env: "shop-eu-2", want: "shop-eu-2"},
 		{name: "nested with colons", env: "acme:shop.v2_a", want: "acme:shop.v2_a"},
-		{name: "cluster hash tag", env: "{trellis}", want: "{trellis}"},
+		{name: "cluster hash tag", env: "{trellis}", wantErr: "would put every key of the service in one slot"},
+		{name: "closing brace", env: "shop}", wantErr: `'}' at byte 4`},
 		{name: "64 characters", env: strings.Repeat("p", 64), want: strings.Repeat("p", 64)},
 		{name: "flag wins over env", env: "from-env", args: []string{"-redis-prefix", "from-flag"}, want: "from-flag"},
 		{name: "empty by flag", env: "shop", args: []string{"-redis-prefix", ""}, wantErr: "must not be empty"},
@@ -167,5 +172,43 @@ func TestConfigValidateRedisPrefix(t *testing.T) {
 		if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("Validate with prefix %q: %v, want error containing %q", tt.prefix, err, tt.wantErr)
 		}
+	}
+}
+
+// New takes the zero fields of its Config as the defaults, like
+// timers.Config and entities.Host, and refuses a field set to something
+// invalid, naming it.
+func TestNewZeroConfigIsTheDefaults(t *testing.T) {
+	noRoutes := func(*trellis.Host, chi.Router) error { return nil }
+	tests := []struct {
+		name    string         // case name
+		cfg     trellis.Config // what New is given
+		wantErr string         // what the error says ("" for none)
+	}{
+		{"zero", trellis.Config{}, ""},
+		{"negative request timeout", trellis.Config{RequestTimeout: -time.Second}, "Config.RequestTimeout"},
+		{"negative body limit", trellis.Config{MaxBodyBytes: -1}, "Config.MaxBodyBytes"},
+		{"short admin token", trellis.Config{AdminToken: "short"}, "TRELLIS_ADMIN_TOKEN"},
+		// 18 bytes, 9 characters: the minimum counts characters.
+		{"admin token of 9 characters in 18 bytes", trellis.Config{AdminToken: strings.Repeat("é", 9)}, "at least 16 characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc, err := trellis.New(tt.cfg, noRoutes, trellis.WithLogger(slog.New(slog.DiscardHandler)))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("New: %v, want an error naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = svc.Shutdown(context.Background()) }()
+			got, want := svc.Host().Config, trellis.DefaultConfig()
+			if got != want {
+				t.Errorf("Host().Config = %+v, want the defaults %+v", got, want)
+			}
+		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
 )
 
@@ -53,8 +52,12 @@ func TestClientErrors(t *testing.T) {
 		{name: "body too large, chunked", method: "POST", path: "/counters/c1/increase", body: tooLarge, chunked: true, status: 413, message: "larger than 1048576 bytes"},
 		{name: "unknown route", method: "GET", path: "/nope", status: 404, message: "no route /nope"},
 		{name: "unknown route under counters", method: "GET", path: "/counters/c1/decrease", status: 404, message: "no route"},
-		{name: "wrong method", method: "PUT", path: "/counters/c1", body: `{}`, status: 405, message: "PUT is not allowed", allow: "GET, DELETE"},
-		{name: "wrong method on a system route", method: "POST", path: "/healthz", status: 405, message: "POST is not allowed", allow: "GET"},
+		{name: "wrong method", method: "PUT", path: "/counters/c1", body: `{}`, status: 405, message: "PUT is not allowed", allow: "GET, HEAD, DELETE"},
+		{name: "wrong method on a system route", method: "POST", path: "/healthz", status: 405, message: "POST is not allowed", allow: "GET, HEAD"},
+		{name: "invalid UTF-8 in a string", method: "POST", path: "/counters/c1/increase", body: "{\"by\":1,\"n\xffte\":\"x\"}", status: 400, field: "n\ufffdte", message: "not UTF-8"},
+		{name: "bad escape in the query", method: "GET", path: "/counters/c1?limit=%ZZ", status: 400, field: "limit", message: "not validly percent-encoded"},
+		{name: "bad escape in a query name", method: "GET", path: "/counters/c1?li%ZZmit=1", status: 400, field: "li%ZZmit", message: "not validly percent-encoded"},
+		{name: "semicolon in the query", method: "GET", path: "/counters/c1?a=1;b=2", status: 400, field: "a", message: "contains ';'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,7 +168,7 @@ func TestPanicIsA500WithCorrelationID(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.requestID != "" {
-				req.Header.Set(trellis.HeaderRequestID, tt.requestID)
+				req.Header.Set(api.HeaderRequestID, tt.requestID)
 			}
 			resp, err := ts.Send(req)
 			if err != nil {
@@ -175,7 +178,7 @@ func TestPanicIsA500WithCorrelationID(t *testing.T) {
 				t.Fatalf("status %d, want 500: %s", resp.Status, resp.Body)
 			}
 			p := resp.Problem(t)
-			id := resp.Header.Get(trellis.HeaderRequestID)
+			id := resp.Header.Get(api.HeaderRequestID)
 			if id == "" || p.CorrelationId != id {
 				t.Errorf("correlationId %q, X-Request-Id %q: want them equal and set", p.CorrelationId, id)
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestHealthAndReadiness: /healthz answers while the process runs;
@@ -17,17 +17,17 @@ import (
 func TestHealthAndReadiness(t *testing.T) {
 	tests := []struct {
 		name      string                                  // case name
-		opts      func(t *testing.T) []trellis.TestOption // the store
+		opts      func(t *testing.T) []trellistest.Option // the store
 		wantReady int                                     // /readyz status
 	}{
-		{name: "memory", opts: func(*testing.T) []trellis.TestOption { return nil }, wantReady: http.StatusOK},
-		{name: "redis", opts: func(t *testing.T) []trellis.TestOption {
-			return []trellis.TestOption{trellis.WithRedisURL(testenv.RedisURL(t))}
+		{name: "memory", opts: func(*testing.T) []trellistest.Option { return nil }, wantReady: http.StatusOK},
+		{name: "redis", opts: func(t *testing.T) []trellistest.Option {
+			return []trellistest.Option{trellistest.WithRedisURL(trellistest.RedisURL(t))}
 		}, wantReady: http.StatusOK},
-		{name: "redis unreachable", opts: func(t *testing.T) []trellis.TestOption {
+		{name: "redis unreachable", opts: func(t *testing.T) []trellistest.Option {
 			// A fixed prefix: the test kit does not try to clean up a Redis
 			// that is not there.
-			return []trellis.TestOption{trellis.WithRedisURL("redis://" + closedPort(t) + "/0"), trellis.WithStorePrefix("unreachable")}
+			return []trellistest.Option{trellistest.WithRedisURL("redis://" + closedPort(t) + "/0"), trellistest.WithStorePrefix("unreachable")}
 		}, wantReady: http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {
@@ -71,17 +71,41 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-// TestOpenAPISpecServed: GET /openapi.yaml serves the embedded contract.
+// TestOpenAPISpecServed: GET /openapi.yaml serves the application's
+// contract (404 when it gave none), and GET /admin/openapi.yaml the
+// framework's own, without a token.
 func TestOpenAPISpecServed(t *testing.T) {
-	ts := start(t, &counterApp{})
-	resp := ts.Get(t, "/openapi.yaml")
-	if resp.Status != http.StatusOK {
-		t.Fatalf("status %d", resp.Status)
+	appSpec := []byte("openapi: 3.0.3\ninfo: {title: the app, version: '1'}\npaths: {}\n")
+	tests := []struct {
+		name string               // case name
+		opts []trellistest.Option // how the service is started
+		path string               // the route asked
+		want []byte               // the document served (nil: 404)
+	}{
+		{"app contract", []trellistest.Option{trellistest.WithServiceOptions(trellis.WithContract(appSpec))}, "/openapi.yaml", appSpec},
+		{"no app contract", nil, "/openapi.yaml", nil},
+		{"framework contract", nil, "/admin/openapi.yaml", api.Spec},
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/yaml" {
-		t.Errorf("Content-Type %q, want application/yaml", ct)
-	}
-	if !bytes.Equal(resp.Body, api.Spec) {
-		t.Errorf("body (%d bytes) differs from api.Spec (%d bytes)", len(resp.Body), len(api.Spec))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := start(t, &counterApp{}, tt.opts...)
+			resp := ts.Get(t, tt.path)
+			if tt.want == nil {
+				if resp.Status != http.StatusNotFound {
+					t.Fatalf("status %d, want 404", resp.Status)
+				}
+				resp.Problem(t)
+				return
+			}
+			if resp.Status != http.StatusOK {
+				t.Fatalf("status %d", resp.Status)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/yaml" {
+				t.Errorf("Content-Type %q, want application/yaml", ct)
+			}
+			if !bytes.Equal(resp.Body, tt.want) {
+				t.Errorf("body (%d bytes) differs from the document (%d bytes)", len(resp.Body), len(tt.want))
+			}
+		})
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/counter"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // counterApp is the application the tests run: the counter sample, with
@@ -40,21 +42,24 @@ type counterApp struct {
 	hostSeen *trellis.Host                      // set by setup
 }
 
-// setup is the trellis.Setup of the tests.
-func (a *counterApp) setup(h *trellis.Host) (api.ServerInterface, error) {
+// setup is the trellis.Setup of the tests: the counter's routes, from
+// the samples' contract, mounted on the service's router.
+func (a *counterApp) setup(h *trellis.Host, r chi.Router) error {
 	eh := h.Entities()
 	eh.PassivateAfter = a.passivateAfter
 	eh.MaxConflicts = a.maxConflicts
-	r, err := counter.Entity.Start(eh)
+	running, err := counter.Entity.Start(eh)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	a.running, a.hostSeen = r, h
-	return &testAPI{Endpoint: counter.NewEndpoint(h.Client), app: a}, nil
+	a.running, a.hostSeen = running, h
+	contract.HandlerWithOptions(&testAPI{Endpoint: counter.NewEndpoint(h.Client), app: a},
+		contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
+	return nil
 }
 
-// testAPI is the counter endpoint with the hooks of counterApp. Routes of
-// later samples answer 501 through the embedded fallback: it is one level
+// testAPI is the counter endpoint with the hooks of counterApp. The order
+// routes answer 501 through the embedded fallback: it is one level
 // deeper than the counter's methods, so those win.
 type testAPI struct {
 	*counter.Endpoint
@@ -62,16 +67,16 @@ type testAPI struct {
 	app *counterApp
 }
 
-type fallback struct{ api.Unimplemented }
+type fallback struct{ contract.Unimplemented }
 
-func (t *testAPI) GetCounter(w http.ResponseWriter, r *http.Request, id api.CounterID) {
+func (t *testAPI) GetCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if t.app.panicID != "" && id == t.app.panicID {
 		panic("boom: secret internal detail")
 	}
 	t.Endpoint.GetCounter(w, r, id)
 }
 
-func (t *testAPI) IncreaseCounter(w http.ResponseWriter, r *http.Request, id api.CounterID) {
+func (t *testAPI) IncreaseCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if t.app.blockID != "" && id == t.app.blockID {
 		close(t.app.entered)
 		<-t.app.release
@@ -83,32 +88,32 @@ func (t *testAPI) IncreaseCounter(w http.ResponseWriter, r *http.Request, id api
 }
 
 // start boots a test service running the counter app.
-func start(t testing.TB, app *counterApp, opts ...trellis.TestOption) *trellis.TestService {
+func start(t testing.TB, app *counterApp, opts ...trellistest.Option) *trellistest.Service {
 	t.Helper()
-	return trellis.StartTest(t, app.setup, opts...)
+	return trellistest.Start(t, app.setup, opts...)
 }
 
 // storeCase is one state store the tests run against.
 type storeCase struct {
 	name  string                                  // subtest name
-	store func(t testing.TB) []trellis.TestOption // options selecting the store
+	store func(t testing.TB) []trellistest.Option // options selecting the store
 }
 
 // stores are the two stores: the embedded one and Redis (never skipped).
 var stores = []storeCase{
-	{name: "memory", store: func(testing.TB) []trellis.TestOption { return nil }},
-	{name: "redis", store: func(t testing.TB) []trellis.TestOption {
-		return []trellis.TestOption{trellis.WithRedisURL(testenv.RedisURL(t))}
+	{name: "memory", store: func(testing.TB) []trellistest.Option { return nil }},
+	{name: "redis", store: func(t testing.TB) []trellistest.Option {
+		return []trellistest.Option{trellistest.WithRedisURL(trellistest.RedisURL(t))}
 	}},
 }
 
 // counterOf decodes a 200 counter reply.
-func counterOf(t testing.TB, resp *trellis.Response) api.Counter {
+func counterOf(t testing.TB, resp *trellistest.Response) contract.Counter {
 	t.Helper()
 	if resp.Status != http.StatusOK {
 		t.Fatalf("status %d, want 200: %s", resp.Status, resp.Body)
 	}
-	var c api.Counter
+	var c contract.Counter
 	resp.JSON(t, &c)
 	return c
 }
@@ -118,7 +123,7 @@ func counterOf(t testing.TB, resp *trellis.Response) api.Counter {
 func sharedPrefix(t testing.TB) string {
 	t.Helper()
 	prefix := "trellis-test-shared-" + rand.Text()
-	rdb := testenv.Redis(t) // closed at cleanup, after the deletion below
+	rdb := trellistest.Redis(t) // closed at cleanup, after the deletion below
 	t.Cleanup(func() {
 		ctx := context.Background()
 		keys, err := rdb.Keys(ctx, prefix+":*").Result()

@@ -9,8 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestMetrics: GET /metrics serves the service's registry in the
@@ -104,11 +105,11 @@ func grepLines(s, sub string) string {
 func TestMetricsPanicAndAppCollectors(t *testing.T) {
 	app := &counterApp{panicID: "boom"}
 	appCounter := prometheus.NewCounter(prometheus.CounterOpts{Name: "app_things_total", Help: "Things the app did."})
-	ts := trellis.StartTest(t, func(h *trellis.Host) (api.ServerInterface, error) {
+	ts := trellistest.Start(t, func(h *trellis.Host, r chi.Router) error {
 		if err := h.Metrics.Register(appCounter); err != nil {
-			return nil, err
+			return err
 		}
-		return app.setup(h)
+		return app.setup(h, r)
 	})
 	appCounter.Add(3)
 	if resp := ts.Get(t, "/counters/boom"); resp.Status != http.StatusInternalServerError {

@@ -7,17 +7,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/admin"
+	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
 )
@@ -33,7 +34,7 @@ type Host struct {
 	Client *components.Client
 	// Store keeps the entities' state: Redis, or the embedded in-memory store.
 	Store entities.Store
-	// Clock is the service's clock (a fake one under StartTest).
+	// Clock is the service's clock (a fake one under trellistest.Start).
 	Clock clockwork.Clock
 	// Logger is the service's logger.
 	Logger *slog.Logger
@@ -59,29 +60,21 @@ func (h *Host) Entities() entities.Host {
 	return entities.Host{System: h.System, Client: h.Client, Store: h.Store}
 }
 
-// Setup starts the application's components on the host and returns its
-// implementation of the routes generated from the contract. An error stops
-// New.
-type Setup func(h *Host) (api.ServerInterface, error)
-
-// Option configures New.
-type Option func(*options)
-
-type options struct {
-	logger   *slog.Logger
-	clock    clockwork.Clock
-	clockSet bool // WithClock was given: timers on Redis follow it too
-}
-
-// WithLogger sets the logger (default: JSON on stderr at Config.LogLevel).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
-// WithClock sets the clock of the actor system: its timers and passivation
-// (default: the real clock). Tests pass a clockwork.FakeClock.
-// With Redis, timers then also take their time from c instead of Redis TIME.
-func WithClock(c clockwork.Clock) Option {
-	return func(o *options) { o.clock, o.clockSet = c, true }
-}
+// Setup starts the application's components on the host and mounts its
+// routes on r: by hand (r.Get, r.Post, r.Route …) or through the handler
+// that oapi-codegen generated from the application's own contract
+//
+//	contract.HandlerWithOptions(endpoints, contract.ChiServerOptions{
+//		BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
+//	})
+//
+// r is a group of the service's router: the service's middleware (request
+// id, access log, metrics by route pattern, timeout, body limit, panics
+// and unknown routes as problems, HEAD on GET routes, a query string that
+// does not parse refused with 400) covers every route mounted on it, and
+// middleware the application adds with r.Use covers only its own routes.
+// An error stops New.
+type Setup func(h *Host, r chi.Router) error
 
 // Service is the assembled service: build it with New, serve with Start or
 // Serve, and stop it with Shutdown.
@@ -90,6 +83,7 @@ type Service struct {
 	log     *slog.Logger
 	host    *Host
 	handler http.Handler
+	metrics *httpserver.Metrics
 	srv     *http.Server
 	timers  *timerStarter
 
@@ -113,23 +107,20 @@ const (
 
 // New builds the service: the state store (Redis when cfg.RedisURL is set,
 // else the embedded in-memory store), the actor system, the component
-// client, the application (setup) and the HTTP handler. It does not listen
-// yet. On error everything it built is released. Start cfg from
-// DefaultConfig or ConfigFromEnv: a zero Config is invalid.
+// client, the timer scheduler, the HTTP router with the service's own
+// routes and the admin API, and the application (setup), which mounts its
+// routes. It does not listen yet. On error everything it built is
+// released. The zero fields of cfg take their defaults (so Config{} is
+// the default configuration); the others must be valid.
 func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("trellis: %w", err)
 	}
 	if setup == nil {
 		return nil, errors.New("trellis: the setup function is nil")
 	}
-	o := options{clock: clockwork.NewRealClock()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	}
+	o := newOptions(cfg, opts)
 	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger}
 	if err := openStore(h); err != nil {
 		return nil, err
@@ -140,24 +131,32 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		releaseHost(h)
 		return nil, err
 	}
-	metrics, err := newServiceMetrics(h.Timers)
+	metrics, err := httpserver.NewMetrics(h.Timers.Collector())
 	if err != nil {
 		releaseHost(h)
-		return nil, err
+		return nil, fmt.Errorf("trellis: %w", err)
 	}
-	h.Metrics = metrics.reg
+	h.Metrics = metrics.Registry
 
-	impl, err := setup(h)
-	if err == nil && impl == nil {
-		err = errors.New("it returned no api.ServerInterface")
-	}
+	router := httpserver.New(httpserver.Options{
+		Logger:         o.logger,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		RequestTimeout: cfg.RequestTimeout,
+		Metrics:        metrics,
+		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers},
+		Contract:       o.contract,
+	})
+	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock})
+	router.Group(func(r chi.Router) {
+		r.Use(httpserver.CheckQuery)
+		err = setup(h, r)
+	})
 	if err != nil {
 		releaseHost(h)
 		return nil, fmt.Errorf("trellis: setup: %w", err)
 	}
-	s := &Service{cfg: cfg, log: o.logger, host: h, timers: &timerStarter{sched: h.Timers, log: o.logger}}
+	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, timers: &timerStarter{sched: h.Timers, log: o.logger}}
 	s.timers.start()
-	s.handler = newRouter(cfg, o.logger, h, impl, metrics)
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -172,19 +171,24 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 
 // openStore makes h's store, and its Redis client when there is one.
 func openStore(h *Host) error {
-	if h.Config.RedisURL == "" {
+	client, desc, err := newRedisClient(h.Config)
+	if err != nil {
+		return err
+	}
+	if client == nil {
 		h.Store = entities.NewMemoryStore()
 		h.Logger.Warn("TRELLIS_REDIS_URL is not set: using the embedded in-memory store, which is NOT durable; " +
-			"all state is lost when the process stops. Set TRELLIS_REDIS_URL to keep it in Redis.")
+			"all state is lost when the process stops. Set TRELLIS_REDIS_URL (or TRELLIS_REDIS_CLUSTER_URL) to keep it in Redis.")
 		return nil
 	}
-	ropts, err := redis.ParseURL(h.Config.RedisURL)
-	if err != nil { // Validate checked it; this is belt and braces
-		return fmt.Errorf("trellis: %w", &ConfigError{Var: EnvRedisURL, Reason: redact(err, h.Config.RedisURL)})
+	logRedisTo(h.Logger)
+	h.Redis = client
+	if err := checkRedis(context.Background(), h); err != nil {
+		_ = h.Redis.Close()
+		return fmt.Errorf("trellis: %w", err)
 	}
-	h.Redis = redis.NewClient(ropts)
 	h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
-	h.Logger.Info("state store: Redis", "addr", ropts.Addr, "db", ropts.DB, "prefix", h.Config.RedisPrefix)
+	h.Logger.Info("state store: Redis", append(desc, "prefix", h.Config.RedisPrefix)...)
 	return nil
 }
 
@@ -240,6 +244,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("trellis: listen on %s: %w", s.cfg.HTTPAddr, err)
 	}
+	s.setListener(ln) // so that Addr answers as soon as Start returns
 	done := make(chan struct{})
 	s.mu.Lock()
 	s.done = done
@@ -258,11 +263,12 @@ func (s *Service) Start(ctx context.Context) error {
 }
 
 // Serve serves HTTP on ln until Shutdown, then returns nil; any other end
-// is an error. It takes ownership of ln.
+// is an error. It takes ownership of ln, and keeps at most
+// Config.MaxConnections connections open on it.
 func (s *Service) Serve(ln net.Listener) error {
 	s.setListener(ln)
 	s.log.Info("listening", "addr", ln.Addr().String())
-	err := s.srv.Serve(ln)
+	err := s.srv.Serve(s.metrics.LimitConnections(ln, s.cfg.MaxConnections))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/samples/contract"
 )
 
 // TestShutdownDrains: a request in flight when Shutdown starts completes
@@ -55,7 +55,7 @@ func TestShutdownDrains(t *testing.T) {
 	if r.err != nil || r.status != http.StatusOK {
 		t.Fatalf("in-flight request: status %d, err %v, body %s; want 200", r.status, r.err, r.body)
 	}
-	var c api.Counter
+	var c contract.Counter
 	if err := jsonUnmarshal(r.body, &c); err != nil || c.Value != 3 {
 		t.Fatalf("in-flight request replied %s, want value 3", r.body)
 	}

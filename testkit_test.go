@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/timedactions"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // clockAction is the timed action of TestTestClockExactDelay: each call
@@ -27,14 +27,14 @@ var (
 )
 
 // clockApp is the counter app plus clockAction.
-func clockApp(h *trellis.Host) (api.ServerInterface, error) {
+func clockApp(h *trellis.Host, r chi.Router) error {
 	if _, err := clockAction.Start(h.Client); err != nil {
-		return nil, err
+		return err
 	}
-	return (&counterApp{}).setup(h)
+	return (&counterApp{}).setup(h, r)
 }
 
-// TestTestClockExactDelay pins that StartTest's clock starts at a whole
+// TestTestClockExactDelay pins that trellistest.Start's clock starts at a whole
 // millisecond, so that on either store moving it by exactly a timer's
 // delay runs the timer: the store's millisecond rounding (due times up,
 // now down) leaves nothing for a test to add as a margin.
@@ -42,7 +42,7 @@ func TestTestClockExactDelay(t *testing.T) {
 	const delay = 1500 * time.Millisecond
 	for _, sc := range stores {
 		t.Run(sc.name, func(t *testing.T) {
-			ts := trellis.StartTest(t, clockApp, sc.store(t)...)
+			ts := trellistest.Start(t, clockApp, sc.store(t)...)
 			start := ts.Clock.Now()
 			call, err := clockFired.Deferred(components.Done{})
 			if err != nil {
@@ -54,7 +54,7 @@ func TestTestClockExactDelay(t *testing.T) {
 			}
 
 			ts.Clock.Advance(delay)
-			f := testenv.Recv(t, clockFirings, 10*time.Second)
+			f := trellistest.Recv(t, clockFirings, 10*time.Second)
 			if f.Name != "exact" {
 				t.Fatalf("timer %q ran, want exact", f.Name)
 			}

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestRequestTimeout: a request that outlives Config.RequestTimeout gets
 // 504, and the command it carried is not run.
 func TestRequestTimeout(t *testing.T) {
-	ts := start(t, &counterApp{stallID: "stalled"}, trellis.WithConfig(func(c *trellis.Config) {
+	ts := start(t, &counterApp{stallID: "stalled"}, trellistest.WithConfig(func(c *trellis.Config) {
 		c.RequestTimeout = 50 * time.Millisecond
 	}))
 	resp := ts.Post(t, "/counters/stalled/increase", map[string]int{"by": 1})

@@ -1,24 +1,31 @@
-// Package trellis assembles the Trellis service: configuration, the state
-// store (the embedded in-memory store, or Redis), the actor system, the
-// component client, the timer scheduler, and the HTTP server with its
-// middleware, health routes, Prometheus metrics (GET /metrics), the admin
-// API behind the admin token (/admin/timers, package api/admin) and the
-// application's routes generated from the contract (package api).
+// Package trellis runs a Trellis service: configuration (Config, from the
+// environment and flags), the state store (the embedded in-memory store,
+// or Redis), the actor system, the component client, the timer scheduler,
+// and the HTTP server, whose middleware, health routes, Prometheus metrics
+// (GET /metrics) and admin API (under /admin, behind the admin token) it
+// provides. The application brings its components and its routes.
 //
-// An application hands [New] a setup function that starts its components on
-// the [Host] and returns its implementation of api.ServerInterface:
+// An application's main is a few lines: Run reads the configuration (the
+// application's own flags beside Trellis's, with WithFlags), calls setup,
+// serves until SIGINT or SIGTERM, shuts down gracefully and returns the
+// exit code.
 //
-//	cfg, err := trellis.ConfigFromEnv(os.Getenv, os.Args[1:])
-//	svc, err := trellis.New(cfg, func(h *trellis.Host) (api.ServerInterface, error) {
-//		if _, err := counter.Entity.Start(h.Entities()); err != nil {
-//			return nil, err
+//	func main() {
+//		os.Exit(trellis.Run(context.Background(), setup, trellis.WithContract(contract.Spec)))
+//	}
+//
+//	func setup(h *trellis.Host, r chi.Router) error {
+//		if _, err := carts.Entity.Start(h.Entities()); err != nil {
+//			return err
 //		}
-//		return counter.NewEndpoint(h.Client), nil
-//	})
-//	err = svc.Start(ctx)
-//	...
-//	err = svc.Shutdown(ctx) // drain HTTP, stop the entities, close Redis
+//		contract.HandlerWithOptions(carts.NewEndpoint(h.Client), contract.ChiServerOptions{
+//			BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
+//		})
+//		return nil
+//	}
 //
-// Tests boot the same service in-process with [StartTest], on a free
-// loopback port and a fake clock.
+// New and Service are the same service under the application's own
+// control (Start, Shutdown). Package api has the helpers endpoints are
+// written with; package trellistest boots the service in a test, on a
+// free loopback port and a fake clock.
 package trellis

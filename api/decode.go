@@ -8,9 +8,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultMaxBodyBytes is the largest request body Decode reads when the
@@ -29,9 +31,11 @@ const maxDepth = 64
 //   - 415 when the Content-Type is given and is not JSON (application/json
 //     or any +json type);
 //   - 413 when the body is larger than the limit;
+//   - 408 when the body has not arrived by the request's deadline;
 //   - 400 when the body is empty, is malformed JSON (the detail gives the
-//     byte offset, and the field being read there is named), or holds more
-//     than one value;
+//     byte offset, and the field being read there is named), holds more
+//     than one value, or is not UTF-8 (the field holding the first invalid
+//     byte is named: encoding/json would store it as U+FFFD);
 //   - 400 naming each field that is unknown (matching is exact, including
 //     case), given twice, or required and missing (or null where it cannot
 //     be null);
@@ -61,6 +65,9 @@ func Decode[T any](r *http.Request, dst *T) error {
 	}
 	if !json.Valid(body) {
 		return diagnose(body)
+	}
+	if !utf8.Valid(body) {
+		return invalidUTF8(body)
 	}
 	if fields := checkShape(typeOf[T](), body); len(fields) > 0 {
 		return &RequestError{Status: http.StatusBadRequest, Detail: "the request body is invalid", Fields: fields}
@@ -100,6 +107,12 @@ func readBody(r *http.Request) ([]byte, error) {
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, bodyTooLarge(tooLarge.Limit, err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &RequestError{
+			Status: http.StatusRequestTimeout,
+			Detail: "the request body did not arrive within the request timeout",
+			Err:    err,
+		}
 	case err != nil:
 		return nil, &RequestError{Status: http.StatusBadRequest, Detail: "the request body could not be read", Err: err}
 	case len(body) > DefaultMaxBodyBytes:
@@ -142,10 +155,53 @@ func diagnose(body []byte) error {
 	return &RequestError{Status: http.StatusBadRequest, Detail: "malformed JSON"}
 }
 
+// invalidUTF8 is the 400 of a well-formed body that is not UTF-8: it
+// names the field whose key or string value holds the first invalid byte.
+func invalidUTF8(body []byte) error {
+	off := int64(len(body))
+	for i := 0; i < len(body); {
+		r, n := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && n == 1 {
+			off = int64(i)
+			break
+		}
+		i += n
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	p := &parser{dec: dec, stopAt: off, stopping: true}
+	_ = p.value(0) // errStop, with p.errPath set where the byte is
+	re := &RequestError{
+		Status: http.StatusBadRequest,
+		Detail: fmt.Sprintf("the request body is not valid UTF-8 (at offset %d)", off),
+	}
+	if p.errPath != "" {
+		re.Detail = "the request body is invalid"
+		re.Fields = []FieldError{{Field: p.errPath, Message: fmt.Sprintf("holds a byte that is not UTF-8 (at offset %d)", off)}}
+	}
+	return re
+}
+
+// errStop ends a walk that found the token it was looking for.
+var errStop = errors.New("stop")
+
 type parser struct {
 	dec     *json.Decoder
 	path    []string // the path to the value being read: keys and "[i]"
 	errPath string   // the path where the error was found
+
+	// stopping: the walk stops (errStop, errPath set) at the first token
+	// that ends past offset stopAt, the one that holds that byte.
+	stopping bool
+	stopAt   int64
+}
+
+// passed stops the walk once the token just read holds byte stopAt.
+func (p *parser) passed() error {
+	if p.stopping && p.dec.InputOffset() > p.stopAt {
+		return p.fail(errStop)
+	}
+	return nil
 }
 
 func (p *parser) value(depth int) error {
@@ -156,6 +212,9 @@ func (p *parser) value(depth int) error {
 	if err != nil {
 		return p.fail(err)
 	}
+	if err := p.passed(); err != nil {
+		return err
+	}
 	switch tok {
 	case json.Delim('{'):
 		for p.dec.More() {
@@ -165,6 +224,9 @@ func (p *parser) value(depth int) error {
 			}
 			key, _ := kt.(string) // More and Token guarantee a string key here
 			p.path = append(p.path, key)
+			if err := p.passed(); err != nil {
+				return err
+			}
 			if err := p.value(depth + 1); err != nil {
 				return err
 			}

@@ -1,31 +1,35 @@
-// Package api owns the HTTP contract and the helpers every endpoint uses.
+// Package api owns the helpers every endpoint is written with, and the
+// framework's own contract.
 //
-// openapi.yaml is the contract. `go generate ./api` turns it into
-// api.gen.go with oapi-codegen (pinned as a Go tool in go.mod): the
-// request and response types and [ServerInterface], the chi server
-// interface that the application implements. The service's own routes
-// are in the contract too but not in [ServerInterface]: health,
-// readiness, metrics and the contract itself (tag "system") are served by
-// package trellis by hand, and the admin routes (tag "admin") are
-// generated into package api/admin and implemented by package trellis.
-// [Spec] is the contract as the service serves it.
+// An endpoint decodes and validates its JSON body with [Decode], answers
+// with [WriteJSON], and answers every error with [WriteError], which turns
+// it into an RFC 9457 problem ([Problem], served as
+// application/problem+json) with the right status: a request error names
+// the invalid fields; a component's business refusal gets the status of
+// its kind ([KindStatus]: not found 404, conflict 409, invalid 422, plain
+// failure 400); a timeout 504; anything else a 500 whose details go only
+// to the log, under the request's correlation id.
 //
-// Endpoints are written against the hand-written helpers:
-//
-//	func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id api.CounterID) {
-//		var body api.CounterIncrease
+//	func (e *Endpoint) AddItem(w http.ResponseWriter, r *http.Request, id contract.CartID) {
+//		var body contract.Item
 //		if err := api.Decode(r, &body); err != nil {
 //			api.WriteError(w, r, err) // 400/413/415 naming the field
 //			return
 //		}
-//		c, err := Increase.Invoke(r.Context(), e.client, id, body.By)
+//		c, err := carts.AddItem.Invoke(r.Context(), e.client, id, body.Sku)
 //		if err != nil {
-//			api.WriteError(w, r, err) // error(message) → 400, timeout → 504, else 500
+//			api.WriteError(w, r, err) // ctx.NotFound → 404, ctx.Conflict → 409, …
 //			return
 //		}
-//		api.WriteJSON(w, r, http.StatusOK, api.Counter{Id: c.ID, Value: c.Value})
+//		api.WriteJSON(w, r, http.StatusOK, toJSON(c))
 //	}
 //
-// Every error response is an RFC 9457 problem ([Problem], served as
-// application/problem+json): see [WriteProblem] and [WriteError].
+// [WriteParamError] is the ErrorHandlerFunc of any router oapi-codegen
+// generated: a path or query parameter that cannot be bound is a 400
+// problem naming it.
+//
+// [Spec] is the framework's contract (openapi.yaml): the routes every
+// service serves itself (health, readiness, metrics, the admin API),
+// served at GET /admin/openapi.yaml; package api/admin is generated from
+// its admin operations.
 package api

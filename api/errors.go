@@ -10,13 +10,18 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/timers"
 )
+
+// StoreUnavailableDetail is the detail of the 503 that answers a request
+// the state store could not serve.
+const StoreUnavailableDetail = "the state store is not available; retry later"
 
 // RequestError is a request refused before it ran: the client's mistake,
 // answered with a 4xx problem that names the invalid fields. [Decode]
 // returns them; endpoints make their own with [InvalidField].
 type RequestError struct {
-	// Status is the HTTP status: 400, 413 or 415.
+	// Status is the HTTP status: 400, 408, 413 or 415.
 	Status int
 	// Detail says what is wrong, for a person to read.
 	Detail string
@@ -30,6 +35,10 @@ func (e *RequestError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Detail)
 	for i, f := range e.Fields {
+		if i == MaxListedErrors {
+			fmt.Fprintf(&b, "; %d more", len(e.Fields)-i)
+			break
+		}
 		if i == 0 {
 			b.WriteString(": ")
 		} else {
@@ -60,8 +69,9 @@ func InvalidField(field, message string) error {
 //
 //   - a *RequestError (from Decode or InvalidField): its status, detail
 //     and invalid fields;
-//   - a *components.CommandError, an entity's or action's error(message):
-//     400 with the message as the detail;
+//   - a *components.CommandError, a component's business refusal: the
+//     status of its kind (see [KindStatus]) with the message as the
+//     detail;
 //   - entities.ErrConflict, a command that met a write conflict too many
 //     times in a row: 409, to be retried;
 //   - an error with an HTTPStatus() int method: that status, with
@@ -69,6 +79,13 @@ func InvalidField(field, message string) error {
 //   - context.DeadlineExceeded (the request timeout): 504;
 //   - context.Canceled (the client went away, or the server is stopping):
 //     503;
+//   - the state store unavailable (unreachable, or answering that it
+//     cannot serve now; see storeUnavailable), from an entity, a timer or
+//     the component client: 503 "the state store is not available", its
+//     cause in the log;
+//   - a *timers.LimitError: the active-timers limit is 503 (timers fire
+//     and make room again), a limit on one timer (its name, its payload)
+//     400; the detail names the limit either way;
 //   - anything else: 500 "Unexpected error". Its body carries only the
 //     request id as a correlation id; err itself goes to the log (the
 //     logger in the request's context) under the same id, since its text may
@@ -88,7 +105,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		WriteProblem(w, r, reqErr.Status, reqErr.Detail, reqErr.Fields...)
 		return
 	case errors.As(err, &cmdErr):
-		WriteProblem(w, r, http.StatusBadRequest, cmdErr.Message)
+		WriteProblem(w, r, KindStatus(cmdErr.Kind), cmdErr.Message)
 		return
 	case errors.Is(err, entities.ErrConflict):
 		logAt(r, slog.LevelWarn, "write conflicts", err)
@@ -105,6 +122,19 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		logAt(r, slog.LevelInfo, "request cancelled", err)
 		WriteProblem(w, r, http.StatusServiceUnavailable, "the request was cancelled")
 		return
+	case storeUnavailable(err):
+		logAt(r, slog.LevelWarn, "state store unavailable", err)
+		WriteProblem(w, r, http.StatusServiceUnavailable, StoreUnavailableDetail)
+		return
+	}
+	if limit, ok := timerLimit(err); ok {
+		status := http.StatusBadRequest
+		if limit.Limit == timers.LimitActive {
+			status = http.StatusServiceUnavailable
+		}
+		logAt(r, slog.LevelWarn, "timer limit", err)
+		WriteProblem(w, r, status, limit.Error())
+		return
 	}
 	status := http.StatusInternalServerError
 	if errors.As(err, &withStatus) && withStatus.HTTPStatus() >= 500 && withStatus.HTTPStatus() < 600 {
@@ -112,6 +142,21 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	logAt(r, slog.LevelError, "unexpected error", err)
 	WriteProblem(w, r, status, "Unexpected error")
+}
+
+// KindStatus is the HTTP status of a business refusal of kind k:
+// Failure 400, Invalid 422, NotFound 404, Conflict 409 (and 400 for a
+// kind this version does not know).
+func KindStatus(k components.ErrorKind) int {
+	switch k {
+	case components.Invalid:
+		return http.StatusUnprocessableEntity
+	case components.NotFound:
+		return http.StatusNotFound
+	case components.Conflict:
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
 }
 
 // logAt logs err for request r with its request id, method and path.

@@ -2,10 +2,12 @@ package api
 
 import _ "embed"
 
-//go:generate go tool oapi-codegen -config oapi-codegen.yaml openapi.yaml
-
-// Spec is the OpenAPI document the server's types and routes are generated
-// from, as the service serves it at GET /openapi.yaml.
+// Spec is the framework's own contract (openapi.yaml): the routes every
+// Trellis service serves itself — health, readiness, metrics, the
+// contracts and the admin API — as the service serves it at GET
+// /admin/openapi.yaml. Package api/admin is generated from its admin
+// operations. An application's contract is its own, given to the service
+// with trellis.WithContract and served at GET /openapi.yaml.
 //
 //go:embed openapi.yaml
 var Spec []byte

@@ -1,84 +1,82 @@
 package api
 
 import (
-	"errors"
 	"net/http"
+	"reflect"
 )
 
-// WriteParamError is the generated router's ErrorHandlerFunc: a path,
-// query, header or cookie parameter that could not be bound becomes a 400
-// naming the parameter.
+// WriteParamError is the ErrorHandlerFunc of any router that oapi-codegen
+// generated (its ChiServerOptions): a path, query, header or cookie
+// parameter that could not be bound becomes a 400 problem naming the
+// parameter and what is wrong with it; any other error is a 400 without
+// fields.
+//
+//	contract.HandlerWithOptions(endpoints, contract.ChiServerOptions{
+//		BaseRouter:       r,
+//		ErrorHandlerFunc: api.WriteParamError,
+//	})
+//
+// oapi-codegen writes its six parameter error types into every package it
+// generates a router into, as types of that package, so no package can
+// name them all: they are recognised by their type name and their
+// ParamName field, in the error or any error it wraps.
 func WriteParamError(w http.ResponseWriter, r *http.Request, err error) {
-	WriteParamErrorOf(w, r, err, paramErrors)
-}
-
-// paramErrors reads this package's generated parameter errors.
-var paramErrors = ParamErrorTypes{
-	InvalidParamFormat:    ParamName(func(e *InvalidParamFormatError) string { return e.ParamName }),
-	RequiredParam:         ParamName(func(e *RequiredParamError) string { return e.ParamName }),
-	RequiredHeader:        ParamName(func(e *RequiredHeaderError) string { return e.ParamName }),
-	TooManyValuesForParam: ParamName(func(e *TooManyValuesForParamError) string { return e.ParamName }),
-	UnmarshalingParam:     ParamName(func(e *UnmarshalingParamError) string { return e.ParamName }),
-	UnescapedCookieParam:  ParamName(func(e *UnescapedCookieParamError) string { return e.ParamName }),
-}
-
-// ParamErrorTypes reads the six parameter error types of one package that
-// oapi-codegen generated a router into. The generator writes the types
-// into every such package (this one, api/admin, an application's own) as
-// types of that package, so only that package can name them: it fills in
-// one [ParamName] per type, and [WriteParamErrorOf] does the rest. A nil
-// field is a type that is not looked for.
-type ParamErrorTypes struct {
-	InvalidParamFormat    ParamNameFunc // *InvalidParamFormatError
-	RequiredParam         ParamNameFunc // *RequiredParamError
-	RequiredHeader        ParamNameFunc // *RequiredHeaderError
-	TooManyValuesForParam ParamNameFunc // *TooManyValuesForParamError
-	UnmarshalingParam     ParamNameFunc // *UnmarshalingParamError
-	UnescapedCookieParam  ParamNameFunc // *UnescapedCookieParamError
-}
-
-// ParamNameFunc returns the name of the parameter that err, or an error it
-// wraps, is about, and false when err holds no error of its type.
-type ParamNameFunc func(err error) (param string, ok bool)
-
-// ParamName is the [ParamNameFunc] of the generated error type E, whose
-// parameter name name reads (its ParamName field).
-func ParamName[E error](name func(E) string) ParamNameFunc {
-	return func(err error) (string, bool) {
-		e, ok := errors.AsType[E](err)
-		if !ok {
-			return "", false
-		}
-		return name(e), true
-	}
-}
-
-// WriteParamErrorOf is [WriteParamError] for the generated package whose
-// parameter error types types reads: a 400 problem naming the parameter
-// and what is wrong with it, or a 400 without fields for an error of none
-// of those types.
-func WriteParamErrorOf(w http.ResponseWriter, r *http.Request, err error, types ParamErrorTypes) {
 	e := &RequestError{Status: http.StatusBadRequest, Detail: "the request is invalid", Err: err}
-	// The first type found wins, in this order: an error should hold only
-	// one of them, but the order must not depend on the caller.
-	for _, kind := range []struct {
-		name    ParamNameFunc
-		message string
-	}{
-		{types.InvalidParamFormat, "is not in the right format"},
-		{types.RequiredParam, "is required"},
-		{types.RequiredHeader, "is required"},
-		{types.TooManyValuesForParam, "must be given once"},
-		{types.UnmarshalingParam, "is not valid JSON"},
-		{types.UnescapedCookieParam, "is not properly escaped"},
-	} {
-		if kind.name == nil {
-			continue
-		}
-		if param, ok := kind.name(err); ok {
-			e.Fields = []FieldError{{Field: param, Message: kind.message}}
-			break
-		}
+	if param, message, ok := paramError(err); ok {
+		e.Fields = []FieldError{{Field: param, Message: message}}
 	}
 	WriteError(w, r, e)
+}
+
+// paramMessages says, for each of oapi-codegen's parameter error types,
+// what is wrong with the parameter.
+var paramMessages = map[string]string{
+	"InvalidParamFormatError":    "is not in the right format",
+	"RequiredParamError":         "is required",
+	"RequiredHeaderError":        "is required",
+	"TooManyValuesForParamError": "must be given once",
+	"UnmarshalingParamError":     "is not valid JSON",
+	"UnescapedCookieParamError":  "is not properly escaped",
+}
+
+// paramError finds the first generated parameter error in err's tree,
+// depth first as errors.As walks it, and returns its parameter and what
+// is wrong with it.
+func paramError(err error) (param, message string, ok bool) {
+	if err == nil {
+		return "", "", false
+	}
+	if param, message, ok := asParamError(err); ok {
+		return param, message, true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return paramError(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if param, message, ok := paramError(e); ok {
+				return param, message, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// asParamError reads err itself (not what it wraps) as a generated
+// parameter error: a pointer to a struct of one of paramMessages' type
+// names with a string field ParamName.
+func asParamError(err error) (param, message string, ok bool) {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return "", "", false
+	}
+	message, ok = paramMessages[v.Elem().Type().Name()]
+	if !ok {
+		return "", "", false
+	}
+	f := v.Elem().FieldByName("ParamName")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return "", "", false
+	}
+	return f.String(), message, true
 }

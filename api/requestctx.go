@@ -9,6 +9,11 @@ import (
 // request's context; the helpers here read them back so that an error
 // response and its log line carry the same correlation id.
 
+// HeaderRequestID carries the request id: the service takes it from the
+// request when it is a sane one, generates one otherwise, and always
+// echoes it in the response.
+const HeaderRequestID = "X-Request-Id"
+
 type ctxKey int
 
 const (

@@ -3,7 +3,6 @@ package components
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // Kind is what sort of component a component is.
@@ -50,30 +49,6 @@ var (
 	// ErrDuplicate: a component id or method name is registered twice.
 	ErrDuplicate = errors.New("duplicate registration")
 )
-
-// CommandError is a component's own refusal: the error(message) effect of
-// an entity command or a timed action. Endpoints turn it into a 400 with
-// the message; timers retry it like any failure.
-type CommandError struct {
-	Message string
-}
-
-func (e *CommandError) Error() string { return e.Message }
-
-// Errorf makes a CommandError.
-func Errorf(format string, args ...any) error {
-	return &CommandError{Message: fmt.Sprintf(format, args...)}
-}
-
-// IsCommandError reports whether err is (or wraps) a CommandError and
-// returns its message.
-func IsCommandError(err error) (string, bool) {
-	var ce *CommandError
-	if errors.As(err, &ce) {
-		return ce.Message, true
-	}
-	return "", false
-}
 
 // Done is the reply of methods that have nothing to say but "it happened".
 type Done struct{}

@@ -5,9 +5,12 @@
 // are stored (by timers) and dispatched by name later.
 //
 // Key-value entities (package entities) and timed actions (package
-// timedactions) implement [Component]; endpoints, timed actions and
-// entities call them through a [Client]:
+// timedactions) implement [Component] on one shared definition,
+// [MethodSet]; endpoints, timed actions and entities call them through a
+// [Client]. A component's business refusal is a [CommandError] with an
+// [ErrorKind] (failure, invalid, not found, conflict), which api.WriteError
+// answers with the kind's status.
 //
 //	reply, err := orders.PlaceOrder.Invoke(ctx, client, id, req) // now, and wait
-//	call, err := orders.ExpireOrder.Deferred("", id)              // later, by a timer
+//	call, err := orders.ExpireOrder.Deferred(id)                   // later, by a timer
 package components

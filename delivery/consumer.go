@@ -38,6 +38,14 @@ type consumerConfig[A any] struct {
 // FlowControlWindow messages ahead, detects lost ones by their sequence
 // numbers and asks for them again, and drops duplicates.
 func NewConsumerController[A any](settings ConsumerSettings, opts ...ConsumerOption[A]) (func() runtime.Behavior[ConsumerCommand[A]], error) {
+	cfg, err := newConsumerConfig(settings, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func() runtime.Behavior[ConsumerCommand[A]] { return &consumer[A]{cfg: cfg} }, nil
+}
+
+func newConsumerConfig[A any](settings ConsumerSettings, opts []ConsumerOption[A]) (*consumerConfig[A], error) {
 	s, err := settings.validate()
 	if err != nil {
 		return nil, fmt.Errorf("consumer controller: %w", err)
@@ -46,10 +54,10 @@ func NewConsumerController[A any](settings ConsumerSettings, opts ...ConsumerOpt
 	for _, o := range opts {
 		o(cfg)
 	}
-	if cfg.codec == nil {
+	if isNil(cfg.codec) {
 		return nil, fmt.Errorf("consumer controller: %w: the codec is nil", ErrInvalidSettings)
 	}
-	return func() runtime.Behavior[ConsumerCommand[A]] { return &consumer[A]{cfg: cfg} }, nil
+	return cfg, nil
 }
 
 // SpawnConsumerController spawns a consumer controller under on, named
@@ -59,26 +67,19 @@ func SpawnConsumerController[A any](on runtime.Spawner, name string, settings Co
 	if err != nil {
 		return nil, err
 	}
-	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
-	if err != nil {
-		return nil, fmt.Errorf("spawn consumer controller: %w", err)
-	}
-	return ref, nil
+	return spawnController(on, name, "consumer controller", factory)
 }
 
-// confirmTags is how many ConfirmTo refs a consumer controller hands out in
-// turn. A Confirmed that comes through another ref than the outstanding
-// Delivery's is stale (a second confirmation of a Delivery that came
-// again), so it cannot confirm the next one by mistake. The tags are boxed
-// once, so a confirmation costs no allocation.
-const confirmTags = 4
-
-type confirmTag[A any] uint8
+// confirmOf is a Confirmed as the controller gets it: the number of the
+// Delivery it confirms. Only the outstanding Delivery's number counts, so
+// a stale confirmation (a second one of a Delivery that came again, or a
+// first one called late) can never confirm another Delivery.
+type confirmOf[A any] uint64
 type retryTick[A any] struct{}
 type retryKey struct{}
 type consumerTerminated[A any] struct{ ref runtime.AnyRef }
 
-func (confirmTag[A]) consumerCommand(A)         {}
+func (confirmOf[A]) consumerCommand(A)          {}
 func (retryTick[A]) consumerCommand(A)          {}
 func (consumerTerminated[A]) consumerCommand(A) {}
 
@@ -88,7 +89,7 @@ type consumer[A any] struct {
 	ctx       *runtime.Context[ConsumerCommand[A]]
 	self      runtime.Ref[ConsumerCommand[A]]
 	log       *slog.Logger
-	confirmTo [confirmTags]runtime.Ref[Confirmed]
+	confirmTo runtime.Ref[Confirmed]
 	acks      slab[Ack[A]] // sent by pointer: boxing a value would allocate each
 	deliverTo runtime.Ref[Delivery[A]]
 
@@ -97,7 +98,9 @@ type consumer[A any] struct {
 	pc          runtime.Ref[ProducerCommand[A]]
 	producerID  string
 	incarnation uint64
-	askedFirst  bool // sent Resend(0) to pc, a producer controller not yet known
+	association uint64 // the producer controller's association with this one
+	generation  uint64 // the producer controller's (see SequencedMessage.Generation)
+	askedFirst  bool   // sent Resend(0) to pc, a producer controller not yet known
 
 	receivedSeqNr  SeqNr // the last message taken in order
 	confirmedSeqNr SeqNr // the last whole message confirmed by the consumer
@@ -110,15 +113,22 @@ type consumer[A any] struct {
 	// The Delivery out to the consumer.
 	outstanding    bool
 	out            Delivery[A]
-	outTag         confirmTag[A]
 	outFirst       bool
 	outAck         bool
 	outIncarnation uint64
-	deliveries     uint64        // Deliveries made, for the tags and the stall check
+	deliveries     uint64        // Deliveries made: the outstanding one's number
 	stalledOf      uint64        // the delivery the stall time is for
 	stalled        time.Duration // how long it has been outstanding, in retry ticks
 
+	// idleTo, when set (a sharded entity's consumer controller), hears
+	// each time the controller holds nothing (no Delivery out, nothing
+	// stashed) after it handled more SequencedMessages: see ccIdle.
+	idleTo       runtime.Ref[ConsumerCommand[A]]
+	handled      uint64 // SequencedMessages handled
+	reportedIdle uint64 // handled, as of the last ccIdle
+
 	registering   runtime.Ref[ProducerCommand[A]] // RegisterConsumer sent, no message yet
+	registration  uint64                          // the number of its RegisterConsumer
 	stopping      bool                            // DeliverThenStop
 	failed        bool
 	retryInterval time.Duration
@@ -142,16 +152,13 @@ func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig run
 // confirmedSeqNr.
 func (c *consumer[A]) sendAck() {
 	a := c.acks.get()
-	a.ConfirmedSeqNr = c.confirmedSeqNr
+	a.ConfirmedSeqNr, a.Association = c.confirmedSeqNr, c.association
 	c.pc.Tell(a)
 }
 
 func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
 	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
-	for i := range c.confirmTo {
-		boxed := ConsumerCommand[A](confirmTag[A](i))
-		c.confirmTo[i] = runtime.DirectAdapter(ctx, func(Confirmed) ConsumerCommand[A] { return boxed })
-	}
+	c.confirmTo = runtime.DirectAdapter(ctx, func(m Confirmed) ConsumerCommand[A] { return confirmOf[A](m.delivery) })
 	c.retryInterval = c.cfg.settings.ResendIntervalMin
 	ctx.Timers().StartPeriodic(retryKey{}, retryTick[A]{}, c.retryInterval)
 }
@@ -165,9 +172,12 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 	}
 	switch m := msg.(type) {
 	case *SequencedMessage[A]:
-		c.onSequenced(m)
-	case confirmTag[A]:
-		c.onConfirmed(m)
+		c.handled++
+		if m != nil {
+			c.onSequenced(m)
+		}
+	case confirmOf[A]:
+		c.onConfirmed(uint64(m))
 	case retryTick[A]:
 		c.onRetry()
 	case ConsumerStart[A]:
@@ -190,11 +200,14 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 	// deliver and stop takes them at once: they are part of what it
 	// delivers.
 	ctx.PostponeWakeups(c.outstanding && !c.stopping)
+	if c.idleTo != nil {
+		c.reportIdle()
+	}
 }
 
 func (c *consumer[A]) fail(err error) {
 	c.failed = true
-	c.log.Error("consumer controller failed", "producerId", c.producerID, "error", err)
+	c.log.Error("consumer controller failed", "producerId", c.producerID, "err", err)
 	_ = c.ctx.Stop(c.self)
 }
 
@@ -230,12 +243,15 @@ func (c *consumer[A]) onRegister(m RegisterToProducerController[A]) {
 	if c.associated && m.ProducerController == c.pc {
 		return
 	}
-	c.registering = m.ProducerController
-	c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self})
+	c.registering, c.registration = m.ProducerController, nextRegistration()
+	c.register()
 }
 
 func (c *consumer[A]) onSequenced(m *SequencedMessage[A]) {
 	c.heard = true
+	if c.associated && m.Generation < c.generation && m.ProducerID == c.producerID {
+		return // from a producer controller replaced by the current one
+	}
 	if c.registering != nil && m.ProducerController == c.registering {
 		c.registering = nil
 	}
@@ -249,13 +265,18 @@ func (c *consumer[A]) onSequenced(m *SequencedMessage[A]) {
 			// for everything unconfirmed, first marked. Once; the retry
 			// timer asks again.
 			if !c.askedFirst || c.pc != m.ProducerController {
-				c.pc, c.askedFirst = m.ProducerController, true
-				c.pc.Tell(Resend[A]{FromSeqNr: 0})
+				c.pc, c.askedFirst, c.association = m.ProducerController, true, m.Association
+				c.pc.Tell(Resend[A]{FromSeqNr: 0, Association: m.Association})
 			}
 		}
 		// Otherwise the message is from a producer controller that was
 		// replaced, or from a new one before its first message: drop it.
 		return
+	}
+	if m.First && m.Association > c.association {
+		// The producer controller started a new association with this
+		// consumer controller (it registered again): answer in it.
+		c.association = m.Association
 	}
 	switch expected := c.receivedSeqNr + 1; {
 	case m.SeqNr == expected:
@@ -269,7 +290,7 @@ func (c *consumer[A]) onSequenced(m *SequencedMessage[A]) {
 			c.accept(m) // lost messages stay lost
 		case c.resendingFrom != expected:
 			c.resendingFrom = expected
-			c.pc.Tell(Resend[A]{FromSeqNr: expected})
+			c.resend(expected)
 		}
 		// While resending, everything but the expected message is dropped:
 		// it comes again after it.
@@ -291,11 +312,18 @@ func (c *consumer[A]) adopt(m *SequencedMessage[A]) {
 		c.chunks.reset()
 	}
 	c.associated, c.askedFirst, c.resendingFrom = true, false, 0
-	c.pc, c.producerID, c.incarnation = m.ProducerController, m.ProducerID, m.Incarnation
+	c.pc, c.producerID, c.incarnation, c.association = m.ProducerController, m.ProducerID, m.Incarnation, m.Association
+	c.generation = m.Generation
 	c.receivedSeqNr = m.SeqNr - 1
 	c.confirmedSeqNr = m.SeqNr - 1
 	c.requestedSeqNr = m.SeqNr - 1 + SeqNr(c.cfg.settings.FlowControlWindow)
-	c.pc.Tell(Request[A]{ConfirmedSeqNr: 0, RequestUpToSeqNr: c.requestedSeqNr, SupportResend: !c.cfg.settings.OnlyFlowControl})
+	c.pc.Tell(Request[A]{ConfirmedSeqNr: 0, RequestUpToSeqNr: c.requestedSeqNr, SupportResend: !c.cfg.settings.OnlyFlowControl,
+		Association: c.association})
+}
+
+// resend asks the producer controller for its messages from seqNr from on.
+func (c *consumer[A]) resend(from SeqNr) {
+	c.pc.Tell(Resend[A]{FromSeqNr: from, Association: c.association})
 }
 
 // accept takes m, the next message in order: it is delivered now or
@@ -348,15 +376,14 @@ func (c *consumer[A]) process(m *SequencedMessage[A]) {
 
 func (c *consumer[A]) deliver(msg A, m *SequencedMessage[A], first bool) {
 	c.deliveries++
-	c.outTag = confirmTag[A](c.deliveries % confirmTags)
-	c.out = Delivery[A]{Message: msg, ConfirmTo: c.confirmTo[c.outTag], ProducerID: m.ProducerID, SeqNr: m.SeqNr}
+	c.out = Delivery[A]{Message: msg, ConfirmTo: c.confirmTo, ProducerID: m.ProducerID, SeqNr: m.SeqNr, n: c.deliveries}
 	c.outstanding, c.outFirst, c.outAck, c.outIncarnation = true, first, m.Ack, m.Incarnation
 	c.deliverTo.Tell(c.out)
 }
 
-func (c *consumer[A]) onConfirmed(tag confirmTag[A]) {
-	if !c.outstanding || tag != c.outTag {
-		return // a second confirmation of a Delivery that came again
+func (c *consumer[A]) onConfirmed(n uint64) {
+	if !c.outstanding || n != c.out.n {
+		return // stale: of a Delivery that came again, or of an earlier one
 	}
 	seqNr, first, ack, ours := c.out.SeqNr, c.outFirst, c.outAck, c.associated && c.outIncarnation == c.incarnation
 	c.outstanding, c.out = false, Delivery[A]{}
@@ -395,6 +422,7 @@ func (c *consumer[A]) sendRequest(viaTimeout bool) {
 		RequestUpToSeqNr: c.requestedSeqNr,
 		SupportResend:    !c.cfg.settings.OnlyFlowControl,
 		ViaTimeout:       viaTimeout,
+		Association:      c.association,
 	})
 }
 
@@ -422,12 +450,12 @@ func (c *consumer[A]) onRetry() {
 		c.heard = false
 		next = s.ResendIntervalMin
 		if stuck {
-			c.pc.Tell(Resend[A]{FromSeqNr: c.resendingFrom})
+			c.resend(c.resendingFrom)
 		}
 	case c.outstanding:
 		// Waiting for the consumer, not for the producer controller, whose
 		// messages wait meanwhile (see Receive): not idle.
-		c.retryRegister()
+		c.register()
 	default:
 		c.idleRetry()
 		next = min(time.Duration(float64(c.retryInterval)*1.5), s.ResendIntervalMax)
@@ -440,14 +468,14 @@ func (c *consumer[A]) onRetry() {
 }
 
 func (c *consumer[A]) idleRetry() {
-	c.retryRegister()
+	c.register()
 	switch {
 	case !c.associated:
 		if c.askedFirst {
-			c.pc.Tell(Resend[A]{FromSeqNr: 0})
+			c.resend(0)
 		}
 	case c.resendingFrom != 0:
-		c.pc.Tell(Resend[A]{FromSeqNr: c.resendingFrom})
+		c.resend(c.resendingFrom)
 	default:
 		// Expecting more than came: the last messages, or the Request
 		// that asked for them, may be lost. Otherwise just say where the
@@ -456,11 +484,14 @@ func (c *consumer[A]) idleRetry() {
 	}
 }
 
-// retryRegister registers again with the producer controller it is
-// registering with, until that one's first message shows it heard.
-func (c *consumer[A]) retryRegister() {
+// register sends RegisterConsumer to the producer controller it is
+// registering with: at first, and again on every retry tick until that
+// one's first message shows it heard. Every copy carries the number the
+// registration took, so the producer controller tells a late one from a
+// newer consumer controller's.
+func (c *consumer[A]) register() {
 	if c.registering != nil {
-		c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self})
+		c.registering.Tell(RegisterConsumer[A]{ConsumerController: c.self, registration: c.registration})
 	}
 }
 

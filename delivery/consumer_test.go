@@ -394,13 +394,18 @@ func TestConsumerStopsWithConsumer(t *testing.T) {
 
 // TestConsumerRegisterRetries: RegisterToProducerController sends
 // RegisterConsumer, again on idle ticks until a message from that producer
-// controller arrives.
+// controller arrives. Every copy carries the registration's number, later
+// than that of any registration made before.
 func TestConsumerRegisterRetries(t *testing.T) {
 	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	before := nextRegistration()
 	h.cc.Tell(RegisterToProducerController[job]{ProducerController: h.pc.Ref})
-	h.expectPC(t, RegisterConsumer[job]{ConsumerController: h.cc})
+	first, ok := h.pc.Expect(t).(RegisterConsumer[job])
+	if !ok || first.ConsumerController != h.cc || first.registration <= before {
+		t.Fatalf("producer controller got %#v, want a RegisterConsumer of %v numbered above %d", first, h.cc, before)
+	}
 	h.tick(t, 2*time.Second)
-	h.expectPC(t, RegisterConsumer[job]{ConsumerController: h.cc})
+	h.expectPC(t, first)
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1).Confirm()

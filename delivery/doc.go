@@ -47,8 +47,10 @@
 // a sharding producer controller ([SpawnShardingProducerController]) sends
 // to any of them by entity id, through a producer controller per entity
 // whose first message starts the entity. [ShardingRequestNext] says which
-// entities have demand and what is buffered for the others. An entity
-// passivated with unconfirmed messages is woken by their resending; the
+// entities have demand and what is buffered for the others. An entity is
+// not passivated while one of its consumer controllers holds a message (a
+// Delivery not yet confirmed, or one not yet delivered); one passivated
+// while messages to it were on their way is woken by their resending. The
 // producer controllers of unused entities are cleaned up.
 //
 // Both patterns chunk large messages with the point-to-point settings
@@ -84,9 +86,25 @@
 // association (marked first) is sent again every second until it is
 // confirmed; every producer controller instance has an incarnation id, so
 // a consumer controller tells a new producer controller from the old one
-// and starts over with it at its first message. With OnlyFlowControl
-// nothing is resent: gaps are delivered and the producer controller keeps
-// nothing.
+// and starts over with it at its first message. With a durable queue the
+// instances of one producer id are also ordered (the queue counts its
+// loads: [SequencedMessage.Generation]), and a consumer controller never
+// goes back to an earlier one, however late its messages come. A producer
+// controller numbers its associations with consumer controllers
+// ([SequencedMessage.Association]): a Request, Ack or Resend of an
+// association that a new consumer controller replaced is ignored, so a
+// consumer controller that is gone cannot confirm, open the window or
+// steer resending for its successor. Registrations are ordered too: each
+// [RegisterConsumer] is numbered as it is made (by the consumer controller
+// when it handles [RegisterToProducerController], keeping the number on
+// every retry; on arrival when sent to the producer controller directly),
+// and the producer controller takes none older than the one it has, so a
+// late or repeated registration of a consumer controller replaced since,
+// gone or still running, cannot take the stream back from its successor.
+// A new consumer controller gets the
+// next message (the oldest unconfirmed, or the next one the producer
+// sends) with nothing more from anyone. With OnlyFlowControl nothing is
+// resent: gaps are delivered and the producer controller keeps nothing.
 //
 // Where the reference implementation is weak this one does better: the head
 // of the unconfirmed messages is marked first before it is resent (one
@@ -94,7 +112,40 @@
 // after [ConsumerSettings.RedeliverAfter] instead of hanging the stream
 // (with the same SeqNr, and a second Confirmed for it is ignored); and a
 // durable producer controller restarted with nothing unconfirmed starts at
-// the stored sequence number without failing.
+// the stored sequence number without failing. [Delivery.Confirm] confirms
+// its own Delivery and no other, however late it is called.
+//
+// # When a message can come twice
+//
+// With resending on (not OnlyFlowControl) nothing is lost, and a message
+// reaches the consumer twice only in these cases, whatever the network
+// between the two controllers does (losing, repeating, reordering):
+//
+//   - A Delivery stays unconfirmed for [ConsumerSettings.RedeliverAfter]:
+//     the same Delivery (same SeqNr) comes again to the consumer, and only
+//     one of its confirmations counts.
+//   - A consumer controller is replaced (its consumer stopped, or another
+//     consumer controller registered with the producer controller): the
+//     new one may get again what the old one delivered and its producer
+//     controller had not yet heard confirmed, at most FlowControlWindow
+//     messages. A RegisterConsumer older than the producer controller's
+//     current registration (late, or a retry of a replaced consumer
+//     controller) replaces nothing: it is ignored.
+//   - A producer controller with a durable queue is replaced (it stopped,
+//     failed or its process died, and a new one loads the same queue): the
+//     new one sends again what the queue holds unconfirmed (confirmations
+//     are stored behind the flow).
+//   - A worker leaves a work-pulling producer controller: the messages it
+//     had not confirmed go to other workers.
+//   - For sharding, the same per entity: the entity's consumer stops or is
+//     restarted, or the sharding producer controller with a durable queue is
+//     replaced. Passivation alone never causes one: an entity is passivated
+//     only when its consumer controllers hold nothing, and they tell their
+//     producer controllers what was confirmed as they stop, before anything
+//     is sent to the entity's next incarnation.
+//
+// Without a crash, a replacement or a redelivery, every message comes
+// exactly once; the package's randomized tests hold each case to its bound.
 //
 // # Failures
 //
@@ -105,7 +156,11 @@
 // ([ErrBufferFull]), and any controller given a producer or consumer that
 // is not local to it ([ErrNotLocal]; given such a consumer, a sharded
 // entity stops, and its consumer with it). The logged error (attribute
-// "error") wraps these sentinels, for errors.Is. Settings out of range are
+// "err") wraps these sentinels, for errors.Is. Settings out of range are
 // an error from the constructors (a window below 2, a chunk size below 1
-// byte), naming the field.
+// byte), naming the field, and so is a nil or typed-nil argument (a nil
+// spawner, a (*durable.Memory)(nil) queue, a (*runtime.Sharding)(nil)
+// region), with [ErrInvalidSettings]. A durable queue that panics fails
+// its controller, with an error that says so. A nil *Ack or
+// *SequencedMessage is ignored.
 package delivery

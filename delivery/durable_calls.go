@@ -148,15 +148,30 @@ func (d *durableCalls[A, T]) stop() {
 func (d *durableCalls[A, T]) call(c *durableCall, op durableOp, f func(ctx context.Context) durableMsg[A]) {
 	ctx, cancel := context.WithCancel(d.base)
 	c.cancel = cancel
-	attempt, self, wrap := c.attempt, d.self, d.wrap
+	attempt, seqNr, self, wrap := c.attempt, c.seqNr, d.self, d.wrap
 	d.jobs <- func() {
-		m := f(ctx)
+		m := callQueue(ctx, op, seqNr, f)
 		m.op, m.attempt = op, attempt
 		self.Tell(wrap(m))
 	}
 	d.timers.StartSingle(durableTimerKey{op: op}, wrap(durableMsg[A]{op: op, attempt: attempt, seqNr: c.seqNr, timeout: true}),
 		d.s.DurableQueueRequestTimeout)
 }
+
+// callQueue runs f, turning a panic of the queue into the call's error: a
+// queue that panics fails its controller, as one that keeps failing does,
+// instead of taking the process down with the queue's goroutine.
+func callQueue[A any](ctx context.Context, op durableOp, seqNr SeqNr, f func(ctx context.Context) durableMsg[A]) (m durableMsg[A]) {
+	defer func() {
+		if r := recover(); r != nil {
+			m = durableMsg[A]{seqNr: seqNr, err: fmt.Errorf("%w: %s panicked: %v", errQueuePanicked, op.describe(seqNr), r)}
+		}
+	}()
+	return f(ctx)
+}
+
+// errQueuePanicked is wrapped by the error of a call whose queue panicked.
+var errQueuePanicked = errors.New("durable queue panicked")
 
 // loadState loads the queue's state; the outcome is loaded.
 func (d *durableCalls[A, T]) loadState() {
@@ -303,8 +318,11 @@ func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
 // the attempts are spent.
 func (d *durableCalls[A, T]) failed(c *durableCall, m durableMsg[A]) error {
 	s := d.s
+	if errors.Is(m.err, errQueuePanicked) {
+		return fmt.Errorf("durable queue of producer %q: %w", d.id, m.err) // a bug, not an outage: no retry
+	}
 	if m.op == opStoreConfirmed {
-		d.log.Warn("durable queue: storing a confirmation failed; will retry", "seqNr", c.seqNr, "qualifier", d.confirmQ, "error", m.err)
+		d.log.Warn("durable queue: storing a confirmation failed; will retry", "seqNr", c.seqNr, "qualifier", d.confirmQ, "err", m.err)
 		d.requeueConfirm()
 		d.timers.StartSingle(durableTimerKey{op: m.op, retry: true},
 			d.wrap(durableMsg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
@@ -316,7 +334,7 @@ func (d *durableCalls[A, T]) failed(c *durableCall, m durableMsg[A]) error {
 	if c.attempt > s.DurableQueueRetryAttempts {
 		return fmt.Errorf("durable queue: %s: gave up after %d attempts: %w", m.op.describe(c.seqNr), c.attempt, m.err)
 	}
-	d.log.Warn("durable queue: call failed; will retry", "call", m.op.describe(c.seqNr), "attempt", c.attempt, "error", m.err)
+	d.log.Warn("durable queue: call failed; will retry", "call", m.op.describe(c.seqNr), "attempt", c.attempt, "err", m.err)
 	c.attempt++
 	if m.timeout || s.DurableQueueRetryBackoff == 0 {
 		d.retry(m.op)

@@ -81,7 +81,7 @@ func (b *logBuffer) loggedError(target error) error {
 }
 
 // keepErrors is a log handler that keeps in logs the error of each record
-// that has one (the attribute "error", as the controllers log it), so that
+// that has one (the attribute "err", as the controllers log it), so that
 // a test can match it with errors.Is, then hands the record on.
 type keepErrors struct {
 	slog.Handler
@@ -90,7 +90,7 @@ type keepErrors struct {
 
 func (h keepErrors) Handle(ctx context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
-		if err, ok := a.Value.Any().(error); ok && a.Key == "error" {
+		if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
 			h.logs.mu.Lock()
 			h.logs.errs = append(h.logs.errs, err)
 			h.logs.mu.Unlock()

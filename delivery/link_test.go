@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +46,91 @@ type faultLink[A any] struct {
 	pcFaults   faults
 	delayCount atomic.Uint64
 	learned    atomic.Pointer[runtime.Ref[ProducerCommand[A]]] // with pc nil: the last sender
+
+	// The test's own choices, made before the random faults: gate says
+	// what to do with each message, and held keeps those it holds back
+	// until release.
+	gateMu sync.Mutex
+	gate   func(m any) verdict
+	held   []heldMessage
+}
+
+// verdict is what a link's gate does with one message.
+type verdict uint8
+
+const (
+	pass     verdict = iota // on to the random faults, if any, then through
+	drop                    // lose it
+	hold                    // keep it until the test releases it
+	holdCopy                // pass it, and keep a copy until the test releases it
+)
+
+// heldMessage is a message a link holds back, and how to send it on.
+type heldMessage struct {
+	msg  any
+	send func()
+}
+
+// setGate makes gate decide, from now on, what the link does with each
+// message (a *SequencedMessage one way; RegisterConsumer, Request, Resend,
+// Ack or *Ack the other).
+func (l *faultLink[A]) setGate(gate func(m any) verdict) {
+	l.gateMu.Lock()
+	defer l.gateMu.Unlock()
+	l.gate = gate
+}
+
+// gated applies the gate to m, and reports whether it took the message.
+func (l *faultLink[A]) gated(m any, send func()) bool {
+	l.gateMu.Lock()
+	defer l.gateMu.Unlock()
+	if l.gate == nil {
+		return false
+	}
+	switch l.gate(m) {
+	case drop:
+		return true
+	case hold:
+		l.held = append(l.held, heldMessage{msg: m, send: send})
+		return true
+	case holdCopy:
+		l.held = append(l.held, heldMessage{msg: m, send: send})
+	}
+	return false
+}
+
+// heldCount is how many held messages match.
+func (l *faultLink[A]) heldCount(match func(m any) bool) int {
+	l.gateMu.Lock()
+	defer l.gateMu.Unlock()
+	n := 0
+	for _, h := range l.held {
+		if match(h.msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// release sends on, in the order they came, the held messages that
+// match, and returns how many.
+func (l *faultLink[A]) release(match func(m any) bool) int {
+	l.gateMu.Lock()
+	var out []heldMessage
+	kept := l.held[:0]
+	for _, h := range l.held {
+		if match(h.msg) {
+			out = append(out, h)
+		} else {
+			kept = append(kept, h)
+		}
+	}
+	l.held = kept
+	l.gateMu.Unlock()
+	for _, h := range out {
+		h.send()
+	}
+	return len(out)
 }
 
 // producerController is where the answers go: pc, or the one learned.
@@ -131,6 +217,9 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 
 // linkApply passes m on through send, or loses, repeats or delays it.
 func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A], f *faults, st *linkStats, m T, send func(T)) {
+	if l.gated(m, func() { send(m) }) {
+		return
+	}
 	if rng.Float64() < f.drop {
 		st.dropped.Add(1)
 		return

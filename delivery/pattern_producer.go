@@ -29,7 +29,8 @@ type patternProducer[A, C, N any] struct {
 	loaded    bool // the durable state is loaded (at once without a queue)
 	failed    bool
 
-	currentSeqNr SeqNr // the next message's number
+	currentSeqNr SeqNr  // the next message's number
+	generation   uint64 // of the internal producer controllers: the queue's incarnation
 	dq           *durableCalls[A, C]
 }
 
@@ -61,7 +62,7 @@ func (f *patternProducer[A, C, N]) fail(err error) {
 		return
 	}
 	f.failed = true
-	f.log.Error(f.kind+" producer controller failed", "error", err)
+	f.log.Error(f.kind+" producer controller failed", "err", err)
 	_ = f.ctx.Stop(f.self)
 }
 
@@ -97,7 +98,7 @@ func (f *patternProducer[A, C, N]) storing() bool { return f.dq != nil && f.dq.s
 func (f *patternProducer[A, C, N]) spawnChild(producerID string, consumer runtime.Ref[ConsumerCommand[A]],
 	next, confirmed, stopped C) (pc runtime.Ref[ProducerCommand[A]], replyTo runtime.Ref[SeqNr], err error) {
 	cfg := *f.cfg
-	cfg.id, cfg.queue = producerID, nil
+	cfg.id, cfg.queue, cfg.generation = producerID, nil, f.generation
 	pc, err = runtime.Spawn(f.ctx, "", func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&cfg) },
 		runtime.WithSupervision(runtime.StopOnFailure()))
 	if err != nil {
@@ -134,6 +135,7 @@ func (f *patternProducer[A, C, N]) onDurable(m durableMsg[A], loaded func(durabl
 	case out.err != nil:
 		f.fail(out.err)
 	case out.loaded != nil:
+		f.generation = out.loaded.Incarnation
 		loaded(*out.loaded)
 	case out.stored:
 		stored()

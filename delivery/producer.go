@@ -3,7 +3,8 @@ package delivery
 // The producer controller: it numbers the producer's messages, sends them
 // to the consumer controller as its demand allows, keeps them until they
 // are confirmed, resends on request, and answers asks. Its configuration
-// is in producer_config.go, its durable queue calls in producer_durable.go.
+// is in producer_config.go, its durable queue calls in producer_durable.go,
+// its resending in producer_resend.go.
 
 import (
 	"errors"
@@ -44,11 +45,11 @@ type pendingReply struct {
 type resendFirstTick[A any] struct{}
 type resendFirstKey struct{}
 
-// resendUnconfirmed makes the controller start a new association at its
-// oldest unconfirmed message and send everything unconfirmed again. The
-// sharding producer controller sends it to wake an entity that was
-// passivated with messages it had not confirmed: they are lost with it,
-// and nothing else would bring the entity back.
+// resendUnconfirmed makes the controller send everything unconfirmed
+// again (see producer.wake). The sharding producer controller sends it to
+// an entity that has not answered for a while: passivated while messages
+// to it were on their way, it lost them, and nothing else would bring it
+// back.
 type resendUnconfirmed[A any] struct{}
 
 func (*outgoing[A]) producerCommand(A)         {}
@@ -62,15 +63,20 @@ type producer[A any] struct {
 	self        runtime.Ref[ProducerCommand[A]]
 	log         *slog.Logger
 	incarnation uint64
+	association uint64 // counts the associations with consumer controllers
+	generation  uint64 // see SequencedMessage.Generation
 	sendNext    runtime.Ref[A]
 	askNext     runtime.Ref[MessageWithConfirmation[A]]
 	outgoings   slab[outgoing[A]] // what sendNext and askNext make
 
 	producer runtime.Ref[RequestNext[A]]
 	consumer runtime.Ref[ConsumerCommand[A]]
-	loaded   bool // the durable state is loaded (at once without a queue)
-	active   bool
-	failed   bool
+	// registration is the number of the consumer controller's
+	// registration (see RegisterConsumer): an older one is ignored.
+	registration uint64
+	loaded       bool // the durable state is loaded (at once without a queue)
+	active       bool
+	failed       bool
 
 	currentSeqNr   SeqNr // the next message's
 	confirmedSeqNr SeqNr
@@ -93,6 +99,7 @@ func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
 	return &producer[A]{
 		cfg:           cfg,
 		incarnation:   newIncarnation(),
+		generation:    cfg.generation,
 		currentSeqNr:  1,
 		supportResend: true,
 		loaded:        cfg.queue == nil,
@@ -149,7 +156,9 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 	case Request[A]:
 		p.onRequest(m)
 	case *Ack[A]: // as consumer controllers send it
-		p.takeAck(*m)
+		if m != nil {
+			p.takeAck(*m)
+		}
 	case Ack[A]:
 		p.takeAck(m)
 	case Resend[A]:
@@ -157,10 +166,7 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 	case resendFirstTick[A]:
 		p.onResendFirst()
 	case resendUnconfirmed[A]:
-		if p.active && p.unconfirmed.len() > 0 {
-			p.markHeadFirst()
-			p.resend(0)
-		}
+		p.wake()
 	case ProducerStart[A]:
 		p.onStart(m)
 	case RegisterConsumer[A]:
@@ -176,7 +182,7 @@ func (p *producer[A]) fail(err error) {
 		return
 	}
 	p.failed = true
-	p.log.Error("producer controller failed", "error", err)
+	p.log.Error("producer controller failed", "err", err)
 	_ = p.ctx.Stop(p.self)
 }
 
@@ -204,16 +210,32 @@ func (p *producer[A]) onRegisterConsumer(m RegisterConsumer[A]) {
 		p.log.Error("RegisterConsumer without a consumer controller ref: ignored")
 		return
 	}
-	p.consumer = m.ConsumerController
-	if !p.active {
-		p.maybeActivate()
+	if m.registration == 0 {
+		m.registration = nextRegistration() // sent directly: made now
+	}
+	if m.registration < p.registration {
+		// Made before the registration this controller has: a late one,
+		// or a retry, of a consumer controller replaced since, which must
+		// not take the stream from its successor.
+		p.log.Debug("RegisterConsumer older than the current registration: ignored",
+			"registration", m.registration, "current", p.registration)
 		return
 	}
-	// A new association: whatever is unconfirmed goes to the new consumer
-	// controller, the head marked first before it is sent, so the new
-	// controller can take it at once.
-	p.markHeadFirst()
-	p.resend(0)
+	p.registration = m.registration
+	switch {
+	case !p.active:
+		p.consumer = m.ConsumerController
+		p.maybeActivate()
+	case m.ConsumerController == p.consumer:
+		// The same consumer controller again (it registers until it hears
+		// from this one): send it what it has not confirmed, the head
+		// marked first, in the association it already has.
+		p.markHeadFirst()
+		p.resend(0)
+	default:
+		p.consumer = m.ConsumerController
+		p.associate()
+	}
 }
 
 // maybeActivate starts sending once producer, consumer and state are there.
@@ -222,19 +244,35 @@ func (p *producer[A]) maybeActivate() {
 		return
 	}
 	p.active = true
+	p.associate()
+}
+
+// associate starts an association with the consumer controller: the
+// first, or a new one that replaces its predecessor. The demand of the
+// predecessor is void, and from now on nothing it sends counts (see
+// accepts). Whatever is unconfirmed goes to the new consumer controller,
+// the head marked first before it is sent, so it can take it at once; with
+// nothing unconfirmed the next message is the first, and it goes out
+// without a Request, as a controller's very first message does (that is
+// also what lets sharding start the consumer's entity). Either way the new
+// consumer controller gets a message with nothing more from anyone.
+func (p *producer[A]) associate() {
+	p.association++
 	if p.unconfirmed.len() == 0 {
-		// The first message goes out without a Request: that is what lets
-		// sharding start the consumer's entity.
 		p.firstSeqNr, p.requestedSeqNr = p.currentSeqNr, p.currentSeqNr
-		p.requestNext()
+		p.sendPending()
 		return
 	}
-	// Loaded unconfirmed messages: no demand until the consumer
-	// controller asks, but send them all now, the head marked first.
 	p.requestedSeqNr = p.currentSeqNr - 1
 	p.markHeadFirst()
 	p.resend(0)
 }
+
+// accepts reports whether a Request, Ack or Resend of association a is from
+// the current consumer controller. One from a consumer controller that was
+// replaced, however late it comes, must not confirm, open the window nor
+// resend: it speaks of messages the current one may never have had.
+func (p *producer[A]) accepts(a uint64) bool { return p.active && a == p.association }
 
 // requestNext gives the producer permission for one more message when the
 // consumer controller's demand allows it and nothing is still being sent.
@@ -287,9 +325,9 @@ func (p *producer[A]) sendPending() {
 		m := p.pending[p.pendingAt]
 		m.ProducerID = p.cfg.id
 		m.SeqNr = p.currentSeqNr
-		m.First = m.SeqNr == p.firstSeqNr
 		m.ProducerController = p.self
 		m.Incarnation = p.incarnation
+		m.Generation = p.generation
 		if p.dq != nil {
 			p.storeSent(m)
 			return
@@ -326,6 +364,9 @@ func (p *producer[A]) hasPending() bool { return p.pendingAt < len(p.pending) }
 func (p *producer[A]) takePending() *SequencedMessage[A] {
 	m := p.pending[p.pendingAt]
 	p.pending[p.pendingAt] = nil
+	// Set as it goes out, not as it is stored: a new consumer controller
+	// may have come meanwhile.
+	m.First, m.Association = m.SeqNr == p.firstSeqNr, p.association
 	last := p.pendingAt == len(p.pending)-1
 	if p.pendingAt++; last {
 		// Keep the buffer for the next message unless a large one grew it.
@@ -353,7 +394,7 @@ func (p *producer[A]) takePending() *SequencedMessage[A] {
 }
 
 func (p *producer[A]) onRequest(r Request[A]) {
-	if !p.active {
+	if !p.accepts(r.Association) {
 		return
 	}
 	p.onAck(r.ConfirmedSeqNr)
@@ -380,7 +421,7 @@ func (p *producer[A]) onRequest(r Request[A]) {
 
 // takeAck takes an Ack from the consumer controller, if associated.
 func (p *producer[A]) takeAck(a Ack[A]) {
-	if p.active {
+	if p.accepts(a.Association) {
 		p.onAck(a.ConfirmedSeqNr)
 	}
 }
@@ -406,68 +447,4 @@ func (p *producer[A]) onAck(c SeqNr) {
 	if p.dq != nil {
 		p.storeConfirmed(c)
 	}
-}
-
-func (p *producer[A]) onResend(r Resend[A]) {
-	if !p.active || !p.supportResend {
-		return
-	}
-	if r.FromSeqNr == 0 {
-		p.markHeadFirst()
-	}
-	p.resend(r.FromSeqNr)
-}
-
-// resend sends again the unconfirmed messages from seqNr from on.
-func (p *producer[A]) resend(from SeqNr) {
-	for i := range p.unconfirmed.len() {
-		if m := p.unconfirmed.at(i); m.SeqNr >= from {
-			p.send(m)
-		}
-	}
-}
-
-// markHeadFirst starts a new association at the oldest unconfirmed message,
-// or at the next message when nothing is unconfirmed. The head is marked
-// before anything is resent, so one round trip suffices.
-func (p *producer[A]) markHeadFirst() {
-	if p.unconfirmed.len() == 0 {
-		p.firstSeqNr = p.currentSeqNr
-		return
-	}
-	head := p.unconfirmed.at(0)
-	if !head.First {
-		// Sent messages are shared with the consumer side: copy, never modify.
-		c := *head
-		c.First = true
-		head = &c
-		p.unconfirmed.set(0, head)
-	}
-	p.firstSeqNr = head.SeqNr
-	p.startResendFirst()
-}
-
-func (p *producer[A]) startResendFirst() {
-	if !p.resendFirstOn {
-		p.resendFirstOn = true
-		p.ctx.Timers().StartPeriodic(resendFirstKey{}, resendFirstTick[A]{}, p.cfg.settings.ResendFirstInterval)
-	}
-}
-
-func (p *producer[A]) stopResendFirst() {
-	if p.resendFirstOn {
-		p.resendFirstOn = false
-		p.ctx.Timers().Cancel(resendFirstKey{})
-	}
-}
-
-// onResendFirst sends the first message of the association again until it
-// is confirmed: until then the consumer controller may not know this
-// producer controller.
-func (p *producer[A]) onResendFirst() {
-	if p.unconfirmed.len() > 0 && p.unconfirmed.at(0).SeqNr == p.firstSeqNr {
-		p.send(p.unconfirmed.at(0))
-		return
-	}
-	p.stopResendFirst()
 }

@@ -14,7 +14,7 @@ type ProducerOption[A any] func(*producerConfig[A])
 // before it sends it, and load q when it starts: a new controller with the
 // same producer id sends again every message that was not confirmed.
 func WithDurableQueue[A any](q durable.Queue[A]) ProducerOption[A] {
-	return func(c *producerConfig[A]) { c.queue = q }
+	return func(c *producerConfig[A]) { c.queue, c.queueSet = q, true }
 }
 
 // WithProducerCodec sets the codec that serializes messages when
@@ -28,7 +28,11 @@ type producerConfig[A any] struct {
 	id       string
 	settings ProducerSettings
 	queue    durable.Queue[A]
-	codec    Codec[A]
+	queueSet bool // WithDurableQueue was given, so queue must not be nil
+	// generation is that of the producer controllers of a work-pulling or
+	// sharding controller: the incarnation of its durable queue.
+	generation uint64
+	codec      Codec[A]
 }
 
 // NewProducerController validates the settings and returns the factory of
@@ -58,11 +62,7 @@ func SpawnProducerController[A any](on runtime.Spawner, name, producerID string,
 	if err != nil {
 		return nil, err
 	}
-	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
-	if err != nil {
-		return nil, fmt.Errorf("spawn producer controller %q: %w", producerID, err)
-	}
-	return ref, nil
+	return spawnController(on, name, fmt.Sprintf("producer controller %q", producerID), factory)
 }
 
 func newProducerConfig[A any](producerID string, settings ProducerSettings, opts []ProducerOption[A]) (*producerConfig[A], error) {
@@ -77,7 +77,10 @@ func newProducerConfig[A any](producerID string, settings ProducerSettings, opts
 	for _, o := range opts {
 		o(cfg)
 	}
-	if cfg.codec == nil {
+	if cfg.queueSet && isNil(cfg.queue) {
+		return nil, fmt.Errorf("producer controller %q: %w: the durable queue is nil (%T)", producerID, ErrInvalidSettings, cfg.queue)
+	}
+	if isNil(cfg.codec) {
 		return nil, fmt.Errorf("producer controller %q: %w: the codec is nil", producerID, ErrInvalidSettings)
 	}
 	return cfg, nil

@@ -52,6 +52,7 @@ func (p *producer[A]) onDurable(m durableMsg[A]) {
 func (p *producer[A]) onLoaded(s durable.State[A]) {
 	s = s.DropPartialChunks()
 	p.currentSeqNr = max(s.CurrentSeqNr, 1)
+	p.generation = s.Incarnation
 	p.confirmedSeqNr = s.HighestConfirmedSeqNr
 	for _, u := range s.Unconfirmed {
 		p.unconfirmed.push(&SequencedMessage[A]{
@@ -62,6 +63,7 @@ func (p *producer[A]) onLoaded(s durable.State[A]) {
 			Ack:                u.Ack,
 			ProducerController: p.self,
 			Incarnation:        p.incarnation,
+			Generation:         p.generation,
 		})
 	}
 	p.loaded = true

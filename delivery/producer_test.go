@@ -22,6 +22,9 @@ type pcHarness struct {
 	cc       *probe[ConsumerCommand[job]]
 	logs     *logBuffer
 	watcher  *watcher
+	// assoc is the association of the last message marked first that
+	// expectSeq saw: the probe answers in it, as a consumer controller does.
+	assoc uint64
 }
 
 func newPC(t *testing.T, s ProducerSettings, opts ...ProducerOption[job]) *pcHarness {
@@ -66,6 +69,9 @@ func (h *pcHarness) expectSeq(t *testing.T, n SeqNr, first bool) *SequencedMessa
 	if m.SeqNr != n || m.First != first || m.ProducerID != "p" || m.ProducerController != h.pc || m.Incarnation == 0 {
 		t.Fatalf("SequencedMessage(seqNr %d, first %t, producer %q), want (%d, %t, \"p\")", m.SeqNr, m.First, m.ProducerID, n, first)
 	}
+	if m.First && m.Association > h.assoc {
+		h.assoc = m.Association
+	}
 	if m.Chunk == nil && m.Message.N != int(n) {
 		t.Fatalf("message %d carries job %d", n, m.Message.N)
 	}
@@ -85,7 +91,7 @@ func (h *pcHarness) sendJobs(t *testing.T, r RequestNext[job], from, to SeqNr, c
 }
 
 func (h *pcHarness) request(confirmed, upTo SeqNr) {
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true})
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, Association: h.assoc})
 }
 
 // TestProducerFirstMessageWithoutDemand: message 1 goes out before any
@@ -155,10 +161,10 @@ func TestProducerResend(t *testing.T) {
 	for n := SeqNr(2); n <= 5; n++ {
 		h.expectSeq(t, n, false)
 	}
-	h.pc.Tell(Resend[job]{FromSeqNr: 4})
+	h.pc.Tell(Resend[job]{FromSeqNr: 4, Association: h.assoc})
 	h.expectSeq(t, 4, false)
 	h.expectSeq(t, 5, false)
-	h.pc.Tell(Resend[job]{FromSeqNr: 0})
+	h.pc.Tell(Resend[job]{FromSeqNr: 0, Association: h.assoc})
 	h.expectSeq(t, 2, true) // marked first, in the same round trip
 	h.expectSeq(t, 3, false)
 	h.expectSeq(t, 4, false)
@@ -227,7 +233,7 @@ func TestProducerAsk(t *testing.T) {
 			t.Fatalf("reply %d, want %d", got, want)
 		}
 	}
-	h.pc.Tell(Ack[job]{ConfirmedSeqNr: 3})
+	h.pc.Tell(Ack[job]{ConfirmedSeqNr: 3, Association: h.assoc})
 	if got := replies.Expect(t); got != 3 {
 		t.Fatalf("reply %d, want 3", got)
 	}
@@ -274,7 +280,7 @@ func TestProducerRequestViaTimeout(t *testing.T) {
 	h.sendJobs(t, r, 2, 3, 1)
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false) // say both are lost
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, SupportResend: true, ViaTimeout: true})
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, SupportResend: true, ViaTimeout: true, Association: h.assoc})
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false)
 }
@@ -288,14 +294,14 @@ func TestProducerOnlyFlowControl(t *testing.T) {
 	r := h.expectRequestNext(t, 1, 0)
 	r.SendNextTo.Tell(job{N: 1})
 	h.expectSeq(t, 1, true)
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 3})
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 3, Association: h.assoc})
 	r = h.expectRequestNext(t, 2, 0)
 	h.sendJobs(t, r, 2, 3, 0)
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false) // 2 and 3 lost
-	h.pc.Tell(Resend[job]{FromSeqNr: 2})
+	h.pc.Tell(Resend[job]{FromSeqNr: 2, Association: h.assoc})
 	h.cc.ExpectNone(t, 20*time.Millisecond) // nothing kept to resend
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, ViaTimeout: true})
+	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, ViaTimeout: true, Association: h.assoc})
 	h.expectRequestNext(t, 4, 1)
 	h.cc.ExpectNone(t, 20*time.Millisecond)
 }

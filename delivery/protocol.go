@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"sync/atomic"
+
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -75,9 +77,32 @@ type MessageWithConfirmation[A any] struct {
 // Sent to a controller that already has a consumer, it replaces it: the
 // unconfirmed messages are sent to the new one, the first marked as the
 // start of a new association.
+//
+// Registrations are ordered: each takes a number from one counter of the
+// process when it is made, and the producer controller takes none older
+// than the one it has. One sent by a consumer
+// controller ([RegisterToProducerController]) is numbered when that
+// command is handled, and keeps its number on every retry; one sent to the
+// producer controller directly, when the producer controller gets it. So a
+// RegisterConsumer that arrives late, from a consumer controller that was
+// replaced meanwhile, gone or still running, is ignored, and so are the
+// retries of one that was replaced: the stream stays with the consumer
+// controller registered last.
 type RegisterConsumer[A any] struct {
 	ConsumerController runtime.Ref[ConsumerCommand[A]]
+	// registration orders the registrations; 0 (sent directly) is
+	// numbered on arrival.
+	registration uint64
 }
+
+// registrations counts the registrations of consumer controllers. One
+// counter for the process orders them all: delivery is local only, so
+// every controller that could register with a producer controller shares
+// it, and a later registration always has the higher number.
+var registrations atomic.Uint64
+
+// nextRegistration numbers a registration, later than every one before.
+func nextRegistration() uint64 { return registrations.Add(1) }
 
 // ConsumerStart connects the consumer to its consumer controller, which then
 // sends it one [Delivery] at a time. The controller watches the consumer
@@ -91,9 +116,9 @@ type ConsumerStart[A any] struct {
 	DeliverTo runtime.Ref[Delivery[A]]
 }
 
-// Delivery is a message for the consumer, which must confirm it by telling
-// ConfirmTo a [Confirmed] (or calling [Delivery.Confirm]) once it has
-// processed it. The next Delivery comes only after that.
+// Delivery is a message for the consumer, which must confirm it by calling
+// [Delivery.Confirm] once it has processed it. The next Delivery comes
+// only after that.
 type Delivery[A any] struct {
 	Message    A
 	ConfirmTo  runtime.Ref[Confirmed]
@@ -101,16 +126,21 @@ type Delivery[A any] struct {
 	// SeqNr is the message's sequence number (its last chunk's, with
 	// chunking). A Delivery that comes again has the same SeqNr.
 	SeqNr SeqNr
+	// n numbers the controller's deliveries: what Confirm confirms.
+	n uint64
 }
 
-// Confirm tells the consumer controller that the message was processed.
-func (d Delivery[A]) Confirm() { d.ConfirmTo.Tell(Confirmed{}) }
+// Confirm tells the consumer controller that this Delivery was processed.
+// It confirms this Delivery and no other, however late it is called: a
+// second Confirm of a Delivery that came again (see
+// [ConsumerSettings.RedeliverAfter]), or one called after the next
+// Delivery came, is ignored.
+func (d Delivery[A]) Confirm() { d.ConfirmTo.Tell(Confirmed{delivery: d.n}) }
 
-// Confirmed says that the consumer has processed the Delivery whose
-// ConfirmTo it is sent to. A ConfirmTo ref is specific enough that a second
-// Confirmed for the same Delivery (after it came again) is not taken for the
-// next one's.
-type Confirmed struct{}
+// Confirmed is what [Delivery.Confirm] tells ConfirmTo: it names the
+// Delivery it confirms. A Confirmed made otherwise (its zero value)
+// confirms nothing.
+type Confirmed struct{ delivery uint64 }
 
 // RegisterToProducerController connects a consumer controller to a producer
 // controller: the consumer controller sends it [RegisterConsumer], again on
@@ -144,6 +174,18 @@ type SequencedMessage[A any] struct {
 	// Incarnation identifies the producer controller instance: a consumer
 	// controller takes a new one for a new producer.
 	Incarnation uint64
+	// Generation places the producer controller instance among those of
+	// its producer id: the incarnation of its durable queue (see
+	// durable.Queue.LoadState), or, without one, 0. A consumer controller
+	// never goes back from a producer controller to one of an earlier
+	// generation, however late a message of that one comes.
+	Generation uint64
+	// Association numbers the producer controller's associations with
+	// consumer controllers (it starts a new one for each RegisterConsumer),
+	// as of the last message marked first. The consumer controller says it
+	// in its Request, Ack and Resend, and the producer controller takes
+	// them only from its current association.
+	Association uint64
 }
 
 // Request is the internal message by which a consumer controller confirms
@@ -158,6 +200,9 @@ type Request[A any] struct {
 	// ViaTimeout says that the consumer controller has heard nothing for a
 	// while: the last messages may have been lost.
 	ViaTimeout bool
+	// Association is the association of the consumer controller (see
+	// [SequencedMessage.Association]).
+	Association uint64
 }
 
 // Resend is the internal message by which a consumer controller that saw a
@@ -165,6 +210,9 @@ type Request[A any] struct {
 // for all of them, the first marked as the start of a new association.
 type Resend[A any] struct {
 	FromSeqNr SeqNr
+	// Association is the association of the consumer controller (see
+	// [SequencedMessage.Association]).
+	Association uint64
 }
 
 // Ack is the internal message by which a consumer controller confirms
@@ -173,6 +221,9 @@ type Resend[A any] struct {
 // (*Ack); a producer controller takes either.
 type Ack[A any] struct {
 	ConfirmedSeqNr SeqNr
+	// Association is the association of the consumer controller (see
+	// [SequencedMessage.Association]).
+	Association uint64
 }
 
 func (ProducerStart[A]) producerCommand(A)    {}

@@ -131,6 +131,8 @@ func regexpName(name string) string {
 	return string(out)
 }
 
+var lossLogLevel = slog.LevelInfo
+
 func scaled(d time.Duration) time.Duration {
 	return max(time.Duration(float64(d)**flagScale), time.Millisecond)
 }
@@ -164,7 +166,7 @@ func newLossRun(c lossCase, seed uint64) *lossRun {
 	// system is shut down by close, and its log kept for the failure report.
 	r.logs = &logBuffer{}
 	var w io.Writer = r.logs
-	r.sys = runtime.NewSystem(fmt.Sprintf("loss-%d", seed), runtime.WithLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	r.sys = runtime.NewSystem(fmt.Sprintf("loss-%d", seed), runtime.WithLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lossLogLevel}))))
 	window := c.window
 	if window == 0 {
 		window = 20

@@ -39,20 +39,20 @@ func NewShardingConsumerController[A, C any](newConsumer func(entityID string, s
 	if newConsumer == nil {
 		return nil, fmt.Errorf("sharding consumer controller: %w: the consumer factory is nil", ErrInvalidSettings)
 	}
-	cc, err := NewConsumerController(s.Consumer, opts...)
+	cc, err := newConsumerConfig(s.Consumer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
-	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, newController: cc, bufferSize: s.BufferSize}
+	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, controller: cc, bufferSize: s.BufferSize}
 	return func(entityID string) runtime.Behavior[ConsumerCommand[A]] {
 		return &shardingConsumer[A, C]{cfg: cfg, entityID: entityID}
 	}, nil
 }
 
 type shardingConsumerConfig[A, C any] struct {
-	newConsumer   func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C]
-	newController func() runtime.Behavior[ConsumerCommand[A]]
-	bufferSize    int
+	newConsumer func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C]
+	controller  *consumerConfig[A]
+	bufferSize  int
 }
 
 // producerLink is the consumer controller of one producer id, and the
@@ -62,10 +62,13 @@ type shardingConsumerConfig[A, C any] struct {
 // in pending until it has, so that one producer's messages never reach the
 // consumer from two consumer controllers at once, out of order.
 type producerLink[A any] struct {
-	cc       runtime.Ref[ConsumerCommand[A]]
-	pc       runtime.Ref[ProducerCommand[A]]
-	draining bool
-	pending  []*SequencedMessage[A]
+	cc         runtime.Ref[ConsumerCommand[A]]
+	pc         runtime.Ref[ProducerCommand[A]]
+	generation uint64 // the highest of the producer controllers heard from
+	routed     uint64 // SequencedMessages given to cc
+	idleAt     uint64 // routed, as of cc's last ccIdle: equal when cc holds nothing
+	draining   bool
+	pending    []*SequencedMessage[A]
 }
 
 // Internal messages of the entity, from its watches.
@@ -81,6 +84,8 @@ type (
 func (scProducerStopped[A]) consumerCommand(A)   {}
 func (scControllerStopped[A]) consumerCommand(A) {}
 func (scConsumerStopped[A]) consumerCommand(A)   {}
+
+var _ runtime.PassivationGuard = (*shardingConsumer[int, int])(nil)
 
 // shardingConsumer is the behavior and state of one entity.
 type shardingConsumer[A, C any] struct {
@@ -106,7 +111,7 @@ func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[ConsumerCommand[A
 	start := runtime.MessageAdapter(ctx, func(m ConsumerStart[A]) ConsumerCommand[A] { return m })
 	consumer, err := runtime.Spawn(ctx, "consumer", func() runtime.Behavior[C] { return s.cfg.newConsumer(s.entityID, start) })
 	if err != nil {
-		s.log.Error("sharding consumer controller: spawn the consumer failed; stopping", "error", err)
+		s.log.Error("sharding consumer controller: spawn the consumer failed; stopping", "err", err)
 		_ = ctx.Stop(ctx.Self())
 		return
 	}
@@ -116,6 +121,9 @@ func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[ConsumerCommand[A
 func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
 	switch m := msg.(type) {
 	case *SequencedMessage[A]:
+		if m == nil {
+			return
+		}
 		if s.deliverTo == nil {
 			if s.stash.len() < s.cfg.bufferSize {
 				s.stash.push(m)
@@ -129,6 +137,8 @@ func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]
 		s.onProducerStopped(m.pc)
 	case scControllerStopped[A]:
 		s.onControllerStopped(m.producerID, m.cc)
+	case ccIdle[A]:
+		s.onIdle(m)
 	case scConsumerStopped[A]:
 		s.log.Debug("consumer stopped; stopping the entity")
 		_ = ctx.Stop(ctx.Self())
@@ -153,7 +163,7 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 	if err := requireLocal(s.ctx.System(), m.DeliverTo, "ConsumerStart.DeliverTo", "consumer", "sharding consumer controller"); err != nil {
 		// Its consumer controllers would deliver to it: the entity
 		// stops, and its consumer with it, as when it cannot spawn one.
-		s.log.Error("sharding consumer controller failed; stopping", "error", err)
+		s.log.Error("sharding consumer controller failed; stopping", "err", err)
 		_ = s.ctx.Stop(s.ctx.Self())
 		return
 	}
@@ -170,6 +180,9 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 // its first message.
 func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 	l := s.byProducer[m.ProducerID]
+	if l != nil && m.Generation < l.generation {
+		return // a late message of a producer controller that was replaced
+	}
 	if l != nil && l.draining {
 		if len(l.pending) < s.cfg.bufferSize {
 			l.pending = append(l.pending, m)
@@ -177,9 +190,12 @@ func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 		return
 	}
 	if l == nil {
-		cc, err := runtime.Spawn(s.ctx, "", s.cfg.newController, runtime.WithSupervision(runtime.StopOnFailure()))
+		self := s.ctx.Self()
+		cc, err := runtime.Spawn(s.ctx, "", func() runtime.Behavior[ConsumerCommand[A]] {
+			return &consumer[A]{cfg: s.cfg.controller, idleTo: self}
+		}, runtime.WithSupervision(runtime.StopOnFailure()))
 		if err != nil {
-			s.log.Error("sharding consumer controller: spawn a consumer controller failed", "producerId", m.ProducerID, "error", err)
+			s.log.Error("sharding consumer controller: spawn a consumer controller failed", "producerId", m.ProducerID, "err", err)
 			return
 		}
 		l = &producerLink[A]{cc: cc}
@@ -193,11 +209,45 @@ func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 		if l.pc != nil {
 			s.forgetPC(l.pc)
 		}
-		l.pc = m.ProducerController
+		l.pc, l.generation = m.ProducerController, m.Generation
 		s.byPC[l.pc] = m.ProducerID
 		s.ctx.WatchWith(l.pc, scProducerStopped[A]{pc: l.pc})
 	}
+	l.routed++
 	l.cc.Tell(m)
+}
+
+// HoldsPassivation keeps the entity from being passivated while one of
+// its consumer controllers holds a message it was given (a Delivery its
+// consumer has not confirmed, or one not yet delivered), or while it keeps
+// messages itself (until its consumer starts, or for the next consumer
+// controller of a producer). Passivated then,
+// the consumer could have processed a message whose confirmation is lost
+// with it, and its producer controller would send it again to the next
+// incarnation: a duplicate with nothing crashed. Once every consumer
+// controller holds nothing, what the producer controllers have not heard
+// confirmed is (the consumer controllers' last Acks say so as they stop).
+func (s *shardingConsumer[A, C]) HoldsPassivation() bool {
+	if s.stash.len() > 0 {
+		return true // kept until the consumer starts, which it is about to
+	}
+	for _, l := range s.byProducer {
+		if l.routed != l.idleAt || len(l.pending) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// onIdle takes a consumer controller's word that it holds nothing of the
+// first handled messages it was given.
+func (s *shardingConsumer[A, C]) onIdle(m ccIdle[A]) {
+	for _, l := range s.byProducer {
+		if runtime.AnyRef(l.cc) == m.cc {
+			l.idleAt = m.handled
+			return
+		}
+	}
 }
 
 func (s *shardingConsumer[A, C]) forgetPC(pc runtime.AnyRef) {
@@ -240,5 +290,25 @@ func (s *shardingConsumer[A, C]) onControllerStopped(producerID string, cc runti
 func (s *shardingConsumer[A, C]) maybeStop() {
 	if s.stopping && len(s.byProducer) == 0 {
 		_ = s.ctx.Stop(s.ctx.Self())
+	}
+}
+
+// ccIdle tells a sharded entity that its consumer controller cc holds
+// nothing of the first handled SequencedMessages the entity gave it:
+// every one it delivered is confirmed. Until it has said so of every one,
+// the entity is not passivated (see shardingConsumer.HoldsPassivation).
+type ccIdle[A any] struct {
+	cc      runtime.AnyRef
+	handled uint64
+}
+
+func (ccIdle[A]) consumerCommand(A) {}
+
+// reportIdle tells the entity of a consumer controller that it holds
+// nothing, once for each count of handled messages.
+func (c *consumer[A]) reportIdle() {
+	if !c.outstanding && c.stash.len() == 0 && c.handled != c.reportedIdle {
+		c.reportedIdle = c.handled
+		c.idleTo.Tell(ccIdle[A]{cc: c.self, handled: c.handled})
 	}
 }

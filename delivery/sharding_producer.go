@@ -117,7 +117,7 @@ func NewShardingProducerController[A any](producerID string, region EntityRegion
 	if err != nil {
 		return nil, fmt.Errorf("sharding producer controller %q: %w", producerID, err)
 	}
-	if region == nil {
+	if isNil(region) {
 		return nil, fmt.Errorf("sharding producer controller %q: %w: the entity region is nil", producerID, ErrInvalidSettings)
 	}
 	cfg, err := newProducerConfig(producerID, s.Producer, opts)
@@ -135,11 +135,7 @@ func SpawnShardingProducerController[A any](on runtime.Spawner, name, producerID
 	if err != nil {
 		return nil, err
 	}
-	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
-	if err != nil {
-		return nil, fmt.Errorf("spawn sharding producer controller %q: %w", producerID, err)
-	}
-	return ref, nil
+	return spawnController(on, name, fmt.Sprintf("sharding producer controller %q", producerID), factory)
 }
 
 // spEntry is one message of the producer, from its arrival until its

@@ -110,11 +110,7 @@ func SpawnWorkPullingProducerController[A any](on runtime.Spawner, name, produce
 	if err != nil {
 		return nil, err
 	}
-	ref, err := runtime.Spawn(on, name, factory, runtime.WithSupervision(runtime.StopOnFailure()))
-	if err != nil {
-		return nil, fmt.Errorf("spawn work-pulling producer controller %q: %w", producerID, err)
-	}
-	return ref, nil
+	return spawnController(on, name, fmt.Sprintf("work-pulling producer controller %q", producerID), factory)
 }
 
 // wpEntry is one message of the producer, from its arrival until a worker

@@ -29,11 +29,17 @@ type outcome struct {
 
 // entityActor is one entity id: the runtime's sharding runs one per id, so
 // its commands are handled one at a time. It loads the state on its first
-// command and keeps it, with its revision, until it is passivated.
+// command and keeps it, with its revision, until it is passivated. Each
+// command's handler gets a state of its own, so that what it does to it in
+// place never reaches the entity unless it updates the state: a fresh
+// decode of the state as stored, or, when the state type is flat (a plain
+// assignment shares nothing), a copy of the state decoded when it was
+// loaded or written, which costs nothing.
 type entityActor[S any] struct {
 	r      *Running[S]
 	id     string
-	state  S
+	data   []byte // the stored state; nil when absent (rev 0)
+	state  S      // data decoded, when the type is flat
 	rev    uint64
 	loaded bool
 }
@@ -58,7 +64,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 	ctx, r := env.ctx, a.r
 	// op names the command in errors; made only when there is one, since
 	// this is every command's path.
-	op := func() string { return fmt.Sprintf("%s.%s on %q", r.t.id, env.cmd.name, a.id) }
+	op := func() string { return fmt.Sprintf("%s.%s on %q", r.t.ComponentID(), env.cmd.Name, a.id) }
 	for conflicts := 0; ; conflicts++ {
 		if conflicts > r.host.MaxConflicts {
 			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op(), conflicts-1, ErrConflict)
@@ -75,13 +81,17 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 		}
-		eff, err := env.cmd.run(ctx, r.host.Client, a.id, a.state, env.arg)
+		state, err := a.fresh()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op(), err)
+		}
+		eff, err := env.cmd.Run(call[S]{ctx: ctx, client: r.host.Client, entityID: a.id, state: state}, env.arg)
 		if err != nil {
 			return nil, err
 		}
 		switch eff.kind {
 		case replyOnly, failWith:
-			rev, err := r.host.Store.Revision(ctx, r.t.id, a.id)
+			rev, err := r.host.Store.Revision(ctx, r.t.ComponentID(), a.id)
 			if err != nil {
 				return nil, fmt.Errorf("%s: check the state is fresh: %w", op(), err)
 			}
@@ -90,7 +100,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				continue
 			}
 			if eff.kind == failWith {
-				return nil, &components.CommandError{Message: eff.message}
+				return nil, &components.CommandError{Kind: eff.refusal, Message: eff.message}
 			}
 			return eff.reply, nil
 		case updateThenReply:
@@ -98,7 +108,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}
-			rev, err := r.host.Store.Save(ctx, r.t.id, a.id, data, a.rev)
+			rev, err := r.host.Store.Save(ctx, r.t.ComponentID(), a.id, data, a.rev)
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
 				continue
@@ -107,10 +117,12 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				// Whether it was written is unknown: the next command finds out.
 				return nil, fmt.Errorf("%s: save the state: %w", op(), err)
 			}
-			a.state, a.rev = eff.state, rev
+			if err := a.keep(data, rev); err != nil {
+				return nil, fmt.Errorf("%s: %w", op(), err)
+			}
 			return eff.reply, nil
 		case deleteThenReply:
-			err := r.host.Store.Delete(ctx, r.t.id, a.id, a.rev)
+			err := r.host.Store.Delete(ctx, r.t.ComponentID(), a.id, a.rev)
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
 				continue
@@ -118,7 +130,9 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: delete the state: %w", op(), err)
 			}
-			a.state, a.rev = a.r.t.empty(a.id), 0
+			if err := a.keep(nil, 0); err != nil {
+				return nil, fmt.Errorf("%s: %w", op(), err)
+			}
 			return eff.reply, nil
 		}
 		return nil, fmt.Errorf("%s: unknown effect %d", op(), eff.kind)
@@ -127,18 +141,41 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 
 // load reads the state from the store; absent is the empty state.
 func (a *entityActor[S]) load(ctx context.Context) error {
-	rec, err := a.r.host.Store.Load(ctx, a.r.t.id, a.id)
+	rec, err := a.r.host.Store.Load(ctx, a.r.t.ComponentID(), a.id)
 	if err != nil {
 		return fmt.Errorf("load the state: %w", err)
 	}
-	state := a.r.t.empty(a.id)
-	if rec.Revision != 0 {
-		if err := json.Unmarshal(rec.Data, &state); err != nil {
-			return fmt.Errorf("decode the stored state (revision %d): %w", rec.Revision, err)
-		}
+	if err := a.keep(rec.Data, rec.Revision); err != nil {
+		return err
 	}
-	a.state, a.rev, a.loaded = state, rec.Revision, true
+	a.loaded = true
 	return nil
+}
+
+// keep holds data, the state as stored at revision rev, and for a flat
+// type its decode. A decode that fails leaves the entity to be loaded
+// again by the next command.
+func (a *entityActor[S]) keep(data []byte, rev uint64) error {
+	a.data, a.rev = data, rev
+	if !a.r.t.flat {
+		return nil
+	}
+	state, err := a.r.t.decode(a.id, rev, data)
+	if err != nil {
+		a.loaded = false
+		return err
+	}
+	a.state = state
+	return nil
+}
+
+// fresh is the state a command's handler gets: its own, sharing nothing
+// with what the entity holds.
+func (a *entityActor[S]) fresh() (S, error) {
+	if a.r.t.flat {
+		return a.state, nil
+	}
+	return a.r.t.decode(a.id, a.rev, a.data)
 }
 
 // maxJitter bounds the pause before a retry after write conflicts.

@@ -1,8 +1,10 @@
 // Package entities owns key-value entities: a state type with an empty
 // state per id, commands that return effects (update the state then reply,
-// delete then reply, reply, error), the entity actor that runs them one at
-// a time per id on the runtime's local sharding, and the state store
-// (memory, Redis) that keeps each entity's state as JSON.
+// delete then reply, reply, or a refusal with a kind: Error, NotFound,
+// Conflict, Invalid), the entity actor that runs them one at a time per id
+// on the runtime's local sharding, the state store (memory, Redis) that
+// keeps each entity's state as JSON, and the unit test kits (Try for one
+// command, TestKit for commands in a row).
 //
 // A key-value entity is defined once, next to its commands:
 //
@@ -20,8 +22,12 @@
 // and started in a service with Counters.Start(host); callers then write
 // Increase.Invoke(ctx, client, "c-1", 5).
 //
-// A handler is a pure function of (state, argument) → effect: it must not
-// change the state it is given in place (return a new one) nor do I/O of
-// its own, because after a write conflict with another server instance the
-// entity reloads its state and runs the handler again.
+// Each command's handler gets a state of its own, decoded afresh from what
+// the entity holds as stored (Try and TestKit hand it a copy the same way):
+// what a handler does to it in place, slices and maps included, reaches
+// the entity only through UpdateState, so a reply or a refusal leaves the
+// state exactly as stored. A handler is otherwise a pure function of
+// (state, argument) → effect: it must do no I/O of its own, because after a
+// write conflict with another server instance the entity reloads its state
+// and runs the handler again.
 package entities

@@ -22,6 +22,7 @@ type Effect[S, R any] struct {
 	kind    effectKind
 	state   S
 	reply   R
+	refusal components.ErrorKind // with failWith
 	message string
 }
 
@@ -52,10 +53,35 @@ func (c *Ctx[S, R]) DeleteEntity() Deletion[S, R] { return Deletion[S, R]{} }
 // Reply answers without changing the state.
 func (c *Ctx[S, R]) Reply(r R) Effect[S, R] { return Effect[S, R]{kind: replyOnly, reply: r} }
 
-// Error refuses the command with a message for the caller (an HTTP 400
-// unless the endpoint maps it); the state is unchanged.
+// Error refuses the command with a message for the caller: a
+// *components.CommandError of kind components.Failure (HTTP 400 through
+// api.WriteError). The state is unchanged.
 func (c *Ctx[S, R]) Error(format string, args ...any) Effect[S, R] {
-	return Effect[S, R]{kind: failWith, message: fmt.Sprintf(format, args...)}
+	return c.Refuse(components.Failure, format, args...)
+}
+
+// NotFound refuses the command because what it is about does not exist
+// (components.NotFound: HTTP 404). The state is unchanged.
+func (c *Ctx[S, R]) NotFound(format string, args ...any) Effect[S, R] {
+	return c.Refuse(components.NotFound, format, args...)
+}
+
+// Conflict refuses the command because it clashes with the state
+// (components.Conflict: HTTP 409). The state is unchanged.
+func (c *Ctx[S, R]) Conflict(format string, args ...any) Effect[S, R] {
+	return c.Refuse(components.Conflict, format, args...)
+}
+
+// Invalid refuses the command because its argument breaks a business rule
+// (components.Invalid: HTTP 422). The state is unchanged.
+func (c *Ctx[S, R]) Invalid(format string, args ...any) Effect[S, R] {
+	return c.Refuse(components.Invalid, format, args...)
+}
+
+// Refuse refuses the command with a *components.CommandError of kind kind;
+// Error, NotFound, Conflict and Invalid are its short forms.
+func (c *Ctx[S, R]) Refuse(kind components.ErrorKind, format string, args ...any) Effect[S, R] {
+	return Effect[S, R]{kind: failWith, refusal: kind, message: fmt.Sprintf(format, args...)}
 }
 
 // StateUpdate is an update waiting for its reply.

@@ -61,6 +61,21 @@ var (
 		func(ctx *entities.Ctx[Acct, Acct], a Acct, _ components.Done) entities.Effect[Acct, Acct] {
 			panic("boom")
 		})
+	// Withdraw refuses with each kind: Invalid for n <= 0, NotFound for an
+	// account with no money ever put in, Conflict for more than the balance.
+	Withdraw = entities.Command(Accts, "withdraw",
+		func(ctx *entities.Ctx[Acct, Acct], a Acct, n int) entities.Effect[Acct, Acct] {
+			switch {
+			case n <= 0:
+				return ctx.Invalid("withdraw %d: must be positive", n)
+			case a.Balance == 0:
+				return ctx.NotFound("no account %s", ctx.EntityID())
+			case n > a.Balance:
+				return ctx.Conflict("withdraw %d: the balance is %d", n, a.Balance)
+			}
+			a.Balance -= n
+			return ctx.UpdateState(a).ThenReply(a)
+		})
 	Nothing = entities.Command(Accts, "nothing",
 		func(ctx *entities.Ctx[Acct, Acct], a Acct, _ components.Done) entities.Effect[Acct, Acct] {
 			return entities.Effect[Acct, Acct]{}
@@ -313,7 +328,7 @@ func TestInvokeJSON(t *testing.T) {
 		want     error  // the error it must wrap
 	}{
 		{"argument of the wrong type", "j", "deposit", `"three"`, components.ErrBadArgument},
-		{"unknown method", "j", "withdraw", `1`, components.ErrUnknownMethod},
+		{"unknown method", "j", "transfer", `1`, components.ErrUnknownMethod},
 		{"no entity id", "", "deposit", `1`, components.ErrMissingEntityID},
 	}
 	for _, tc := range tests {
@@ -386,6 +401,54 @@ func TestTry(t *testing.T) {
 	del := entities.Try(Accts, Close, "t", Acct{ID: "t", Balance: 9}, done, nil)
 	if !del.Deleted || del.Reply != 9 || del.State != (Acct{ID: "t"}) {
 		t.Errorf("delete: %+v", del)
+	}
+}
+
+// The stateful kit keeps the state between commands, and a refused
+// command leaves it as it was, with the refusal's kind.
+func TestTestKit(t *testing.T) {
+	kit := entities.NewTestKit(Accts, "k", nil)
+	steps := []struct {
+		name        string               // the step
+		run         func() error         // the command, through the kit
+		wantBalance int                  // the kit's balance after it
+		wantKind    components.ErrorKind // the refusal's kind, if wantErr
+		wantErr     bool                 // the command is refused
+	}{
+		{"withdraw from nothing", func() error { return entities.Exec(kit, Withdraw, 1).Err }, 0, components.NotFound, true},
+		{"deposit", func() error { return entities.Exec(kit, Deposit, 5).Err }, 5, 0, false},
+		{"deposit again", func() error { return entities.Exec(kit, Deposit, 2).Err }, 7, 0, false},
+		{"withdraw too much", func() error { return entities.Exec(kit, Withdraw, 8).Err }, 7, components.Conflict, true},
+		{"withdraw nothing", func() error { return entities.Exec(kit, Withdraw, 0).Err }, 7, components.Invalid, true},
+		{"refuse plainly", func() error { return entities.Exec(kit, Deposit, -1).Err }, 7, components.Failure, true},
+		{"withdraw", func() error { return entities.Exec(kit, Withdraw, 3).Err }, 4, 0, false},
+		{"close", func() error { return entities.Exec(kit, Close, done).Err }, 0, 0, false},
+	}
+	for _, st := range steps {
+		err := st.run()
+		var ce *components.CommandError
+		switch {
+		case st.wantErr && (!errors.As(err, &ce) || ce.Kind != st.wantKind):
+			t.Fatalf("%s: error %v, want a %v refusal", st.name, err, st.wantKind)
+		case !st.wantErr && err != nil:
+			t.Fatalf("%s: %v", st.name, err)
+		case kit.State().Balance != st.wantBalance:
+			t.Fatalf("%s: balance %d, want %d", st.name, kit.State().Balance, st.wantBalance)
+		}
+	}
+}
+
+// A refusal's kind reaches the caller of a running entity.
+func TestRefusalKindThroughTheEntity(t *testing.T) {
+	n := startNode(t, entities.NewMemoryStore())
+	ctx := context.Background()
+	if _, err := Deposit.Invoke(ctx, n.client, "r", 2); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Withdraw.Invoke(ctx, n.client, "r", 3)
+	var ce *components.CommandError
+	if !errors.As(err, &ce) || ce.Kind != components.Conflict || ce.Message != "withdraw 3: the balance is 2" {
+		t.Fatalf("withdraw 3 of 2: %v, want a conflict refusal", err)
 	}
 }
 

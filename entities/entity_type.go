@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"sync"
+	"reflect"
 
 	"github.com/trellis-go/trellis/components"
 )
@@ -14,30 +13,70 @@ import (
 // state and its commands. It holds no running state, so one definition can
 // be started in several services (or test servers) at once.
 type Type[S any] struct {
-	id    string
-	empty func(entityID string) S
-
-	mu       sync.Mutex
-	commands map[string]*command[S]
+	commands *components.MethodSet[call[S], effect[S]]
+	empty    func(entityID string) S
+	// flat: S holds no pointer, slice, map, interface, channel or function,
+	// so a plain assignment copies all of it and shares nothing.
+	flat bool
 }
 
 // Define defines a key-value entity with a stable component id and the
 // empty state of an entity that has never been written (or was deleted).
 func Define[S any](componentID string, empty func(entityID string) S) *Type[S] {
-	return &Type[S]{id: componentID, empty: empty, commands: make(map[string]*command[S])}
+	return &Type[S]{
+		commands: components.NewMethodSet[call[S], effect[S]](components.KindKeyValueEntity, componentID),
+		empty:    empty,
+		flat:     isFlat(reflect.TypeFor[S]()),
+	}
+}
+
+// isFlat reports whether a value of t shares nothing when it is assigned:
+// it holds no pointer, slice, map, interface, channel or function, however
+// deep in its structs and arrays (strings are immutable).
+func isFlat(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Struct:
+		for f := range t.Fields() {
+			if !isFlat(f.Type) {
+				return false
+			}
+		}
+		return true
+	case reflect.Array:
+		return isFlat(t.Elem())
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
+		return false
+	}
+	return true
 }
 
 // ComponentID is the entity's component id.
-func (t *Type[S]) ComponentID() string { return t.id }
+func (t *Type[S]) ComponentID() string { return t.commands.ComponentID() }
 
-// command is one command, with its types erased so that the entity actor
-// can hold them all in one map.
-type command[S any] struct {
-	name string
-	// run calls the handler: arg must be the command's argument type.
-	run func(ctx context.Context, client *components.Client, entityID string, state S, arg any) (effect[S], error)
-	// decode turns a JSON argument into the argument type.
-	decode func([]byte) (any, error)
+// decode is the state stored as data at revision rev; revision 0 is
+// absent, the empty state. Each call returns a value of its own that
+// shares no slice or map with another, so a handler can change the one it
+// is given without changing what the entity holds.
+func (t *Type[S]) decode(entityID string, rev uint64, data []byte) (S, error) {
+	state := t.empty(entityID)
+	if rev == 0 {
+		return state, nil
+	}
+	if err := json.Unmarshal(data, &state); err != nil {
+		return state, fmt.Errorf("decode the stored state (revision %d): %w", rev, err)
+	}
+	return state, nil
+}
+
+// command is one command, with its argument type erased.
+type command[S any] = components.Method[call[S], effect[S]]
+
+// call is what a command's handler is run with, besides its argument.
+type call[S any] struct {
+	ctx      context.Context
+	client   *components.Client
+	entityID string
+	state    S
 }
 
 // effect is an Effect with its reply boxed.
@@ -45,6 +84,7 @@ type effect[S any] struct {
 	kind    effectKind
 	state   S
 	reply   any
+	refusal components.ErrorKind
 	message string
 }
 
@@ -53,62 +93,13 @@ type effect[S any] struct {
 // with the same name panics: definitions are package-level and a clash is
 // a programming error found at start-up.
 func Command[S, A, R any](t *Type[S], name string, handler func(ctx *Ctx[S, R], state S, arg A) Effect[S, R]) components.EntityMethod[A, R] {
-	cmd := &command[S]{
-		name: name,
-		run: func(ctx context.Context, client *components.Client, entityID string, state S, arg any) (eff effect[S], err error) {
-			a, ok := arg.(A)
-			if !ok && arg != nil {
-				var want A
-				return eff, fmt.Errorf("%s.%s: argument is %T, want %T: %w", t.id, name, arg, want, components.ErrBadArgument)
-			}
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("%s.%s on %q panicked: %v", t.id, name, entityID, r)
-				}
-			}()
-			e := handler(&Ctx[S, R]{ctx: ctx, entityID: entityID, client: client}, state, a)
-			if e.kind == 0 {
-				return eff, fmt.Errorf("%s.%s on %q returned no effect (the zero Effect)", t.id, name, entityID)
-			}
-			return effect[S]{kind: e.kind, state: e.state, reply: e.reply, message: e.message}, nil
-		},
-		decode: func(b []byte) (any, error) { return components.DecodeArgument[A](b) },
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, dup := t.commands[name]; dup {
-		panic(fmt.Sprintf("entities: %s.%s: %v: the command is defined twice", t.id, name, components.ErrDuplicate))
-	}
-	t.commands[name] = cmd
-	return components.NewEntityMethod[A, R](t.id, name)
-}
-
-func (t *Type[S]) command(name string) (*command[S], error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	cmd, ok := t.commands[name]
-	if !ok {
-		return nil, fmt.Errorf("%s.%s: %w", t.id, name, components.ErrUnknownMethod)
-	}
-	return cmd, nil
-}
-
-func (t *Type[S]) methods() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	names := make([]string, 0, len(t.commands))
-	for name := range t.commands {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// encodeReply is the JSON form of a reply for InvokeJSON.
-func encodeReply(componentID, method string, reply any) ([]byte, error) {
-	b, err := json.Marshal(reply)
-	if err != nil {
-		return nil, fmt.Errorf("%s.%s: encode the reply: %w", componentID, method, err)
-	}
-	return b, nil
+	id := t.ComponentID()
+	t.commands.Add(components.NewMethod(id, name, func(c call[S], a A) (effect[S], error) {
+		e := handler(&Ctx[S, R]{ctx: c.ctx, entityID: c.entityID, client: c.client}, c.state, a)
+		if e.kind == 0 {
+			return effect[S]{}, fmt.Errorf("%s.%s on %q returned no effect (the zero Effect)", id, name, c.entityID)
+		}
+		return effect[S]{kind: e.kind, state: e.state, reply: e.reply, refusal: e.refusal, message: e.message}, nil
+	}))
+	return components.NewEntityMethod[A, R](id, name)
 }

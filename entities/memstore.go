@@ -16,9 +16,10 @@ import (
 // may reuse or change their buffers afterwards.
 type MemoryStore struct {
 	mu sync.Mutex
-	// rev is the last revision handed out. One counter for the whole store,
-	// not one per document, so that a revision is never reused, not even by a
-	// document that is deleted and created again (no ABA).
+	// rev is the last revision handed out. One counter for the whole store
+	// is the simplest way, in memory, to never give a document a revision
+	// it had before, not even after a delete (no ABA), without keeping a
+	// tombstone per deleted document; the contract asks no more than that.
 	rev  uint64
 	docs map[memKey]Record
 }

@@ -7,43 +7,43 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/internal/keyspace"
 )
 
 // DefaultRedisPrefix is the key prefix [NewRedisStore] uses when given "".
-const DefaultRedisPrefix = "trellis"
+const DefaultRedisPrefix = keyspace.DefaultPrefix
 
 // RedisStore is a [Store] in Redis: durable as far as the Redis server is,
-// and shared by every server instance that points at the same Redis and
-// prefix, which is what makes the revision check matter.
+// and shared by every server instance that points at the same Redis (or
+// Redis Cluster) and prefix, which is what makes the revision check
+// matter.
 //
 // # Key layout
 //
-//	<prefix>:entity-revision                  string: the last revision handed out (INCR)
 //	<prefix>:entity:<len(type)>:<type>:<id>   hash: data (the JSON document), rev (decimal)
+//	                                          or, once deleted: gone (the last revision)
 //
 // len(type) is the entity type's length in bytes, in decimal. Entity types
 // and ids may contain any byte, ':' included; the length says where the type
 // ends and the id is the rest, so type "a:b" id "c" (…:entity:3:a:b:c) and
-// type "a" id "b:c" (…:entity:1:a:b:c) are different keys. Document keys
-// start with "<prefix>:entity:", so they never collide with the counter.
+// type "a" id "b:c" (…:entity:1:a:b:c) are different keys.
 //
-// Revisions come from the one counter key, so they are unique across the
-// whole store and only grow, even across a delete and re-create. Each
-// check-then-write runs as one Lua script, so no other client can write
-// between the check and the write.
+// One key per entity and nothing else: every operation touches that key
+// alone, so on a Redis Cluster each entity lives in the slot of its own
+// key and the entities spread over every master (the prefix holds no
+// hash tag; see package keyspace).
 //
-// # Redis Cluster
-//
-// The scripts touch a document and the counter together, so in a cluster
-// all of a store's keys must be in one hash slot: give a prefix that is a
-// hash tag, such as "{trellis}". The first "{…}" in a key picks its slot and
-// the prefix comes first, so the braces in entity types or ids do not
-// matter. (All of one store's state then lives on one shard: the price of a
-// store-wide revision counter.)
+// Revisions count per entity: a save writes the stored revision plus one.
+// A delete leaves a tombstone, the hash with only "gone", the revision the
+// document had; the next create continues from it. So a revision is never
+// given twice to one entity, not even across a delete and a re-create (no
+// ABA), at the price of a few dozen bytes per deleted entity that Redis
+// keeps. Each check-then-write runs as one Lua script, so no other client
+// can write between the check and the write.
 type RedisStore struct {
-	client  redis.UniversalClient
-	prefix  string
-	counter string // <prefix>:entity-revision
+	client redis.UniversalClient
+	keys   keyspace.Space
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -51,51 +51,64 @@ var _ Store = (*RedisStore)(nil)
 // NewRedisStore returns a RedisStore over client whose keys start with
 // prefix ([DefaultRedisPrefix] when empty). Stores that share a Redis and a
 // prefix share their documents. The caller keeps ownership of client (and
-// closes it).
+// closes it). It panics on a prefix [keyspace.CheckPrefix] refuses, as
+// regexp.MustCompile does on a bad pattern: a prefix that comes from input
+// is checked when the input is (the server's configuration does).
 func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
-	if prefix == "" {
-		prefix = DefaultRedisPrefix
-	}
-	return &RedisStore{
-		client:  client,
-		prefix:  prefix,
-		counter: prefix + ":entity-revision",
-	}
+	return &RedisStore{client: client, keys: keyspace.Must(prefix)}
 }
 
 // key returns the hash key of a document; see the layout on [RedisStore].
 func (s *RedisStore) key(entityType, id string) string {
-	return s.prefix + ":entity:" + strconv.Itoa(len(entityType)) + ":" + entityType + ":" + id
+	return s.keys.Key("entity", strconv.Itoa(len(entityType))+":"+entityType+":"+id)
 }
 
 // Revisions cross the Lua boundary as decimal strings, never as Lua numbers:
 // those are doubles, exact only up to 2^53, and Redis may format them in
-// exponent notation. The scripts compare revisions as strings and read the
-// new one back with GET after INCR for the same reason.
+// exponent notation. The scripts compare revisions as strings and add one
+// digit by digit for the same reason.
 //
 // Both scripts return {1, revision} on success and {0, found revision} when
 // the stored revision is not the expected one.
 var (
-	// saveIfRevision: KEYS[1] document, KEYS[2] counter;
-	// ARGV[1] expected revision ("0": absent), ARGV[2] data.
+	// saveIfRevision: KEYS[1] document; ARGV[1] expected revision ("0":
+	// absent), ARGV[2] data. The new revision is one more than the live
+	// document's, or than the tombstone's, or 1.
 	saveIfRevision = redis.NewScript(`
 local found = redis.call('HGET', KEYS[1], 'rev') or '0'
 if found ~= ARGV[1] then
 	return {0, found}
 end
-redis.call('INCR', KEYS[2])
-local rev = redis.call('GET', KEYS[2])
+local last = found
+if last == '0' then last = redis.call('HGET', KEYS[1], 'gone') or '0' end
+local i = #last
+while i > 0 and string.sub(last, i, i) == '9' do i = i - 1 end
+local rev
+if i == 0 then
+	rev = '1' .. string.rep('0', #last)
+else
+	rev = string.sub(last, 1, i - 1) .. string.char(string.byte(last, i) + 1) .. string.rep('0', #last - i)
+end
+if #rev > 20 or (#rev == 20 and rev > '18446744073709551615') then
+	return redis.error_reply('revision ' .. last .. ' is the last a uint64 holds')
+end
+redis.call('HDEL', KEYS[1], 'gone')
 redis.call('HSET', KEYS[1], 'data', ARGV[2], 'rev', rev)
 return {1, rev}
 `)
 
 	// deleteIfRevision: KEYS[1] document; ARGV[1] expected revision.
+	// Replaces a live document by its tombstone; an absent one stays as
+	// it is.
 	deleteIfRevision = redis.NewScript(`
 local found = redis.call('HGET', KEYS[1], 'rev') or '0'
 if found ~= ARGV[1] then
 	return {0, found}
 end
-redis.call('DEL', KEYS[1])
+if found ~= '0' then
+	redis.call('HDEL', KEYS[1], 'data', 'rev')
+	redis.call('HSET', KEYS[1], 'gone', found)
+end
 return {1, found}
 `)
 )
@@ -110,7 +123,7 @@ func (s *RedisStore) Load(ctx context.Context, entityType, id string) (Record, e
 		return Record{}, opErr("load", entityType, id, fmt.Errorf("HMGET returned %d values, want 2", len(vals)))
 	}
 	if vals[0] == nil && vals[1] == nil {
-		return Record{}, nil
+		return Record{}, nil // never written, or a tombstone
 	}
 	data, ok1 := vals[0].(string)
 	revText, ok2 := vals[1].(string)
@@ -147,7 +160,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 	// go-redis writes data to the connection before Run returns, so the
 	// caller may reuse the buffer afterwards.
 	res, err := saveIfRevision.Run(ctx, s.client,
-		[]string{s.key(entityType, id), s.counter},
+		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10), data).Slice()
 	if err != nil {
 		return 0, opErr("save", entityType, id, err)
@@ -180,9 +193,10 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 	return nil
 }
 
-// Ping implements [Store] with PING.
+// Ping implements [Store] with PING (on a cluster: to every master, since
+// an entity may live on any of them).
 func (s *RedisStore) Ping(ctx context.Context) error {
-	if err := s.client.Ping(ctx).Err(); err != nil {
+	if err := keyspace.Ping(ctx, s.client); err != nil {
 		return fmt.Errorf("ping redis: %w", err)
 	}
 	return nil

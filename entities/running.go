@@ -47,44 +47,45 @@ var _ components.Component = (*Running[struct{}])(nil)
 
 // Start runs the entity type on h and registers it with h.Client's registry.
 func (t *Type[S]) Start(h Host) (*Running[S], error) {
+	id := t.ComponentID()
 	if h.System == nil || h.Client == nil || h.Store == nil {
-		return nil, fmt.Errorf("start entity %q: Host.System, Host.Client and Host.Store are required", t.id)
+		return nil, fmt.Errorf("start entity %q: Host.System, Host.Client and Host.Store are required", id)
 	}
 	if h.MaxConflicts <= 0 {
 		h.MaxConflicts = 30
 	}
 	if h.Dispatcher == nil {
-		d, err := h.System.NewDispatcher("entity-"+t.id, DefaultWorkers, 5)
+		d, err := h.System.NewDispatcher("entity-"+id, DefaultWorkers, 5)
 		if err != nil {
-			return nil, fmt.Errorf("start entity %q: %w", t.id, err)
+			return nil, fmt.Errorf("start entity %q: %w", id, err)
 		}
 		h.Dispatcher = d
 	}
 	r := &Running[S]{t: t, host: h}
 	sh, err := runtime.InitSharding(h.System, runtime.Entity[envelope[S]]{
-		Key:            runtime.NewEntityTypeKey[envelope[S]](t.id),
+		Key:            runtime.NewEntityTypeKey[envelope[S]](id),
 		Create:         func(id string) runtime.Behavior[envelope[S]] { return &entityActor[S]{r: r, id: id} },
 		PassivateAfter: h.PassivateAfter,
 		Dispatcher:     h.Dispatcher,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start entity %q: %w", t.id, err)
+		return nil, fmt.Errorf("start entity %q: %w", id, err)
 	}
 	r.sharding = sh
-	if err := h.Client.Registry().Register(r); err != nil {
-		return nil, fmt.Errorf("start entity %q: %w", t.id, err)
+	if err := t.commands.Register(h.Client.Registry(), r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
 // ComponentID is the entity's component id.
-func (r *Running[S]) ComponentID() string { return r.t.id }
+func (r *Running[S]) ComponentID() string { return r.t.ComponentID() }
 
 // Kind is components.KindKeyValueEntity.
 func (r *Running[S]) Kind() components.Kind { return components.KindKeyValueEntity }
 
 // Methods are the command names, sorted.
-func (r *Running[S]) Methods() []string { return r.t.methods() }
+func (r *Running[S]) Methods() []string { return r.t.commands.Methods() }
 
 // Active is the number of entities in memory.
 func (r *Running[S]) Active() int { return r.sharding.Active() }
@@ -92,12 +93,12 @@ func (r *Running[S]) Active() int { return r.sharding.Active() }
 // Invoke runs command method on entity entityID and waits for the reply,
 // the command's error (a *components.CommandError), a failure, or ctx's end.
 func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg any) (any, error) {
-	cmd, err := r.t.command(method)
+	cmd, err := r.t.commands.Lookup(method)
 	if err != nil {
 		return nil, err
 	}
 	if entityID == "" {
-		return nil, fmt.Errorf("%s.%s: %w", r.t.id, method, components.ErrMissingEntityID)
+		return nil, fmt.Errorf("%s.%s: %w", r.ComponentID(), method, components.ErrMissingEntityID)
 	}
 	reply := make(chan outcome, 1)
 	r.sharding.Tell(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
@@ -105,23 +106,11 @@ func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg an
 	case out := <-reply:
 		return out.value, out.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s.%s on %q: %w", r.t.id, method, entityID, ctx.Err())
+		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), method, entityID, ctx.Err())
 	}
 }
 
 // InvokeJSON is Invoke with a JSON argument and reply.
 func (r *Running[S]) InvokeJSON(ctx context.Context, entityID, method string, arg []byte) ([]byte, error) {
-	cmd, err := r.t.command(method)
-	if err != nil {
-		return nil, err
-	}
-	a, err := cmd.decode(arg)
-	if err != nil {
-		return nil, fmt.Errorf("%s.%s: %w", r.t.id, method, err)
-	}
-	reply, err := r.Invoke(ctx, entityID, method, a)
-	if err != nil {
-		return nil, err
-	}
-	return encodeReply(r.t.id, method, reply)
+	return r.t.commands.InvokeJSON(ctx, entityID, method, arg, r.Invoke)
 }

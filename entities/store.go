@@ -11,9 +11,13 @@ import (
 // if the stored one has moved on, so two server instances on one store
 // never lose an update.
 //
-// A revision is unique across the whole store and only grows: a document
-// that is deleted and created again gets a new one, so a revision seen
-// once never comes back (no ABA). Revision 0 means "absent".
+// A document's revision only grows, and it keeps growing across a delete:
+// a document that is deleted and created again gets a revision greater
+// than any it had before, so a revision seen once for a document never
+// comes back to it (no ABA). Revisions are per document: two documents may
+// hold the same number, so that no write needs a store-wide counter (which
+// would put every document of a Redis Cluster on one master). Revision 0
+// means "absent".
 //
 // Implementations: [MemoryStore] (the embedded default; not durable) and
 // [RedisStore]. Both pass the same conformance suite (store_test.go).

@@ -40,6 +40,17 @@ type Entity[T any] struct {
 	Dispatcher *Dispatcher
 }
 
+// PassivationGuard is implemented by an entity's behavior that can hold
+// work passivation would lose: work handed to its child actors, say, that
+// they have not finished. While HoldsPassivation reports true the entity is
+// not passivated, however long it has been idle; its idle time is looked at
+// again a PassivateAfter later, and any message it handles meanwhile starts
+// it over. HoldsPassivation runs on the entity's goroutine, between its
+// messages, so it may read the behavior's state.
+type PassivationGuard interface {
+	HoldsPassivation() bool
+}
+
 // Sharding runs the entities of one type on this system: each id is one
 // actor, started by its first message, stopped when idle, started again by
 // the next message. Messages to an entity that is being passivated wait and
@@ -294,8 +305,14 @@ func (c *cell[T]) idleCheck() {
 		return
 	}
 	idle := c.sys.clock.Since(w.last)
-	if idle >= w.after && w.passivate() {
-		return
+	if idle >= w.after {
+		if g, ok := c.behavior.(PassivationGuard); ok && g.HoldsPassivation() {
+			w.arm(c, w.after)
+			return
+		}
+		if w.passivate() {
+			return
+		}
 	}
 	w.arm(c, max(w.after-idle, time.Millisecond))
 }

@@ -613,3 +613,59 @@ func TestShardingConcurrentTraffic(t *testing.T) {
 		})
 	}
 }
+
+// guardedEntity holds off its passivation while its last message said so.
+type guardedEntity struct {
+	hold    bool
+	stopped chan<- struct{}
+}
+
+func (g *guardedEntity) Receive(_ *trt.Context[bool], hold bool) { g.hold = hold }
+func (g *guardedEntity) HoldsPassivation() bool                  { return g.hold }
+func (g *guardedEntity) OnSignal(_ *trt.Context[bool], s trt.Signal) {
+	if _, ok := s.(trt.Stopped); ok {
+		g.stopped <- struct{}{}
+	}
+}
+
+// TestShardingPassivationGuard: an entity whose behavior holds off its
+// passivation is not passivated however long it idles; once it lets go,
+// it is, PassivateAfter after its last message.
+func TestShardingPassivationGuard(t *testing.T) {
+	const after = 10 * time.Second
+	fc := clockwork.NewFakeClock()
+	sys := newSystem(t, trt.WithClock(fc))
+	stopped := make(chan struct{}, 1)
+	s, err := trt.InitSharding(sys, trt.Entity[bool]{
+		Key:            trt.NewEntityTypeKey[bool]("guarded"),
+		Create:         func(string) trt.Behavior[bool] { return &guardedEntity{stopped: stopped} },
+		PassivateAfter: after,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Tell("g", true)
+	for range 3 {
+		shardingTimerArmed(t, fc, 1)
+		fc.Advance(after)
+	}
+	shardingTimerArmed(t, fc, 1) // the last check ran, and armed the next one
+	select {
+	case <-stopped:
+		t.Fatal("passivated while its behavior held it off")
+	default:
+	}
+	if s.Active() != 1 {
+		t.Fatalf("Active %d, want 1", s.Active())
+	}
+	s.Tell("g", false)
+	eventually(t, "passivated once let go", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			fc.Advance(after)
+			return false
+		}
+	})
+}

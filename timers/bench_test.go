@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/timedactions"
 )
 
@@ -105,7 +106,7 @@ func newBenchAction(b *testing.B) *benchAction {
 	return &benchAction{client: client}
 }
 
-func usedMemory(b *testing.B, c *redis.Client) int64 {
+func usedMemory(b *testing.B, c redis.UniversalClient) int64 {
 	info, err := c.Info(context.Background(), "memory").Result()
 	if err != nil {
 		b.Fatal(err)
@@ -121,7 +122,16 @@ func usedMemory(b *testing.B, c *redis.Client) int64 {
 }
 
 func runTimerWorkload(b *testing.B, n int, delay, spread time.Duration, instances int, sameInstant bool) {
-	srv := startRedisServer(b)
+	srv := testenv.StartRedisServer(b)
+	mem := srv.Client(b)
+	runTimerWorkloadOn(b, func() redis.UniversalClient { return srv.Client(b) },
+		func() int64 { return usedMemory(b, mem) }, n, delay, spread, instances, sameInstant)
+}
+
+// runTimerWorkloadOn runs the workload with one client per instance from
+// connect, measuring Redis memory with usedMem.
+func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, usedMem func() int64,
+	n int, delay, spread time.Duration, instances int, sameInstant bool) {
 	action := newBenchAction(b)
 	// 1,024 bytes of JSON: a string of random base64, as incompressible
 	// as JSON text gets short of escapes (6 bits of entropy per byte).
@@ -133,13 +143,10 @@ func runTimerWorkload(b *testing.B, n int, delay, spread time.Duration, instance
 		b.Fatalf("payload %d bytes, %v", len(call.Argument), err)
 	}
 	var scheds []*Scheduler
-	var mem *redis.Client
 	for range instances {
-		client := srv.client(b)
-		mem = client
-		scheds = append(scheds, startScheduler(b, NewRedisStore(client, "bench"), action, Config{}))
+		scheds = append(scheds, startScheduler(b, NewRedisStore(connect(), "bench"), action, Config{}))
 	}
-	before := usedMemory(b, mem)
+	before := usedMem()
 
 	// Create from 16 goroutines, as concurrent endpoints would.
 	earliest := make([]time.Time, n)
@@ -167,7 +174,7 @@ func runTimerWorkload(b *testing.B, n int, delay, spread time.Duration, instance
 	}
 	wg.Wait()
 	created := time.Since(start)
-	pending := usedMemory(b, mem)
+	pending := usedMem()
 	st, _ := scheds[0].Stats(context.Background())
 
 	waitFor(b, "every timer to run", func() bool {
@@ -226,10 +233,10 @@ func runTimerWorkload(b *testing.B, n int, delay, spread time.Duration, instance
 // 30 s lease and dies (never reports); another instance runs them all
 // again when the lease expires.
 func runCrashRerun(b *testing.B) {
-	srv := startRedisServer(b)
+	srv := testenv.StartRedisServer(b)
 	action := newBenchAction(b)
 	call, _ := benchNoop.Deferred("x")
-	store := NewRedisStore(srv.client(b), "bench")
+	store := NewRedisStore(srv.Client(b), "bench")
 	creator := newScheduler(b, store, action, Config{})
 	const n = 1000
 	for i := range n {
@@ -245,7 +252,7 @@ func runCrashRerun(b *testing.B) {
 		}
 		claimed += len(got.timers)
 	}
-	startScheduler(b, NewRedisStore(srv.client(b), "bench"), action, Config{})
+	startScheduler(b, NewRedisStore(srv.Client(b), "bench"), action, Config{})
 	waitFor2(b, 45*time.Second, func() bool {
 		action.mu.Lock()
 		defer action.mu.Unlock()

@@ -1,11 +1,19 @@
 package timers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/trellis-go/trellis/components"
 )
@@ -72,7 +80,10 @@ func inFlightCases() []conformanceCase {
 				if err != nil || len(dead.timers) != 1 || dead.timers[0].Attempts != 1 {
 					t.Fatalf("dead claim = %+v, %v", dead, err)
 				}
-				s := e.start(t)
+				logs := &firingLog{}
+				cfg := e.cfg
+				cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				s := startScheduler(t, e.store, e.rec, cfg)
 				advanceTo(t, e.clk, s, tm.DueAt.Add(10*time.Second-time.Millisecond))
 				if n := e.rec.len(); n != 0 {
 					t.Fatalf("%d calls before the lease expired", n)
@@ -89,6 +100,54 @@ func inFlightCases() []conformanceCase {
 				quiesce(t, s)
 				if _, err := s.Get(t.Context(), "a"); !errors.Is(err, ErrNotFound) {
 					t.Fatalf("after the re-run succeeded: %v", err)
+				}
+				if n := testutil.ToFloat64(s.metrics.leaseExpired); n != 1 {
+					t.Errorf("lease_expired_runs_total = %v, want 1 (the re-run)", n)
+				}
+				want := firingLine{Msg: "timer firing", Timer: "a", Generation: tm.Generation, Attempt: 2, LeaseExpired: true}
+				if got := logs.firings(t); !slices.Equal(got, []firingLine{want}) {
+					t.Errorf("firing log lines %+v, want %+v", got, []firingLine{want})
+				}
+			},
+		},
+		conformanceCase{
+			name:     "ClaimTellsExpiredLease",
+			property: "a claim says which timers it takes again because their previous call's lease expired, and only those: not a first run, a retry after a failure or a run after a release",
+			run: func(t *testing.T, e *env) {
+				const lease = 10 * time.Second
+				mustCreate(t, e.scheduler(t), "a", time.Second, testCall(`1`))
+				e.clk.Advance(time.Second)
+				steps := []struct {
+					what   string                            // the claim
+					before func(t *testing.T, claimed Timer) // what happens after the previous claim
+					want   bool                              // the claim says the lease expired
+				}{
+					{"the first run", func(*testing.T, Timer) {}, false},
+					{"the retry after a failure", func(t *testing.T, claimed Timer) {
+						out, err := e.store.fail(t.Context(), []failure{{firing: firingOf(claimed), err: "x", retryAfter: time.Second}})
+						if err != nil || out[0] != failRescheduled {
+							t.Fatalf("fail: %v, %v", out, err)
+						}
+						e.clk.Advance(time.Second)
+					}, false},
+					{"the run after a release", func(t *testing.T, claimed Timer) {
+						if err := e.store.release(t.Context(), []Firing{firingOf(claimed)}); err != nil {
+							t.Fatal(err)
+						}
+					}, false},
+					{"the run after the lease expired", func(*testing.T, Timer) { e.clk.Advance(lease) }, true},
+				}
+				var claimed Timer
+				for _, st := range steps {
+					st.before(t, claimed)
+					b, err := e.store.claim(t.Context(), 10, lease)
+					if err != nil || len(b.timers) != 1 || len(b.leaseExpired) != 1 {
+						t.Fatalf("%s: claim = %+v, %v; want one timer", st.what, b, err)
+					}
+					if b.leaseExpired[0] != st.want {
+						t.Errorf("%s: the claim says the lease expired: %v, want %v", st.what, b.leaseExpired[0], st.want)
+					}
+					claimed = b.timers[0]
 				}
 			},
 		},
@@ -243,4 +302,43 @@ func waitSleepingUntil(t *testing.T, s *Scheduler, at time.Time) {
 	t.Helper()
 	l := s.currentLoop()
 	waitFor(t, fmt.Sprintf("the loop to sleep until %v", at), func() bool { return l.deadline.Load() == at.UnixNano() })
+}
+
+// firingLog keeps a scheduler's JSON log lines; safe for its goroutines.
+type firingLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *firingLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// firingLine is what a "timer firing" log line says.
+type firingLine struct {
+	Msg          string `json:"msg"`
+	Timer        string `json:"timer"`
+	Generation   uint64 `json:"generation"`
+	Attempt      int    `json:"attempt"`
+	LeaseExpired bool   `json:"leaseExpired"`
+}
+
+// firings returns the "timer firing" lines logged so far.
+func (l *firingLog) firings(t *testing.T) []firingLine {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []firingLine
+	for line := range strings.Lines(l.buf.String()) {
+		var f firingLine
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if f.Msg == "timer firing" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -67,20 +67,22 @@ func (e *LimitError) Error() string {
 // Unwrap returns ErrLimitExceeded.
 func (e *LimitError) Unwrap() error { return ErrLimitExceeded }
 
-// WipedError says the store lost its state: the marker key the scheduler
-// wrote when it started is gone, so Redis was flushed or restarted without
-// persistence, and every timer stored before then is lost. It wraps
-// ErrStoreWiped and stays until [Scheduler.AcknowledgeWipe] or a restart.
+// WipedError says the store lost its state: a marker key the scheduler
+// wrote when it started is gone, so Redis (or, on a cluster, the master of
+// that partition) was flushed or restarted without persistence, and the
+// timers stored there before then are lost. It wraps ErrStoreWiped and
+// stays until [Scheduler.AcknowledgeWipe] or a restart.
 type WipedError struct {
-	// Marker is the key that disappeared.
+	// Marker names the keys that disappeared (", " between them): one per
+	// partition that lost its state.
 	Marker string
-	// DetectedAt is when this instance noticed, in its local time.
+	// DetectedAt is when this instance noticed, on its scheduler's clock.
 	DetectedAt time.Time
 }
 
 func (e *WipedError) Error() string {
-	return fmt.Sprintf("%v: marker key %q disappeared (noticed at %s); timers stored before then are lost. "+
-		"Run Redis with persistence (appendonly yes), then acknowledge or restart the instance",
+	return fmt.Sprintf("%v: marker keys %q disappeared (noticed at %s); timers stored before then are lost. "+
+		"Run Redis with persistence (appendonly yes), then acknowledge (POST /admin/timers/wipe/acknowledge) or restart the instance",
 		ErrStoreWiped, e.Marker, e.DetectedAt.Format(time.RFC3339))
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +25,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type storeKind string
 
 const (
-	memoryKind storeKind = "memory"
-	redisKind  storeKind = "redis"
+	memoryKind  storeKind = "memory"
+	redisKind   storeKind = "redis"
+	clusterKind storeKind = "cluster"
 )
 
-var storeKinds = []storeKind{memoryKind, redisKind}
+// storeKinds are what the conformance suite runs on: the Redis store runs
+// it on one Redis and on a Redis Cluster (3 masters), where its partitions
+// are spread over the masters.
+var storeKinds = []storeKind{memoryKind, redisKind, clusterKind}
 
 // epoch is where fake clocks start: a whole second, so due times are exact.
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -44,8 +47,9 @@ func newStore(t testing.TB, kind storeKind, clk clockwork.Clock) Store {
 	case memoryKind:
 		return NewMemoryStore(clk)
 	case redisKind:
-		client := testenv.Redis(t)
-		return newRedisStoreOn(t, client, newTestPrefix(), clk)
+		return newRedisStoreOn(t, testenv.Redis(t), newTestPrefix(), clk)
+	case clusterKind:
+		return newRedisStoreOn(t, testenv.RedisCluster(t), newTestPrefix(), clk)
 	}
 	t.Fatalf("unknown store kind %q", kind)
 	return nil
@@ -53,10 +57,10 @@ func newStore(t testing.TB, kind storeKind, clk clockwork.Clock) Store {
 
 // newRedisStoreOn returns a RedisStore on client under prefix and deletes
 // the prefix's keys when the test ends.
-func newRedisStoreOn(t testing.TB, client *redis.Client, prefix string, clk clockwork.Clock) *RedisStore {
+func newRedisStoreOn(t testing.TB, client redis.UniversalClient, prefix string, clk clockwork.Clock) *RedisStore {
 	t.Helper()
 	// Registered after the client's own cleanup, so it runs first.
-	t.Cleanup(func() { deleteKeys(t, client, prefix+":*") })
+	t.Cleanup(func() { testenv.DeleteKeys(t, client, prefix+":*") })
 	var opts []RedisOption
 	if clk != nil {
 		opts = append(opts, WithRedisClock(clk))
@@ -67,24 +71,6 @@ func newRedisStoreOn(t testing.TB, client *redis.Client, prefix string, clk cloc
 // newTestPrefix returns a key prefix no other test uses (base32: nothing
 // special in a SCAN pattern).
 func newTestPrefix() string { return "test-timers-" + rand.Text() }
-
-func deleteKeys(t testing.TB, client *redis.Client, pattern string) {
-	ctx := context.Background()
-	var keys []string
-	iter := client.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("SCAN %s: %v", pattern, err)
-		return
-	}
-	if len(keys) > 0 {
-		if err := client.Del(ctx, keys...).Err(); err != nil {
-			t.Errorf("DEL %s: %v", pattern, err)
-		}
-	}
-}
 
 // quietLogger drops logs; tests that check logs make their own.
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -134,24 +120,16 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func (s *Scheduler) currentLoop() *loop {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.loop
-}
-
 // quiesce makes the loop go round once more and waits until it sleeps
 // with every call it started finished and recorded: after it, everything
 // due by the clock's now has run (or is running, if a dispatcher blocks).
 func quiesce(t testing.TB, s *Scheduler) {
 	t.Helper()
-	l := s.currentLoop()
-	c0 := l.claims.Load()
-	l.poke()
-	waitFor(t, "the loop to go round and settle", func() bool {
-		return l.claims.Load() > c0 && l.inFlight.Load() == 0 && l.unsettled.Load() == 0 &&
-			l.deadline.Load() != math.MaxInt64
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Settle(ctx); err != nil {
+		t.Fatalf("the loop did not go round and settle: %v", err)
+	}
 }
 
 // advanceTo moves a fake clock to at and lets the loop catch up.

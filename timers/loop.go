@@ -66,6 +66,9 @@ type job struct {
 	// time just after it: lateness is storeNow-DueAt plus the local time
 	// since claimedAt, which no clock skew between the two can distort.
 	storeNow, claimedAt time.Time
+	// leaseExpired: the timer's previous call lost its lease (see
+	// claimBatch), so this call may repeat it.
+	leaseExpired bool
 }
 
 // claimTimeout bounds one store call of the loop or the reporter. Store
@@ -145,14 +148,14 @@ func (l *loop) run() {
 		want := min(free, l.cfg.MaxBatch)
 		l.deadline.Store(math.MaxInt64)
 		started := clk.Now()
+		acks := l.s.acks.Load()
 		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 		b, err := l.s.store.claim(ctx, want, l.cfg.Lease)
 		cancel()
-		if err == nil {
-			for _, t := range b.timers {
-				l.inFlight.Add(1)
-				l.jobs <- job{t: t, storeNow: b.now, claimedAt: clk.Now()}
-			}
+		// Even with an error: what part of the store did claim is ours.
+		for i, t := range b.timers {
+			l.inFlight.Add(1)
+			l.jobs <- job{t: t, storeNow: b.now, claimedAt: clk.Now(), leaseExpired: b.leaseExpired[i]}
 		}
 		l.claims.Add(1)
 		var wait time.Duration
@@ -165,8 +168,8 @@ func (l *loop) run() {
 			wait = errBackoff
 		} else {
 			errBackoff = 0
-			if b.wiped {
-				l.s.noteWiped()
+			if len(b.wiped) > 0 {
+				l.s.noteWiped(b.wiped, acks)
 			}
 			if len(b.timers) == want {
 				continue // more may be due: claim again once workers are free

@@ -52,11 +52,10 @@ var _ Store = (*MemoryStore)(nil)
 
 // A memory store cannot be wiped behind the scheduler's back, so it has
 // no marker.
-func (s *MemoryStore) clock() clockwork.Clock             { return s.clk }
-func (s *MemoryStore) open(context.Context) (bool, error) { return false, nil }
-func (s *MemoryStore) markerName() string                 { return "" }
-func (s *MemoryStore) resetMarker(context.Context) error  { return nil }
-func (s *MemoryStore) ping(ctx context.Context) error     { return ctx.Err() }
+func (s *MemoryStore) clock() clockwork.Clock                 { return s.clk }
+func (s *MemoryStore) open(context.Context) ([]string, error) { return nil, nil }
+func (s *MemoryStore) resetMarker(context.Context) error      { return nil }
+func (s *MemoryStore) ping(ctx context.Context) error         { return ctx.Err() }
 
 func (m *memTimer) position() position { return position{m.score, m.t.Name} }
 
@@ -203,6 +202,9 @@ func (s *MemoryStore) claim(ctx context.Context, max int, lease time.Duration) (
 	b := claimBatch{now: time.UnixMilli(nowMs)}
 	for len(b.timers) < max && len(s.queue) > 0 && s.queue[0].score <= nowMs {
 		m := s.queue[0]
+		// Every write but a claim puts the score at the due time; a score
+		// past it is a lease that ran out.
+		b.leaseExpired = append(b.leaseExpired, m.score > m.t.DueAt.UnixMilli())
 		m.t.Attempts++
 		m.t.LastAttemptAt = time.UnixMilli(nowMs)
 		m.score = nowMs + leaseMs

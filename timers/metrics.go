@@ -18,6 +18,7 @@ type metrics struct {
 	fired            *prometheus.CounterVec
 	retries          prometheus.Counter
 	givenUp          prometheus.Counter
+	leaseExpired     prometheus.Counter
 	lateness         prometheus.Histogram
 	callDuration     *prometheus.HistogramVec
 	inFlight         prometheus.Gauge
@@ -45,6 +46,9 @@ func newMetrics(s *Scheduler) *metrics {
 			Help: "Failed timer calls rescheduled with backoff."}),
 		givenUp: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "given_up_total",
 			Help: "Timers removed after their last allowed retry failed."}),
+		leaseExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "lease_expired_runs_total",
+			Help: "Timer calls this instance started because the lease of the timer's previous call expired with no outcome " +
+				"(its instance died, stalled or could not reach the store): each may repeat a call that ran."}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "lateness_seconds",
 			Help:    "Time from a timer's due time to the start of its call.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
@@ -64,7 +68,8 @@ func newMetrics(s *Scheduler) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.created, m.deleted, m.fired, m.retries, m.givenUp, m.lateness, m.callDuration, m.inFlight, m.wiped}
+	return []prometheus.Collector{m.created, m.deleted, m.fired, m.retries, m.givenUp, m.leaseExpired, m.lateness,
+		m.callDuration, m.inFlight, m.wiped}
 }
 
 // Describe implements prometheus.Collector.

@@ -35,6 +35,7 @@ func TestMetricsExposed(t *testing.T) {
 			for _, want := range []string{
 				"trellis_timers_active", "trellis_timers_failing", "trellis_timers_limit", "trellis_timers_due_within_1m",
 				"trellis_timers_fired_total", "trellis_timers_retries_total", "trellis_timers_given_up_total",
+				"trellis_timers_lease_expired_runs_total",
 				"trellis_timers_lateness_seconds", "trellis_timers_call_duration_seconds", "trellis_timers_store_wiped",
 				"trellis_timers_in_flight", "trellis_timers_created_total", "trellis_timers_store_up",
 			} {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,21 +13,43 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // Tests that only a Redis store can take: real Redis TIME, separate
 // clients as separate instances, restarts, wipes, the full 50,000 limit.
+// Most run on one Redis and on the cluster (redisTargets).
+
+// redisTargets are the Redis store kinds: one Redis, and a cluster.
+var redisTargets = []storeKind{redisKind, clusterKind}
+
+// connect returns a new client of kind (a Redis store kind), as a second
+// instance would have.
+func connect(t testing.TB, kind storeKind) redis.UniversalClient {
+	if kind == clusterKind {
+		return testenv.RedisCluster(t)
+	}
+	return testenv.Redis(t)
+}
 
 // TestRedisNeverEarlyRealTime: with Redis TIME as the clock, no call
 // starts before creation time + delay, nor before its firing's DueAt; the
 // loop finds every timer without the IdleCheck safety net (set to a day),
 // so it plans its sleeps from due times, not by polling.
 func TestRedisNeverEarlyRealTime(t *testing.T) {
-	t.Parallel()
+	for _, kind := range redisTargets {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			testNeverEarlyRealTime(t, kind)
+		})
+	}
+}
+
+func testNeverEarlyRealTime(t *testing.T, kind storeKind) {
 	rec := newRecorder(nil)
-	s := startScheduler(t, newStore(t, redisKind, nil), rec, Config{IdleCheck: 24 * time.Hour})
+	s := startScheduler(t, newStore(t, kind, nil), rec, Config{IdleCheck: 24 * time.Hour})
 	const n = 300
 	earliest := make(map[string]time.Time, n)
 	for i := range n {
@@ -44,15 +68,23 @@ func TestRedisNeverEarlyRealTime(t *testing.T) {
 }
 
 // TestRedisTwoInstances10000: two schedulers with their own clients on one
-// Redis run every one of 10,000 timers, and in normal operation each
-// exactly once.
+// Redis, and on a cluster, run every one of 10,000 timers, and in normal
+// operation each exactly once.
 func TestRedisTwoInstances10000(t *testing.T) {
-	t.Parallel()
+	for _, kind := range redisTargets {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			testTwoInstances10000(t, kind)
+		})
+	}
+}
+
+func testTwoInstances10000(t *testing.T, kind storeKind) {
 	prefix := newTestPrefix()
 	recs := []*recorder{newRecorder(nil), newRecorder(nil)}
 	var instances []*Scheduler
 	for _, rec := range recs {
-		store := newRedisStoreOn(t, testenv.Redis(t), prefix, nil)
+		store := newRedisStoreOn(t, connect(t, kind), prefix, nil)
 		instances = append(instances, startScheduler(t, store, rec, Config{}))
 	}
 	const n = 10_000
@@ -92,8 +124,16 @@ func TestRedisTwoInstances10000(t *testing.T) {
 // never reports runs on another instance once the lease (1 s) expires on
 // Redis's clock, not before.
 func TestRedisDeadInstanceRealTime(t *testing.T) {
-	t.Parallel()
-	store := newStore(t, redisKind, nil)
+	for _, kind := range redisTargets {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			testDeadInstanceRealTime(t, kind)
+		})
+	}
+}
+
+func testDeadInstanceRealTime(t *testing.T, kind storeKind) {
+	store := newStore(t, kind, nil)
 	rec := newRecorder(nil)
 	creator := newScheduler(t, store, rec, Config{})
 	mustCreate(t, creator, "a", 0, testCall(`1`))
@@ -116,39 +156,106 @@ func TestRedisDeadInstanceRealTime(t *testing.T) {
 	}
 }
 
-// TestRedisActiveLimit50000: the real limit: 50,000 timers (created
-// through the create script, pipelined) are accepted, the next is refused
-// with a *LimitError, and replacing one of them is not.
+// TestRedisActiveLimit50000: the real limit at its edge, on one Redis and
+// on a cluster, where the 50,000 are spread over the 16 partitions and the
+// masters: the store filled to 49,999 (pipelined, under no limit), one
+// create is accepted and the next refused with a *LimitError; replacing a
+// timer at the limit is accepted; a delete makes room for exactly one.
 func TestRedisActiveLimit50000(t *testing.T) {
-	t.Parallel()
-	client := testenv.Redis(t)
-	store := newRedisStoreOn(t, client, newTestPrefix(), nil)
-	s := newScheduler(t, store, newRecorder(nil), Config{})
-	ctx := t.Context()
-	if err := createTimerWithLimit.Load(ctx, client).Err(); err != nil {
-		t.Fatal(err)
+	for _, kind := range redisTargets {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			client := connect(t, kind)
+			store := newRedisStoreOn(t, client, newTestPrefix(), nil)
+			s := newScheduler(t, store, newRecorder(nil), Config{})
+			fillTimers(t, client, store, DefaultMaxActive-1)
+			perPartition := make([]int64, len(store.parts))
+			for i, p := range store.parts {
+				perPartition[i] = client.HLen(t.Context(), p.keys[1]).Val()
+			}
+			t.Logf("timers per partition: %v", perPartition)
+
+			mustCreate(t, s, "the-last", time.Hour, testCall(`1`))
+			_, err := s.Create(t.Context(), "one-too-many", time.Hour, testCall(`1`))
+			wantLimit(t, err, LimitError{Limit: LimitActive, Value: DefaultMaxActive, Max: DefaultMaxActive})
+			mustCreate(t, s, "t-123", time.Hour, testCall(`2`)) // a replace
+			wantStats(t, s, Stats{Active: DefaultMaxActive, Limit: DefaultMaxActive})
+			if err := s.Delete(t.Context(), "t-7"); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, s, "in-the-room-made", time.Hour, testCall(`1`))
+			_, err = s.Create(t.Context(), "one-too-many", time.Hour, testCall(`1`))
+			wantLimit(t, err, LimitError{Limit: LimitActive, Value: DefaultMaxActive, Max: DefaultMaxActive})
+		})
 	}
+}
+
+// TestRedisActiveLimitConcurrentOvershoot pins how exact the limit is when
+// creates race across partitions: with k creates of new names in flight at
+// once, the store ends with at most MaxActive+k-1 timers, and never fewer
+// than MaxActive (no create is refused while there is room it could see).
+func TestRedisActiveLimitConcurrentOvershoot(t *testing.T) {
+	for _, kind := range redisTargets {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			const limit, k = 200, 16
+			client := connect(t, kind)
+			store := newRedisStoreOn(t, client, newTestPrefix(), nil)
+			s := newScheduler(t, store, newRecorder(nil), Config{MaxActive: limit})
+			fillTimers(t, client, store, limit-5)
+			var wg sync.WaitGroup
+			for w := range k {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						_, err := s.Create(t.Context(), fmt.Sprintf("w%d-%d", w, i), time.Hour, testCall(`1`))
+						if errors.Is(err, ErrLimitExceeded) {
+							return
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			st, err := s.Stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Active < limit || st.Active > limit+k-1 {
+				t.Errorf("%d timers after %d racing creators; want %d to %d", st.Active, k, limit, limit+k-1)
+			}
+			t.Logf("%d timers after %d racing creators, limit %d", st.Active, k, limit)
+		})
+	}
+}
+
+// fillTimers stores n timers t-0 … t-(n-1), due in an hour, through the
+// create script on their partitions, pipelined and with no limit.
+func fillTimers(t *testing.T, client redis.UniversalClient, store *RedisStore, n int) {
+	t.Helper()
+	ctx := t.Context()
 	call, _ := testCall(`1`).Marshal()
-	keys := []string{store.keys[0], store.keys[1], store.keys[2], store.gen}
-	for start := 0; start < DefaultMaxActive; start += 5000 {
-		pipe := client.Pipeline()
-		for i := start; i < start+5000; i++ {
-			createTimerWithLimit.EvalSha(ctx, pipe, keys, "", 3_600_000, DefaultMaxActive, 0, "t-"+strconv.Itoa(i), call, store.channel)
+	const batch = 5000
+	for start := 0; start < n; start += batch {
+		var calls []scriptCall
+		for i := start; i < min(start+batch, n); i++ {
+			name := "t-" + strconv.Itoa(i)
+			p := store.part(name)
+			calls = append(calls, scriptCall{keys: []string{p.keys[0], p.keys[1], p.keys[2], p.gen},
+				args: []any{"", 3_600_000, n + 1, 0, name, call, store.channel, 0, partitionOf(name)}})
 		}
-		cmds, err := pipe.Exec(ctx)
+		cmds, err := evalEach(ctx, client, createTimerWithLimit, calls)
 		if err != nil {
 			t.Fatalf("pipelined creates: %v", err)
 		}
 		for _, c := range cmds {
-			if res, _ := c.(interface{ Slice() ([]any, error) }).Slice(); len(res) == 0 || res[0] != "ok" {
+			if res, _ := c.Slice(); len(res) == 0 || res[0] != "ok" {
 				t.Fatalf("pipelined create: %v", res)
 			}
 		}
 	}
-	_, err := s.Create(ctx, "one-too-many", time.Hour, testCall(`1`))
-	wantLimit(t, err, LimitError{Limit: LimitActive, Value: DefaultMaxActive, Max: DefaultMaxActive})
-	mustCreate(t, s, "t-123", time.Hour, testCall(`2`))
-	wantStats(t, s, Stats{Active: DefaultMaxActive, Limit: DefaultMaxActive})
 }
 
 // TestRedisRestartWithAOF: Redis (appendonly, fsync always) is shut down
@@ -157,8 +264,8 @@ func TestRedisActiveLimit50000(t *testing.T) {
 // mistaken for a wipe.
 func TestRedisRestartWithAOF(t *testing.T) {
 	t.Parallel()
-	srv := startRedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
-	store := newRedisStoreOn(t, srv.client(t), newTestPrefix(), nil)
+	srv := testenv.StartRedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	store := newRedisStoreOn(t, srv.Client(t), newTestPrefix(), nil)
 	rec := newRecorder(nil)
 	s := startScheduler(t, store, rec, Config{Lease: 2 * time.Second, CallTimeout: time.Second, IdleCheck: 100 * time.Millisecond})
 	const n = 1000
@@ -166,14 +273,14 @@ func TestRedisRestartWithAOF(t *testing.T) {
 		mustCreate(t, s, fmt.Sprintf("t-%04d", i), time.Duration(i*3)*time.Millisecond, testCall(`1`))
 	}
 	waitFor(t, "a third of the timers to run", func() bool { return rec.distinct() >= n/3 })
-	srv.restart()
+	srv.Restart()
 	waitFor(t, "every timer to run after the restart", func() bool { return rec.distinct() == n })
 	waitFor(t, "the store to empty", func() bool {
 		st, err := s.Stats(t.Context())
 		return err == nil && st.Active == 0
 	})
 	if err := s.Ready(t.Context()); err != nil {
-		t.Errorf("Ready after a restart with AOF = %v, want nil\nredis log:\n%s", err, srv.log())
+		t.Errorf("Ready after a restart with AOF = %v, want nil\nredis log:\n%s", err, srv.Log())
 	}
 	t.Logf("%d calls for %d timers (a re-run is allowed for calls whose outcome the restart cut off)", rec.len(), n)
 }
@@ -184,8 +291,8 @@ func TestRedisRestartWithAOF(t *testing.T) {
 // still run.
 func TestRedisWipeDetected(t *testing.T) {
 	t.Parallel()
-	srv := startRedisServer(t)
-	client := srv.client(t)
+	srv := testenv.StartRedisServer(t)
+	client := srv.Client(t)
 	store := newRedisStoreOn(t, client, newTestPrefix(), nil)
 	rec := newRecorder(nil)
 	s := startScheduler(t, store, rec, Config{IdleCheck: 20 * time.Millisecond})
@@ -198,7 +305,8 @@ func TestRedisWipeDetected(t *testing.T) {
 	}
 	var we *WipedError
 	waitFor(t, "Ready to report the wipe", func() bool { return errors.As(s.Ready(t.Context()), &we) })
-	if !errors.Is(s.Ready(t.Context()), ErrStoreWiped) || we.Marker != store.marker || !strings.Contains(we.Error(), "lost") {
+	if !errors.Is(s.Ready(t.Context()), ErrStoreWiped) || strings.Count(we.Marker, ":marker") != redisPartitions ||
+		!strings.Contains(we.Error(), store.parts[0].marker) || !strings.Contains(we.Error(), "lost") {
 		t.Errorf("Ready = %v", s.Ready(t.Context()))
 	}
 	if v := testutil.ToFloat64(s.metrics.wiped); v != 1 {
@@ -214,29 +322,105 @@ func TestRedisWipeDetected(t *testing.T) {
 	}
 }
 
+// TestRedisPartitionWipeDetected: on a cluster, one partition losing its
+// keys (what a master restarted empty, with no replica to take over, does
+// to the partitions it held) is noticed and named, while the timers of
+// the other partitions keep running.
+func TestRedisPartitionWipeDetected(t *testing.T) {
+	t.Parallel()
+	client := testenv.RedisCluster(t)
+	store := newRedisStoreOn(t, client, newTestPrefix(), nil)
+	rec := newRecorder(nil)
+	s := startScheduler(t, store, rec, Config{IdleCheck: 20 * time.Millisecond})
+	lost := "lost"
+	mustCreate(t, s, lost, time.Hour, testCall(`1`))
+	p := store.part(lost)
+	// The partition's keys only: other tests share the cluster.
+	if err := client.Del(t.Context(), append([]string{p.marker, p.gen}, p.keys...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var we *WipedError
+	waitFor(t, "Ready to report the wipe", func() bool { return errors.As(s.Ready(t.Context()), &we) })
+	if we.Marker != p.marker {
+		t.Errorf("WipedError.Marker = %q, want only the wiped partition's %q", we.Marker, p.marker)
+	}
+	// A timer in another partition still runs.
+	other := "kept-0"
+	for i := 1; partitionOf(other) == partitionOf(lost); i++ {
+		other = "kept-" + strconv.Itoa(i)
+	}
+	mustCreate(t, s, other, 0, testCall(`1`))
+	waitFor(t, "a timer of another partition to run", func() bool { return rec.len() == 1 })
+}
+
+// TestRedisPartitionsSpreadOverMasters: the 16 partitions' keys are in 16
+// different slots, spread over the cluster's 3 masters 5, 5 and 6, and a
+// partition's keys share its slot.
+func TestRedisPartitionsSpreadOverMasters(t *testing.T) {
+	t.Parallel()
+	client := testenv.RedisCluster(t)
+	store := newRedisStoreOn(t, client, newTestPrefix(), nil)
+	ctx := t.Context()
+	slots := map[int64]bool{}
+	for _, p := range store.parts {
+		var slot int64 = -1
+		for _, k := range append([]string{p.gen, p.marker}, p.keys...) {
+			got := client.ClusterKeySlot(ctx, k).Val()
+			if slot >= 0 && got != slot {
+				t.Fatalf("partition keys %v are in different slots", p.keys)
+			}
+			slot = got
+		}
+		slots[slot] = true
+	}
+	if len(slots) != redisPartitions {
+		t.Fatalf("%d partitions in %d slots", redisPartitions, len(slots))
+	}
+	startScheduler(t, store, newRecorder(nil), Config{}) // writes the markers
+	shares := testenv.KeysPerMaster(t, client, store.keys.Prefix()+":timers:*:marker")
+	var counts []int
+	for _, n := range shares {
+		counts = append(counts, n)
+	}
+	slices.Sort(counts)
+	if !slices.Equal(counts, []int{5, 5, 6}) {
+		t.Errorf("partitions per master = %v, want 5, 5 and 6", shares)
+	}
+}
+
 // TestRedisKeyLayout pins the key layout and record format documented on
-// RedisStore, which operators and migrations rely on.
+// RedisStore, which operators and migrations rely on: the 16 partition
+// tags, the partition of a name (CRC-32 IEEE of the name, modulo 16), and
+// the keys of a partition.
 func TestRedisKeyLayout(t *testing.T) {
 	t.Parallel()
+	wantTags := []string{"t.0.22", "t.1.21", "t.2.3", "t.3.0", "t.4.41", "t.5.42", "t.6.61", "t.7.62",
+		"t.8.11", "t.9.12", "t.10.2", "t.11.1", "t.12.62", "t.13.61", "t.14.20", "t.15.23"}
+	if !slices.Equal(partitionTags, wantTags) {
+		t.Fatalf("partition tags = %q, want %q", partitionTags, wantTags)
+	}
 	client := testenv.Redis(t)
 	prefix := newTestPrefix()
 	store := newRedisStoreOn(t, client, prefix, nil)
 	s := startScheduler(t, store, newRecorder(nil), Config{})
 	tm := mustCreate(t, s, "a:b", time.Hour, testCall(`{"x":1}`), WithMaxRetries(2))
 	ctx := context.Background()
-	rec, err := client.HGet(ctx, prefix+":timers:data", "a:b").Result()
+	base := prefix + ":timers:{" + wantTags[crc32.ChecksumIEEE([]byte("a:b"))%16] + "}:"
+	rec, err := client.HGet(ctx, base+"data", "a:b").Result()
 	wantRec := fmt.Sprintf(`%d:%d:2:%d:0:0:0:{"componentId":"test-action","method":"run","argument":{"x":1}}`,
 		tm.Generation, tm.CreatedAt.UnixMilli(), tm.DueAt.UnixMilli())
 	if err != nil || rec != wantRec {
 		t.Errorf("record = %q, %v\nwant %q", rec, err, wantRec)
 	}
-	if score, err := client.ZScore(ctx, prefix+":timers:due", "a:b").Result(); err != nil || int64(score) != tm.DueAt.UnixMilli() {
+	if score, err := client.ZScore(ctx, base+"due", "a:b").Result(); err != nil || int64(score) != tm.DueAt.UnixMilli() {
 		t.Errorf("due score = %v, %v", score, err)
 	}
-	if gen, err := client.Get(ctx, prefix+":timers:generation").Uint64(); err != nil || gen != tm.Generation {
+	if gen, err := client.Get(ctx, base+"generation").Uint64(); err != nil || gen != tm.Generation {
 		t.Errorf("generation = %v, %v", gen, err)
 	}
-	if n, err := client.Exists(ctx, prefix+":timers:marker").Result(); err != nil || n != 1 {
-		t.Errorf("marker exists = %v, %v", n, err)
+	for _, tag := range wantTags {
+		if n, err := client.Exists(ctx, prefix+":timers:{"+tag+"}:marker").Result(); err != nil || n != 1 {
+			t.Errorf("marker of %s exists = %v, %v", tag, n, err)
+		}
 	}
 }

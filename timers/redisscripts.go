@@ -52,12 +52,14 @@ local function forget(name)
 end
 `
 
-// Every script gets KEYS[1] the due sorted set, KEYS[2] the data hash,
-// KEYS[3] the failing set; more keys are listed per script.
+// Every script runs on one partition: it gets KEYS[1] the partition's due
+// sorted set, KEYS[2] its data hash, KEYS[3] its failing set; more keys
+// (of the same partition) are listed per script.
 var (
 	// createTimerWithLimit: KEYS[4] generation counter; ARGV[1] now,
 	// ARGV[2] delayMs, ARGV[3] maxActive, ARGV[4] maxRetries, ARGV[5]
-	// name, ARGV[6] stored call, ARGV[7] wake channel.
+	// name, ARGV[6] stored call, ARGV[7] wake channel, ARGV[8] the number
+	// of timers in the other partitions, ARGV[9] the partition's index.
 	// Replaces a timer of the same name (which therefore does not count
 	// against the limit), and publishes the due time on the wake channel
 	// when the new timer is now the earliest, so that sleeping loops on
@@ -66,7 +68,7 @@ var (
 	createTimerWithLimit = redis.NewScript(luaPrelude + `
 local name = ARGV[5]
 if redis.call('HEXISTS', KEYS[2], name) == 0 then
-	local n = redis.call('HLEN', KEYS[2])
+	local n = redis.call('HLEN', KEYS[2]) + tonumber(ARGV[8])
 	if n >= tonumber(ARGV[3]) then return {'limit', n} end
 end
 local now = now_ms(ARGV[1], true)
@@ -78,25 +80,31 @@ redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), max
 redis.call('ZADD', KEYS[1], fmt(due), name)
 redis.call('SREM', KEYS[3], name)
 if first[2] == nil or due < tonumber(first[2]) then
-	redis.call('PUBLISH', ARGV[7], fmt(due))
+	redis.call('PUBLISH', ARGV[7], ARGV[9] .. ':' .. fmt(due))
 end
 return {'ok', fmt(gen), fmt(now), fmt(due)}
 `)
 
-	// claimDueTimers: KEYS[4] marker; ARGV[1] now, ARGV[2] max,
-	// ARGV[3] leaseMs. Takes up to max timers due by now, counts the
+	// claimDueTimers: KEYS[4] marker; ARGV[1] now, ARGV[2] max (may be
+	// 0), ARGV[3] leaseMs. Takes up to max timers due by now, counts the
 	// attempt, and moves each to now+lease in the sorted set: that is the
 	// lease. An instance that never reports lets it expire, and the timer
 	// is due again for everyone. Returns {nowMs, waitMs, markerExists,
-	// name, record, …}; waitMs is until the earliest remaining score, -1
-	// when there is none.
+	// name, record, leaseExpired, …}; waitMs is until the earliest
+	// remaining score, -1 when there is none. leaseExpired is 1 when the
+	// timer's score was past its due time: every write but a claim puts
+	// the score at the due time, so that is a lease that ran out.
 	claimDueTimers = redis.NewScript(luaPrelude + `
 local marker = redis.call('EXISTS', KEYS[4])
 local now = now_ms(ARGV[1], false)
-local names = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'LIMIT', 0, tonumber(ARGV[2]))
+local due = {}
+if tonumber(ARGV[2]) > 0 then
+	due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+end
 local out = {fmt(now), '-1', marker}
 local leased = fmt(now + tonumber(ARGV[3]))
-for _, name in ipairs(names) do
+for i = 1, #due, 2 do
+	local name, score = due[i], tonumber(due[i + 1])
 	local rec = redis.call('HGET', KEYS[2], name)
 	local r = rec and parse(rec)
 	if not r then
@@ -110,6 +118,7 @@ for _, name in ipairs(names) do
 		redis.call('ZADD', KEYS[1], leased, name)
 		out[#out + 1] = name
 		out[#out + 1] = rec
+		out[#out + 1] = (score > tonumber(r.due)) and 1 or 0
 	end
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -168,19 +177,24 @@ return out
 
 	// releaseTimers: ARGV[1] now, then triples of name, generation,
 	// attempt. Makes each still-current attempt due now again, without
-	// recording a failure: a stopping instance hands its work back.
+	// recording a failure: a stopping instance hands its work back. Returns
+	// 1 or 0 per triple: released, or no longer that attempt.
 	releaseTimers = redis.NewScript(luaPrelude + `
 local now = now_ms(ARGV[1], false)
+local out = {}
 for i = 2, #ARGV, 3 do
 	local rec = redis.call('HGET', KEYS[2], ARGV[i])
 	local r = rec and parse(rec)
+	local ok = 0
 	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
 		r.due = fmt(now)
 		redis.call('HSET', KEYS[2], ARGV[i], build(r))
 		redis.call('ZADD', KEYS[1], r.due, ARGV[i])
+		ok = 1
 	end
+	out[#out + 1] = ok
 end
-return 1
+return out
 `)
 
 	// deleteTimer: ARGV[1] name. Removes it from all three keys.

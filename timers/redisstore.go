@@ -6,47 +6,65 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/internal/keyspace"
 )
 
 // DefaultRedisPrefix is the key prefix [NewRedisStore] uses when given "".
-const DefaultRedisPrefix = "trellis"
+const DefaultRedisPrefix = keyspace.DefaultPrefix
 
-// RedisStore keeps timers in Redis, shared by every scheduler (instance)
-// on the same Redis and prefix. It is as durable as the Redis server: run
-// Redis with AOF (appendonly yes) so that a restart loses nothing, and a
-// wipe is detected (see [WipedError]).
+// RedisStore keeps timers in Redis, or in a Redis Cluster, shared by every
+// scheduler (instance) on the same Redis and prefix. It is as durable as
+// the Redis server: run Redis with AOF (appendonly yes) so that a restart
+// loses nothing, and a wipe is detected (see [WipedError]).
 //
 // # Key layout
 //
-//	<prefix>:timers:due         sorted set: name → next run (due time, or lease expiry while claimed), ms
-//	<prefix>:timers:data        hash: name → record (see redisscripts.go)
-//	<prefix>:timers:failing     set: names whose last call failed (for Stats and the failing filter)
-//	<prefix>:timers:generation  string: the last generation handed out (INCR)
-//	<prefix>:timers:marker      string: written when a scheduler starts; its loss means a wipe
-//	<prefix>:timers:wake        pub/sub channel: "a new earliest timer", for sleeping loops
+// The timers are split into 16 partitions by a hash of their name; each
+// partition's keys share the hash tag {T} of the partition (package
+// keyspace), so they are in one cluster slot and every script stays on one
+// server:
 //
-// Two structures per timer, one entry in each, and no key per timer: a key
-// costs Redis ~70 bytes of its own, and the 50,000-timer target is ≤ 1,400
-// bytes per pending 1 KB timer.
+//	<prefix>:timers:{T}:due         sorted set: name → next run (due time, or lease expiry while claimed), ms
+//	<prefix>:timers:{T}:data        hash: name → record (see redisscripts.go)
+//	<prefix>:timers:{T}:failing     set: names whose last call failed (for Stats and the failing filter)
+//	<prefix>:timers:{T}:generation  string: the partition's last generation (INCR)
+//	<prefix>:timers:{T}:marker      string: written when a scheduler starts; its loss means a wipe
+//	<prefix>:timers:wake            pub/sub channel: "a new earliest timer", for sleeping loops
 //
-// # Redis Cluster
+// The tags are chosen so that the partitions' slots are evenly spaced, and
+// so spread over a cluster's masters. Two structures per timer, one entry
+// in each, and no key per timer: a key costs Redis ~70 bytes of its own,
+// and the 50,000-timer target is ≤ 1,400 bytes per pending 1 KB timer.
 //
-// The scripts touch several of these keys at once, so in a cluster they
-// must share a hash slot: give a prefix that is a hash tag, such as
-// "{trellis}".
+// # Across partitions
+//
+// A name lives in one partition only, so names are unique service-wide and
+// a replace is one script. Every instance claims from every partition, in
+// one pipelined round (one round trip per master, in parallel). Each
+// partition has its own generation counter and its own marker, so wipe
+// detection works per partition (a master that restarts empty is noticed
+// even when the others are intact). The admin list merges the partitions'
+// run orders. The one store-wide rule that spans partitions is the limit
+// on active timers; see [RedisStore.create] for how exact it stays.
 type RedisStore struct {
 	client redis.UniversalClient
 	// clk is nil unless injected: then due-ness is Redis TIME.
 	clk     clockwork.Clock
-	prefix  string
-	keys    []string // due, data, failing
-	gen     string
-	marker  string
+	keys    keyspace.Space
+	parts   []partition
 	channel string
+	// nextClaim rotates the partition a claim starts its quotas at, so
+	// that a loop with few free workers still serves every partition.
+	nextClaim atomic.Uint32
+	// plan says which partitions a claim asks.
+	plan *claimPlan
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -62,20 +80,19 @@ func WithRedisClock(clock clockwork.Clock) RedisOption {
 	return func(s *RedisStore) { s.clk = clock }
 }
 
-// NewRedisStore returns a store over client whose keys start with prefix
-// ([DefaultRedisPrefix] when empty). The caller keeps ownership of client.
+// NewRedisStore returns a store over client (one Redis or a cluster) whose
+// keys start with prefix ([DefaultRedisPrefix] when empty). The caller
+// keeps ownership of client. It panics on a prefix keyspace.CheckPrefix
+// refuses, as regexp.MustCompile does on a bad pattern: a prefix that
+// comes from input is checked when the input is.
 func NewRedisStore(client redis.UniversalClient, prefix string, opts ...RedisOption) *RedisStore {
-	if prefix == "" {
-		prefix = DefaultRedisPrefix
-	}
-	p := prefix + ":timers:"
+	keys := keyspace.Must(prefix)
 	s := &RedisStore{
 		client:  client,
-		prefix:  prefix,
-		keys:    []string{p + "due", p + "data", p + "failing"},
-		gen:     p + "generation",
-		marker:  p + "marker",
-		channel: p + "wake",
+		keys:    keys,
+		parts:   newPartitions(keys),
+		channel: keys.Key("timers", "wake"),
+		plan:    newClaimPlan(redisPartitions),
 	}
 	for _, o := range opts {
 		o(s)
@@ -105,20 +122,35 @@ func (s *RedisStore) now(roundUp bool) string {
 	return strconv.FormatInt(floorMs(s.clk.Now()), 10)
 }
 
-func (s *RedisStore) markerName() string { return s.marker }
+func (s *RedisStore) part(name string) partition { return s.parts[partitionOf(name)] }
 
-// open writes the marker unless it exists; fresh reports that it did not.
-func (s *RedisStore) open(ctx context.Context) (bool, error) {
-	set, err := s.client.SetNX(ctx, s.marker, markerValue(), 0).Result()
-	if err != nil {
-		return false, fmt.Errorf("write marker %s: %w", s.marker, err)
+// open writes every partition's marker unless it exists, and returns the
+// markers that did not.
+func (s *RedisStore) open(ctx context.Context) ([]string, error) {
+	pipe := s.client.Pipeline()
+	cmds := make([]*redis.BoolCmd, len(s.parts))
+	for i, p := range s.parts {
+		cmds[i] = pipe.SetNX(ctx, p.marker, markerValue(), 0)
 	}
-	return set, nil
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("write markers %s…: %w", s.parts[0].marker, err)
+	}
+	var missing []string
+	for i, c := range cmds {
+		if c.Val() {
+			missing = append(missing, s.parts[i].marker)
+		}
+	}
+	return missing, nil
 }
 
 func (s *RedisStore) resetMarker(ctx context.Context) error {
-	if err := s.client.Set(ctx, s.marker, markerValue(), 0).Err(); err != nil {
-		return fmt.Errorf("write marker %s: %w", s.marker, err)
+	pipe := s.client.Pipeline()
+	for _, p := range s.parts {
+		pipe.Set(ctx, p.marker, markerValue(), 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("write markers %s…: %w", s.parts[0].marker, err)
 	}
 	return nil
 }
@@ -128,20 +160,42 @@ func markerValue() string {
 	return "trellis timers " + time.Now().UTC().Format(time.RFC3339) + " " + rand.Text()[:8]
 }
 
+// ping checks one Redis, or every master of a cluster: the partitions are
+// on all of them.
 func (s *RedisStore) ping(ctx context.Context) error {
-	if err := s.client.Ping(ctx).Err(); err != nil {
+	if err := keyspace.Ping(ctx, s.client); err != nil {
 		return fmt.Errorf("ping redis: %w", err)
 	}
 	return nil
 }
 
+// create counts the timers of the other partitions (one pipelined HLEN
+// each), then runs the create script on the name's partition, which adds
+// its own count, read atomically with the write, and refuses at the limit.
+//
+// How exact the limit is: a create that races no other is refused exactly
+// when the store holds MaxActive timers. Creates of new names that run at
+// the same time in different partitions each count before the others
+// write, so together they can overshoot the limit by at most their number
+// minus one: with k creates in flight at once across all instances, the
+// store holds at most MaxActive+k-1 timers. (Within one partition the
+// script serialises them.) The price is one more round trip per create,
+// the HLENs, sent to every master at once.
 func (s *RedisStore) create(ctx context.Context, r createRequest) (Timer, error) {
 	call, err := encodeCall(r.call)
 	if err != nil {
 		return Timer{}, fmt.Errorf("encode call: %w", err)
 	}
-	res, err := createTimerWithLimit.Run(ctx, s.client, []string{s.keys[0], s.keys[1], s.keys[2], s.gen},
-		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel).Slice()
+	home := partitionOf(r.name)
+	others, err := s.countOthers(ctx, home)
+	if err != nil {
+		return Timer{}, err
+	}
+	p := s.parts[home]
+	res, err := createTimerWithLimit.Run(ctx, s.client, []string{p.keys[0], p.keys[1], p.keys[2], p.gen},
+		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel, others, home).Slice()
+	// Even after an error: the create may have happened.
+	s.plan.expect(home, s.clock().Now().Add(r.delay))
 	if err != nil {
 		return Timer{}, fmt.Errorf("createTimerWithLimit: %w", err)
 	}
@@ -165,108 +219,40 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (Timer, error)
 	}, nil
 }
 
+// countOthers is the number of timers in every partition but skip.
+func (s *RedisStore) countOthers(ctx context.Context, skip int) (int64, error) {
+	pipe := s.client.Pipeline()
+	cmds := make([]*redis.IntCmd, 0, len(s.parts)-1)
+	for i, p := range s.parts {
+		if i != skip {
+			cmds = append(cmds, pipe.HLen(ctx, p.keys[1]))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("count timers (HLEN of each partition): %w", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
 func (s *RedisStore) get(ctx context.Context, name string) (Timer, error) {
-	rec, err := s.client.HGet(ctx, s.keys[1], name).Result()
+	key := s.part(name).keys[1]
+	rec, err := s.client.HGet(ctx, key, name).Result()
 	if errors.Is(err, redis.Nil) {
 		return Timer{}, fmt.Errorf("timer %q: %w", name, ErrNotFound)
 	}
 	if err != nil {
-		return Timer{}, err
+		return Timer{}, fmt.Errorf("HGET %s: %w", key, err)
 	}
 	return decodeRecord(name, rec)
 }
 
 func (s *RedisStore) remove(ctx context.Context, name string) error {
-	if err := deleteTimer.Run(ctx, s.client, s.keys, name).Err(); err != nil {
+	if err := deleteTimer.Run(ctx, s.client, s.part(name).keys, name).Err(); err != nil {
 		return fmt.Errorf("deleteTimer: %w", err)
-	}
-	return nil
-}
-
-func (s *RedisStore) claim(ctx context.Context, max int, lease time.Duration) (claimBatch, error) {
-	res, err := claimDueTimers.Run(ctx, s.client, []string{s.keys[0], s.keys[1], s.keys[2], s.marker},
-		s.now(false), max, max64(durMs(lease), 1)).Slice()
-	if err != nil {
-		return claimBatch{}, fmt.Errorf("claimDueTimers: %w", err)
-	}
-	if len(res) < 3 || len(res)%2 != 1 {
-		return claimBatch{}, fmt.Errorf("claimDueTimers: unexpected reply of %d values", len(res))
-	}
-	head, err := stringFields(res[:2], 2)
-	if err != nil {
-		return claimBatch{}, fmt.Errorf("claimDueTimers: %w", err)
-	}
-	now, err1 := strconv.ParseInt(head[0], 10, 64)
-	wait, err2 := strconv.ParseInt(head[1], 10, 64)
-	marker, ok := res[2].(int64)
-	if err := errors.Join(err1, err2); err != nil || !ok {
-		return claimBatch{}, fmt.Errorf("claimDueTimers: unexpected reply head %v", res[:3])
-	}
-	b := claimBatch{now: time.UnixMilli(now), wait: time.Duration(wait) * time.Millisecond, wiped: marker == 0}
-	if wait < 0 {
-		b.wait = -1
-	}
-	for i := 3; i < len(res); i += 2 {
-		kv, err := stringFields(res[i:i+2], 2)
-		if err != nil {
-			return claimBatch{}, fmt.Errorf("claimDueTimers: %w", err)
-		}
-		t, err := decodeRecord(kv[0], kv[1])
-		if err != nil {
-			// The claim stands; the timer's lease will expire and the
-			// claim script drop it if it still does not parse.
-			return claimBatch{}, fmt.Errorf("claimDueTimers: %w", err)
-		}
-		b.timers = append(b.timers, t)
-	}
-	return b, nil
-}
-
-func (s *RedisStore) complete(ctx context.Context, fs []Firing) ([]bool, error) {
-	args := make([]any, 0, 2*len(fs))
-	for _, f := range fs {
-		args = append(args, f.Name, f.Generation)
-	}
-	res, err := completeTimers.Run(ctx, s.client, s.keys, args...).Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("completeTimers: %w", err)
-	}
-	ok := make([]bool, len(res))
-	for i, v := range res {
-		ok[i] = v == 1
-	}
-	return ok, nil
-}
-
-func (s *RedisStore) fail(ctx context.Context, fs []failure) ([]failOutcome, error) {
-	args := make([]any, 0, 1+5*len(fs))
-	args = append(args, s.now(false))
-	for _, f := range fs {
-		after := int64(-1)
-		if !f.giveUp {
-			after = durMs(f.retryAfter)
-		}
-		args = append(args, f.firing.Name, f.firing.Generation, f.firing.Attempt, after, truncateError(f.err))
-	}
-	res, err := rescheduleFailedTimers.Run(ctx, s.client, s.keys, args...).Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("rescheduleFailedTimers: %w", err)
-	}
-	out := make([]failOutcome, len(res))
-	for i, v := range res {
-		out[i] = failOutcome(v)
-	}
-	return out, nil
-}
-
-func (s *RedisStore) release(ctx context.Context, fs []Firing) error {
-	args := make([]any, 0, 1+3*len(fs))
-	args = append(args, s.now(false))
-	for _, f := range fs {
-		args = append(args, f.Name, f.Generation, f.Attempt)
-	}
-	if err := releaseTimers.Run(ctx, s.client, s.keys, args...).Err(); err != nil {
-		return fmt.Errorf("releaseTimers: %w", err)
 	}
 	return nil
 }
@@ -276,8 +262,10 @@ const subscribeTimeout = 5 * time.Second
 
 // subscribe listens on the wake channel. It returns once Redis confirmed
 // the subscription, so that no create published after that is missed
-// (while connected; a reconnect can lose messages, which IdleCheck
-// covers).
+// (while connected; a reconnect can lose messages, which IdleCheck and
+// the full claim round cover). On a cluster a PUBLISH on any master
+// reaches the subscribers of every node. A message names the partition
+// ("<partition>:<due ms>"), which the next claim asks.
 func (s *RedisStore) subscribe(wake func()) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 	defer cancel()
@@ -290,7 +278,11 @@ func (s *RedisStore) subscribe(wake func()) (func(), error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range ch {
+		for msg := range ch {
+			part, _, _ := strings.Cut(msg.Payload, ":")
+			if i, err := strconv.Atoi(part); err == nil && i >= 0 && i < len(s.parts) {
+				s.plan.touch(i)
+			}
 			wake()
 		}
 	}()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,11 @@ type Scheduler struct {
 	loop *loop // nil when not running
 
 	wiped      atomic.Pointer[WipedError]
-	wipeLogged atomic.Int64 // local UnixNano of the last wipe log line
+	wipeLogged atomic.Int64 // UnixNano of the last wipe log line, on clk
+	// acks counts AcknowledgeWipe calls: a claim that started before the
+	// last one may have seen the markers missing that it wrote again, and
+	// must not report that wipe anew.
+	acks atomic.Int64
 }
 
 // New returns a scheduler over store that runs calls with d. It does not
@@ -196,24 +201,31 @@ func (s *Scheduler) AcknowledgeWipe(ctx context.Context) error {
 	if err := s.store.resetMarker(ctx); err != nil {
 		return fmt.Errorf("acknowledge wipe: %w", err)
 	}
+	s.acks.Add(1)
 	s.wiped.Store(nil)
 	s.metrics.wiped.Set(0)
 	s.log.Warn("timer store wipe acknowledged; the marker is written again")
 	return nil
 }
 
-// noteWiped records and reports a wiped store: at once, then once a
-// minute while it lasts, at error level.
-func (s *Scheduler) noteWiped() {
-	now := time.Now()
+// noteWiped records and reports a wiped store (the markers that are
+// gone), seen by a claim that started when acks was ackSeen: at once, then
+// once a minute while it lasts, at error level. Both are on the scheduler's
+// clock, like every other time it keeps.
+func (s *Scheduler) noteWiped(markers []string, ackSeen int64) {
+	if ackSeen != s.acks.Load() {
+		return // acknowledged since the claim looked
+	}
+	now := s.clk.Now()
 	if s.wiped.Load() == nil {
-		s.wiped.CompareAndSwap(nil, &WipedError{Marker: s.store.markerName(), DetectedAt: now})
+		s.wiped.CompareAndSwap(nil, &WipedError{Marker: strings.Join(markers, ", "), DetectedAt: now})
 		s.metrics.wiped.Set(1)
 	}
 	last := s.wipeLogged.Load()
 	if now.UnixNano()-last >= int64(time.Minute) && s.wipeLogged.CompareAndSwap(last, now.UnixNano()) {
 		s.log.Error("TIMER STORE WIPED: every timer stored before this moment is lost; "+
-			"the store was flushed or restarted without persistence. /readyz fails until acknowledged",
+			"the store was flushed or restarted without persistence. /readyz fails until acknowledged "+
+			"(POST /admin/timers/wipe/acknowledge, or Scheduler.AcknowledgeWipe)",
 			"err", s.wiped.Load())
 	}
 }
@@ -231,13 +243,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if s.loop != nil {
 		return errors.New("timers: Start: the scheduler is running already")
 	}
-	fresh, err := s.store.open(ctx)
+	missing, err := s.store.open(ctx)
 	if err != nil {
 		return fmt.Errorf("timers: start: %w", err)
 	}
-	if fresh {
+	if len(missing) > 0 {
 		s.log.Warn("timer store had no marker: it is new, or it was wiped while no instance was running "+
-			"(then the timers stored before are lost)", "marker", s.store.markerName())
+			"(then the timers stored before are lost); on a cluster, only the partitions named lost theirs",
+			"markers", missing)
 	}
 	l, err := startLoop(s)
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 
 // Store is where timers live: a [MemoryStore] (the embedded default, one
 // process) or a [RedisStore] (durable, shared by every instance on one
-// Redis). Both pass the same conformance suite.
+// Redis or Redis Cluster). Both pass the same conformance suite, the Redis
+// store on one Redis and on a cluster.
 //
 // The interface is sealed: its methods are the private protocol between
 // the scheduler and its storage (claims, leases, settling), which is not
@@ -28,9 +29,10 @@ type backend interface {
 	// clock is what the loop sleeps on and what a fake clock in tests
 	// drives; due-ness itself is decided by the store.
 	clock() clockwork.Clock
-	// open prepares the store for a running scheduler (the marker key)
-	// and reports whether the store had to be initialised.
-	open(ctx context.Context) (fresh bool, err error)
+	// open prepares the store for a running scheduler (the marker keys)
+	// and returns the markers it had to write: all of them for a new
+	// store, some when part of it was wiped while no scheduler ran.
+	open(ctx context.Context) (missing []string, err error)
 	// create stores a timer due delay from now, replacing one of the same
 	// name, unless that would make more than maxActive timers (a
 	// *LimitError). If the timer is now the earliest, it wakes the other
@@ -44,7 +46,9 @@ type backend interface {
 	stats(ctx context.Context) (storeStats, error)
 	// claim takes up to max due timers under a lease of the given length:
 	// each gets Attempts+1, LastAttemptAt = now, and is hidden from other
-	// claims until the lease expires.
+	// claims until the lease expires. With an error the batch may still
+	// hold timers claimed from the part of the store that answered: they
+	// are claimed, and must be run.
 	claim(ctx context.Context, max int, lease time.Duration) (claimBatch, error)
 	// complete removes the timers whose call succeeded, unless they were
 	// replaced or deleted meanwhile (then it leaves them: ok false).
@@ -60,9 +64,7 @@ type backend interface {
 	// subscribe calls wake whenever another scheduler sharing the store
 	// created a timer that is now the earliest; cancel stops it and waits.
 	subscribe(wake func()) (cancel func(), err error)
-	// markerName names what wipe detection watches, for messages.
-	markerName() string
-	// resetMarker writes the marker again after a wipe was acknowledged.
+	// resetMarker writes the markers again after a wipe was acknowledged.
 	resetMarker(ctx context.Context) error
 	ping(ctx context.Context) error
 }
@@ -84,8 +86,13 @@ type claimBatch struct {
 	wait time.Duration
 	// timers are the claimed timers: Attempts already counts this call.
 	timers []Timer
-	// wiped is true when the marker written by open is gone.
-	wiped bool
+	// leaseExpired[i] is true when timers[i] was claimed again because
+	// the lease of its previous call expired with no outcome recorded (the
+	// instance running it died, stalled, or could not reach the store):
+	// that call may have run, so this one may be its duplicate.
+	leaseExpired []bool
+	// wiped names the markers written by open that are gone.
+	wiped []string
 }
 
 type failure struct {

@@ -32,9 +32,11 @@ type Timer struct {
 	// LastAttemptAt is when the last call started; zero if none has.
 	LastAttemptAt time.Time
 	// Generation identifies this creation of the timer: every Create gets a
-	// new one from a store-wide counter, so a generation seen once never
-	// comes back, not even after a delete and a re-create under the same
-	// name.
+	// new one from a counter that only grows (the counter of the name's
+	// partition in the Redis store, where a name always lives in the same
+	// partition; store-wide in the memory store), so a generation seen once
+	// for a name never comes back, not even after a delete and a re-create
+	// under that name. Timers of different names may share one.
 	Generation uint64
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
@@ -43,6 +44,15 @@ func (l *loop) worker() {
 func (l *loop) call(j job) result {
 	f := firingOf(j.t)
 	m := l.s.metrics
+	if j.leaseExpired {
+		m.leaseExpired.Inc()
+	}
+	// Every firing, so that a callee that sees a timer twice can tell a
+	// retry or a re-run after a lost lease (same generation, next attempt)
+	// from a replaced timer (new generation).
+	l.s.log.LogAttrs(l.callCtx, slog.LevelDebug, "timer firing",
+		slog.String("timer", f.Name), slog.Uint64("generation", f.Generation), slog.Int("attempt", f.Attempt),
+		slog.Bool("leaseExpired", j.leaseExpired))
 	m.lateness.Observe((j.storeNow.Sub(j.t.DueAt) + l.s.clk.Since(j.claimedAt)).Seconds())
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
@@ -58,9 +68,11 @@ func (l *loop) call(j job) result {
 		return result{t: j.t, firing: f, released: true}
 	}
 	label := classify(err)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if (label == resultError || label == resultFailure) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// Whatever the callee made of its context ending, the cause is
-		// the timeout.
+		// the timeout. A call refused before it ran (no such component or
+		// method, a bad argument) or a panic keeps its own reason: the
+		// deadline passing meanwhile is a coincidence of a slow machine.
 		err, label = fmt.Errorf("call timed out after %v: %w", l.cfg.CallTimeout, err), resultTimeout
 	}
 	m.fired.WithLabelValues(label).Inc()

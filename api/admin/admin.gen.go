@@ -16,22 +16,22 @@ import (
 
 // FieldError One invalid field of a request.
 //
-// Example: {"field":"by","message":"is required"}
+// Example: {"field":"limit","message":"must be from 1 to 1000"}
 type FieldError struct {
-	// Field The field's name as the request spells it: a JSON path such as `by` or `items[2].name`, or the name of a path parameter.
+	// Field The field's name as the request spells it: a JSON path such as `items[2].name`, or the name of a path or query parameter.
 	//
-	// Example: by
+	// Example: limit
 	Field string `json:"field"`
 
 	// Message What is wrong with it.
 	//
-	// Example: is required
+	// Example: must be from 1 to 1000
 	Message string `json:"message"`
 }
 
 // Problem An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type Problem struct {
 	// CorrelationId On server errors: the request id (also the `X-Request-Id` response header), under which the server logged the details.
 	//
@@ -48,7 +48,7 @@ type Problem struct {
 
 	// Instance The path of the request that failed.
 	//
-	// Example: /counters/visits-home/increase
+	// Example: /admin/timers
 	Instance string `json:"instance,omitempty,omitzero"`
 
 	// Status The HTTP status code.
@@ -165,46 +165,50 @@ type TimerStats struct {
 	Limit int `json:"limit"`
 }
 
-// CounterID defines model for CounterID.
-type CounterID = string
-
-// OrderID defines model for OrderID.
-type OrderID = string
-
 // AdminDisabled An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type AdminDisabled = Problem
 
 // InternalError An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type InternalError = Problem
+
+// InvalidQuery An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type InvalidQuery = Problem
 
 // InvalidTimerQuery An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type InvalidTimerQuery = Problem
 
 // MethodNotAllowed An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type MethodNotAllowed = Problem
 
 // Timeout An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type Timeout = Problem
 
 // TimerNotFound An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type TimerNotFound = Problem
 
 // Unauthorized An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
-// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type Unauthorized = Problem
+
+// Unavailable An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type Unavailable = Problem
 
 // ListTimersParams defines parameters for ListTimers.
 type ListTimersParams struct {
@@ -232,6 +236,9 @@ type ServerInterface interface {
 	// GetTimerStats Timer statistics
 	// (GET /admin/timers/stats)
 	GetTimerStats(w http.ResponseWriter, r *http.Request)
+	// AcknowledgeWipe Acknowledge a wiped timer store
+	// (POST /admin/timers/wipe/acknowledge)
+	AcknowledgeWipe(w http.ResponseWriter, r *http.Request)
 	// DeleteTimer Delete a timer
 	// (DELETE /admin/timers/{name})
 	DeleteTimer(w http.ResponseWriter, r *http.Request, name string)
@@ -253,6 +260,12 @@ func (_ Unimplemented) ListTimers(w http.ResponseWriter, r *http.Request, params
 // GetTimerStats Timer statistics
 // (GET /admin/timers/stats)
 func (_ Unimplemented) GetTimerStats(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AcknowledgeWipe Acknowledge a wiped timer store
+// (POST /admin/timers/wipe/acknowledge)
+func (_ Unimplemented) AcknowledgeWipe(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -367,6 +380,20 @@ func (siw *ServerInterfaceWrapper) GetTimerStats(w http.ResponseWriter, r *http.
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetTimerStats(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AcknowledgeWipe operation middleware
+func (siw *ServerInterfaceWrapper) AcknowledgeWipe(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AcknowledgeWipe(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -552,6 +579,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/admin/timers/{name}", wrapper.GetTimer)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/timers/wipe/acknowledge", wrapper.AcknowledgeWipe)
 	})
 
 	return r

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,8 +20,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/api"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/samples/contract"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 func TestMain(m *testing.M) {
@@ -32,38 +33,36 @@ func TestMain(m *testing.M) {
 func TestSetup(t *testing.T) {
 	tests := []struct {
 		name string               // case name
-		opts []trellis.TestOption // the store
+		opts []trellistest.Option // the store
 	}{
 		{name: "memory"},
-		{name: "redis", opts: []trellis.TestOption{trellis.WithRedisURL(testenv.RedisURL(t))}},
+		{name: "redis", opts: []trellistest.Option{trellistest.WithRedisURL(trellistest.RedisURL(t))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := trellis.StartTest(t, setup(defaultSamples()), tt.opts...)
+			opts := append(tt.opts, trellistest.WithServiceOptions(trellis.WithContract(contract.Spec)))
+			ts := trellistest.Start(t, setup(&samples{}), opts...)
 			resp := ts.Post(t, "/counters/setup-check/increase", map[string]int{"by": 2})
-			var c api.Counter
+			var c contract.Counter
 			resp.JSON(t, &c)
 			if resp.Status != http.StatusOK || c.Value != 2 {
 				t.Fatalf("POST increase: %d %s", resp.Status, resp.Body)
 			}
 			// The order sample: its entity, timed action and timer are wired.
 			resp = ts.Post(t, "/orders", map[string]any{"item": "setup-check", "quantity": 1})
-			var o api.Order
+			var o contract.Order
 			resp.JSON(t, &o)
 			if resp.Status != http.StatusCreated || !o.Placed {
 				t.Fatalf("POST /orders: %d %s", resp.Status, resp.Body)
 			}
-			// Past the expiry by more than the store's millisecond rounding;
-			// then a second more on each poll, in case the scheduler's loop
-			// had not yet armed its timer on the test clock when it moved.
-			ts.Clock.Advance(defaultOrderExpiry + time.Second)
-			deadline := time.Now().Add(10 * time.Second)
-			for ts.Get(t, "/orders/"+o.Id).Status != http.StatusNotFound {
-				if time.Now().After(deadline) {
-					t.Fatal("the order did not expire within 10 s (real time) of its expiry on the test clock")
-				}
-				time.Sleep(10 * time.Millisecond)
-				ts.Clock.Advance(time.Second)
+			// Exactly the expiry: the timer is due, runs and cancels the order.
+			ts.AdvanceTimers(t, defaultOrderExpiry)
+			if resp := ts.Get(t, "/orders/"+o.Id); resp.Status != http.StatusNotFound {
+				t.Fatalf("GET the expired order: %d %s, want 404", resp.Status, resp.Body)
+			}
+			// The server serves the samples' contract.
+			if resp := ts.Get(t, "/openapi.yaml"); resp.Status != http.StatusOK || string(resp.Body) != string(contract.Spec) {
+				t.Fatalf("GET /openapi.yaml: %d, %d bytes; want the samples' contract", resp.Status, len(resp.Body))
 			}
 		})
 	}
@@ -215,9 +214,10 @@ func runHealthcheck(bin, addr string) ([]byte, error) {
 func TestBinaryInvalidConfig(t *testing.T) {
 	bin := buildServer(t)
 	tests := []struct {
-		name string // case name
-		env  string // the bad setting
-		want string // the variable the message must name
+		name string   // case name
+		env  string   // the bad setting, as a variable
+		args []string // or as flags
+		want string   // what the message must name
 	}{
 		{name: "log level", env: "TRELLIS_LOG_LEVEL=verbose", want: "TRELLIS_LOG_LEVEL"},
 		{name: "redis URL", env: "TRELLIS_REDIS_URL=http://nope", want: "TRELLIS_REDIS_URL"},
@@ -227,12 +227,14 @@ func TestBinaryInvalidConfig(t *testing.T) {
 		{name: "order expiry not a duration", env: "TRELLIS_ORDER_EXPIRY=10", want: "TRELLIS_ORDER_EXPIRY"},
 		{name: "order expiry zero", env: "TRELLIS_ORDER_EXPIRY=0s", want: "TRELLIS_ORDER_EXPIRY"},
 		{name: "order expiry negative", env: "TRELLIS_ORDER_EXPIRY=-5s", want: "TRELLIS_ORDER_EXPIRY"},
+		{name: "order expiry flag", env: "", args: []string{"-order-expiry", "soon"}, want: "TRELLIS_ORDER_EXPIRY (-order-expiry)"},
+		{name: "unknown flag", env: "", args: []string{"-nope"}, want: "flag provided but not defined: -nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin)
+			cmd := exec.CommandContext(ctx, bin, tt.args...)
 			cmd.Env = cleanEnv(tt.env)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
@@ -265,4 +267,41 @@ func call(t *testing.T, c *http.Client, method, url, body string) (int, string) 
 		t.Fatal(fmt.Errorf("read %s %s: %w", method, url, err))
 	}
 	return resp.StatusCode, string(b)
+}
+
+// goList runs go list with args in the module and returns its lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// The server binary links no test code: neither package testing nor a
+// test kit (trellistest, internal/testenv).
+func TestServerLinksNoTesting(t *testing.T) {
+	deps := goList(t, "-deps", ".")
+	if !slices.Contains(deps, "github.com/trellis-go/trellis") {
+		t.Fatalf("go list -deps does not list package trellis: %v", deps)
+	}
+	for _, dep := range deps {
+		if dep == "testing" || strings.HasSuffix(dep, "/trellistest") || strings.HasSuffix(dep, "/internal/testenv") {
+			t.Errorf("the server binary links %s", dep)
+		}
+	}
+}
+
+// The samples and their server are written like an outside application:
+// they import no internal package of Trellis, in their code or tests.
+func TestSamplesImportNoInternalPackage(t *testing.T) {
+	const format = "{{.ImportPath}}: {{.Imports}} {{.TestImports}} {{.XTestImports}}"
+	for _, line := range goList(t, "-f", format, ".", "github.com/trellis-go/trellis/samples/...") {
+		if strings.Contains(line, "github.com/trellis-go/trellis/internal/") {
+			t.Errorf("imports an internal package: %s", line)
+		}
+	}
 }

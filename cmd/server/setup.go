@@ -2,18 +2,20 @@ package main
 
 import (
 	"fmt"
-	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/samples/ordering"
 )
 
-// endpoints is the server's implementation of the routes generated from
-// the contract: one embedded endpoint per sample, each serving its own
-// operations of api.ServerInterface. A sample's routes are added by
-// embedding its endpoint here and starting its components in setup.
+// endpoints is the server's implementation of the samples' contract: one
+// embedded endpoint per sample, each serving its own operations of
+// contract.ServerInterface. A sample's routes are added by embedding its
+// endpoint here and starting its components in setup.
 type endpoints struct {
 	*counterRoutes
 	*orderRoutes
@@ -26,39 +28,43 @@ type (
 	orderRoutes   = ordering.Endpoint
 )
 
-var _ api.ServerInterface = endpoints{}
+var _ contract.ServerInterface = endpoints{}
 
-// samples is the samples' configuration, from the environment.
+// samples are the samples' settings, as their flags leave them.
 type samples struct {
-	// orderExpiry is how long an order waits for its confirmation.
-	orderExpiry time.Duration
+	// orderExpiry is the text of -order-expiry (TRELLIS_ORDER_EXPIRY).
+	orderExpiry string
 }
 
-// defaultSamples is the samples' configuration with nothing set.
-func defaultSamples() samples { return samples{orderExpiry: defaultOrderExpiry} }
-
-// setup returns the Setup that starts the samples' components on the host
-// and returns their endpoints.
-func setup(s samples) trellis.Setup {
-	return func(h *trellis.Host) (api.ServerInterface, error) {
+// setup returns the Setup that checks the samples' settings s, starts
+// their components on the host and mounts their endpoints. An invalid
+// setting is a *trellis.ConfigError, which trellis.Run answers with exit
+// code 2.
+func setup(s *samples) trellis.Setup {
+	return func(h *trellis.Host, r chi.Router) error {
+		expiry, err := parseOrderExpiry(s.orderExpiry)
+		if err != nil {
+			return err
+		}
 		if _, err := counter.Entity.Start(h.Entities()); err != nil {
-			return nil, fmt.Errorf("start the counter sample: %w", err)
+			return fmt.Errorf("start the counter sample: %w", err)
 		}
 		// The timed action before any timer can fire: the scheduler starts
 		// only once setup has returned.
 		if _, err := ordering.Orders.Start(h.Entities()); err != nil {
-			return nil, fmt.Errorf("start the order sample's entity: %w", err)
+			return fmt.Errorf("start the order sample's entity: %w", err)
 		}
 		if _, err := ordering.TimedAction.Start(h.Client); err != nil {
-			return nil, fmt.Errorf("start the order sample's timed action: %w", err)
+			return fmt.Errorf("start the order sample's timed action: %w", err)
 		}
-		orders, err := ordering.NewEndpoint(h.Client, h.Timers, s.orderExpiry)
+		orders, err := ordering.NewEndpoint(h.Client, h.Timers, expiry)
 		if err != nil {
-			return nil, fmt.Errorf("start the order sample: %w", err)
+			return fmt.Errorf("start the order sample: %w", err)
 		}
-		return endpoints{
+		contract.HandlerWithOptions(endpoints{
 			counterRoutes: counter.NewEndpoint(h.Client),
 			orderRoutes:   orders,
-		}, nil
+		}, contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
+		return nil
 	}
 }

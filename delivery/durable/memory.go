@@ -22,13 +22,14 @@ func NewMemory[A any]() *Memory[A] { return &Memory[A]{state: EmptyState[A]()} }
 
 var _ Queue[int] = (*Memory[int])(nil)
 
-// LoadState returns a copy of the state.
+// LoadState returns a copy of the state, in a new incarnation.
 func (q *Memory[A]) LoadState(ctx context.Context) (State[A], error) {
 	if err := ctx.Err(); err != nil {
 		return State[A]{}, fmt.Errorf("memory queue: load state: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.state.Incarnation++
 	s := q.state
 	s.Confirmed = maps.Clone(s.Confirmed)
 	s.Unconfirmed = slices.Clone(s.Unconfirmed)

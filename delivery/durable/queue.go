@@ -29,7 +29,12 @@ var ErrUnexpectedSeqNr = errors.New("durable: unexpected sequence number")
 // and retries it when the deadline passes.
 type Queue[A any] interface {
 	// LoadState returns what was stored, or [EmptyState] for a queue that
-	// has never been written.
+	// has never been written, and starts a new incarnation: the returned
+	// State.Incarnation is higher than any an earlier LoadState of the
+	// queue returned (a load that failed may still have used up a number).
+	// A producer controller loads once, when it starts, so the number
+	// orders the producer controllers of one producer id: consumers go by
+	// it never to go back to an earlier one.
 	LoadState(ctx context.Context) (State[A], error)
 
 	// StoreMessageSent stores m if m.SeqNr is the queue's current sequence
@@ -96,6 +101,9 @@ type State[A any] struct {
 	// Unconfirmed are the stored messages not yet confirmed, by sequence
 	// number.
 	Unconfirmed []MessageSent[A]
+	// Incarnation numbers the loads of the queue, from 1 (see
+	// Queue.LoadState); 0 in a state that was not loaded.
+	Incarnation uint64
 }
 
 // EmptyState is the state of a queue that has never been written:

@@ -4,10 +4,12 @@
 // survives the producer's process.
 //
 // Each queue lives under one key prefix (one per producer id) in four keys
-// that share a hash tag, so they sit in one cluster slot and every write is
-// one atomic Lua script:
+// that share a hash tag (package keyspace's convention), so they sit in one
+// cluster slot and every write is one atomic Lua script, while the queues
+// of different producers land in different slots and spread over a
+// cluster's masters:
 //
-//	{prefix}:meta        hash: current (next seqNr), highest (confirmed), partialFrom/partialQualifier
+//	{prefix}:meta        hash: current (next seqNr), highest (confirmed), partialFrom/partialQualifier, incarnation (loads)
 //	{prefix}:confirmed   hash: qualifier -> "seqNr:unixMillis"
 //	{prefix}:qualifiers  set of the qualifiers with stored messages
 //	{prefix}:q:QUALIFIER sorted set of the unconfirmed messages of one qualifier, scored by seqNr
@@ -31,6 +33,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/internal/keyspace"
 )
 
 // Client is what the queue needs of a go-redis client: *redis.Client,
@@ -64,14 +67,16 @@ func New[A any](client Client, prefix string, codec durable.Codec[A]) (*Queue[A]
 	if codec == nil {
 		codec = durable.JSON[A]{}
 	}
-	tag := "{" + prefix + "}"
+	tag := keyspace.Tag(prefix)
 	return &Queue[A]{
 		client: client, codec: codec, prefix: prefix,
 		meta: tag + ":meta", confirmed: tag + ":confirmed", qualifiers: tag + ":qualifiers",
 	}, nil
 }
 
-func (q *Queue[A]) messagesKey(qualifier string) string { return "{" + q.prefix + "}:q:" + qualifier }
+func (q *Queue[A]) messagesKey(qualifier string) string {
+	return keyspace.Tag(q.prefix) + ":q:" + qualifier
+}
 
 //go:embed store_sent.lua
 var storeSentSrc string
@@ -124,7 +129,8 @@ func (q *Queue[A]) StoreMessageConfirmed(ctx context.Context, seqNr durable.SeqN
 }
 
 // LoadState reads the state in one transaction for the hashes and the set,
-// then the unconfirmed messages of each qualifier. A single writer (the
+// which also counts the load as a new incarnation, then the unconfirmed
+// messages of each qualifier. A single writer (the
 // contract's one producer controller, which is not running yet) keeps the
 // two reads consistent.
 func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
@@ -133,7 +139,9 @@ func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 	}
 	var meta, confirmed *redis.MapStringStringCmd
 	var quals *redis.StringSliceCmd
+	var incarnation *redis.IntCmd
 	_, err := q.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		incarnation = p.HIncrBy(ctx, q.meta, "incarnation", 1)
 		meta = p.HGetAll(ctx, q.meta)
 		confirmed = p.HGetAll(ctx, q.confirmed)
 		quals = p.SMembers(ctx, q.qualifiers)
@@ -143,6 +151,7 @@ func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 		return fail(err)
 	}
 	s := durable.EmptyState[A]()
+	s.Incarnation = uint64(incarnation.Val())
 	if v, ok := meta.Val()["current"]; ok {
 		if s.CurrentSeqNr, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return fail(fmt.Errorf("meta current %q: %w", v, err))

@@ -21,13 +21,20 @@ const RedisURLEnv = "TRELLIS_TEST_REDIS_URL"
 // is empty it fails the test with a message that says how to run it.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv(RedisURLEnv)
-	if url == "" {
-		t.Fatal("this test needs a real Redis: run it with `make test` " +
-			"(or `bash scripts/test.sh`), which starts a throwaway Redis, " +
-			"or set " + RedisURLEnv + "=redis://127.0.0.1:PORT/0")
+	return requireEnv(t, RedisURLEnv, "a real Redis", "a throwaway Redis", "redis://127.0.0.1:PORT/0")
+}
+
+// requireEnv returns the variable name, or fails the test saying that it
+// needs what, that the test command starts a throwaway one, and what to
+// set the variable to instead.
+func requireEnv(t testing.TB, name, what, throwaway, example string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Fatal("this test needs " + what + ": run it with `make test` (or `bash scripts/test.sh`), " +
+			"which starts " + throwaway + ", or set " + name + "=" + example)
 	}
-	return url
+	return v
 }
 
 // Redis returns a client for the Redis at RedisURL, after checking with a

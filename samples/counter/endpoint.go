@@ -5,10 +5,11 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/samples/contract"
 )
 
 // Endpoint serves the counter routes of the contract (GetCounter,
-// IncreaseCounter and DeleteCounter of api.ServerInterface) by invoking
+// IncreaseCounter and DeleteCounter of contract.ServerInterface) by invoking
 // the counter entity through the component client. Start the entity on the
 // same client first.
 type Endpoint struct {
@@ -20,11 +21,11 @@ func NewEndpoint(client *components.Client) *Endpoint { return &Endpoint{client:
 
 // IncreaseCounter handles POST /counters/{id}/increase: body {"by": N}
 // with N from 1 to 1,000,000; replies with the new counter.
-func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id api.CounterID) {
+func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if !checkID(w, r, id) {
 		return
 	}
-	var body api.CounterIncrease
+	var body contract.CounterIncrease
 	if err := api.Decode(r, &body); err != nil {
 		api.WriteError(w, r, err)
 		return
@@ -34,7 +35,7 @@ func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id ap
 }
 
 // GetCounter handles GET /counters/{id}.
-func (e *Endpoint) GetCounter(w http.ResponseWriter, r *http.Request, id api.CounterID) {
+func (e *Endpoint) GetCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if !checkID(w, r, id) {
 		return
 	}
@@ -44,7 +45,7 @@ func (e *Endpoint) GetCounter(w http.ResponseWriter, r *http.Request, id api.Cou
 
 // DeleteCounter handles DELETE /counters/{id}: replies with the counter's
 // last state.
-func (e *Endpoint) DeleteCounter(w http.ResponseWriter, r *http.Request, id api.CounterID) {
+func (e *Endpoint) DeleteCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if !checkID(w, r, id) {
 		return
 	}
@@ -59,7 +60,7 @@ func reply(w http.ResponseWriter, r *http.Request, c Counter, err error) {
 		api.WriteError(w, r, err)
 		return
 	}
-	api.WriteJSON(w, r, http.StatusOK, api.Counter{Id: c.ID, Value: c.Value})
+	api.WriteJSON(w, r, http.StatusOK, contract.Counter{Id: c.ID, Value: c.Value})
 }
 
 // MaxIDLen is the longest counter id.

@@ -27,7 +27,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/samples/contract"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // binDir holds the server binary for the package run; TestMain removes it.
@@ -106,7 +108,7 @@ const defaultPrefix = "trellis"
 func redisDB(t *testing.T, otherPrefixes ...string) string {
 	t.Helper()
 	prefixes := append([]string{defaultPrefix}, otherPrefixes...)
-	base := testenv.RedisURL(t)
+	base := trellistest.RedisURL(t)
 	var db int
 	select {
 	case db = <-redisDBs:
@@ -116,14 +118,14 @@ func redisDB(t *testing.T, otherPrefixes ...string) string {
 	u, err := url.Parse(base)
 	if err != nil {
 		redisDBs <- db
-		t.Fatalf("%s: %v", testenv.RedisURLEnv, err)
+		t.Fatalf("%s: %v", trellistest.RedisURLEnv, err)
 	}
 	u.Path = "/" + strconv.Itoa(db)
 	dbURL := u.String()
 	opts, err := redis.ParseURL(dbURL)
 	if err != nil {
 		redisDBs <- db
-		t.Fatalf("%s with database %d: %v", testenv.RedisURLEnv, db, err)
+		t.Fatalf("%s with database %d: %v", trellistest.RedisURLEnv, db, err)
 	}
 	client := redis.NewClient(opts)
 	if err := clearKeys(client, prefixes); err != nil {
@@ -171,12 +173,61 @@ func keysUnder(ctx context.Context, c *redis.Client, prefix string) ([]string, e
 	return keys, iter.Err()
 }
 
+// keysAt lists the keys under prefix (see keysUnder) in the Redis database
+// at url, failing the test if it cannot.
+func keysAt(t *testing.T, url, prefix string) []string {
+	t.Helper()
+	keys, _ := scanAt(t, url, prefix, false)
+	return keys
+}
+
+// documentsAt is keysAt for entity keys, leaving out the tombstones a
+// delete leaves (a hash with only the last revision, so that a re-created
+// entity never gets a revision again): the documents that still exist.
+func documentsAt(t *testing.T, url, prefix string) []string {
+	t.Helper()
+	_, docs := scanAt(t, url, prefix, true)
+	return docs
+}
+
+// scanAt lists the keys under prefix and, when docs is set, those of them
+// that hold an entity document.
+func scanAt(t *testing.T, url, prefix string, docs bool) (keys, documents []string) {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	keys, err = keysUnder(ctx, rdb, prefix)
+	if err != nil {
+		t.Fatalf("SCAN %s:*: %v", prefix, err)
+	}
+	if !docs {
+		return keys, nil
+	}
+	for _, k := range keys {
+		has, err := rdb.HExists(ctx, k, "data").Result()
+		if err != nil {
+			t.Fatalf("HEXISTS %s data: %v", k, err)
+		}
+		if has {
+			documents = append(documents, k)
+		}
+	}
+	return keys, documents
+}
+
 // serverConfig is how a test server is started.
 type serverConfig struct {
 	redisURL   string        // the test's database, from redisDB
 	expiry     time.Duration // TRELLIS_ORDER_EXPIRY
 	adminToken string        // TRELLIS_ADMIN_TOKEN
 	prefix     string        // TRELLIS_REDIS_PREFIX ("": unset, the default); give it to redisDB too
+	clusterURL string        // TRELLIS_REDIS_CLUSTER_URL, instead of redisURL when set
 }
 
 // newServerConfig is a configuration on a database of the test's own, with
@@ -207,9 +258,13 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 	env := []string{
 		"TRELLIS_HTTP_ADDR=127.0.0.1:0",
 		"TRELLIS_LOG_LEVEL=info",
-		"TRELLIS_REDIS_URL=" + cfg.redisURL,
 		"TRELLIS_ORDER_EXPIRY=" + cfg.expiry.String(),
 		"TRELLIS_ADMIN_TOKEN=" + cfg.adminToken,
+	}
+	if cfg.clusterURL != "" {
+		env = append(env, "TRELLIS_REDIS_CLUSTER_URL="+cfg.clusterURL)
+	} else {
+		env = append(env, "TRELLIS_REDIS_URL="+cfg.redisURL)
 	}
 	if cfg.prefix != "" {
 		env = append(env, "TRELLIS_REDIS_PREFIX="+cfg.prefix)
@@ -349,11 +404,14 @@ type client struct {
 }
 
 // newClient makes a keep-alive client whose connections are closed when the
-// test ends.
+// test ends, and whose responses are validated against the contracts.
 func newClient(t *testing.T, adminToken string) *client {
 	tr := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: 30 * time.Second}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &client{t: t, http: &http.Client{Transport: tr, Timeout: 15 * time.Second}, token: adminToken}
+	// Every response is checked against the contracts: a status or a body
+	// they do not describe fails the test.
+	checked := trellistest.CheckContracts(t, tr, contract.Spec, api.Spec)
+	return &client{t: t, http: &http.Client{Transport: checked, Timeout: 15 * time.Second}, token: adminToken}
 }
 
 // response is a response read in full.

@@ -9,7 +9,6 @@ package ordering_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -22,9 +21,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/ordering"
 )
 
@@ -35,21 +34,21 @@ const fireMargin = 15 * time.Second
 
 // place posts an order to base and checks the 201: a fresh UUID, the order
 // placed and unconfirmed with what was asked, and its Location.
-func place(t *testing.T, c *client, base, item string, quantity int) api.Order {
+func place(t *testing.T, c *client, base, item string, quantity int) contract.Order {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"item": item, "quantity": quantity})
 	r := c.do(http.MethodPost, base+"/orders", string(body))
 	if r == nil || r.status != http.StatusCreated {
 		t.Fatalf("POST /orders: %v, want 201", r)
 	}
-	var o api.Order
+	var o contract.Order
 	if err := json.Unmarshal(r.body, &o); err != nil {
 		t.Fatalf("POST /orders: body %s: %v", r.body, err)
 	}
 	if _, err := uuid.Parse(o.Id); err != nil || len(o.Id) != 36 {
 		t.Fatalf("POST /orders: id %q is not a UUID", o.Id)
 	}
-	want := api.Order{Id: o.Id, Placed: true, Item: item, Quantity: quantity}
+	want := contract.Order{Id: o.Id, Placed: true, Item: item, Quantity: quantity}
 	if o != want {
 		t.Fatalf("POST /orders: %+v, want %+v", o, want)
 	}
@@ -60,12 +59,12 @@ func place(t *testing.T, c *client, base, item string, quantity int) api.Order {
 }
 
 // getOrder reads an order: the status, and the order on a 200.
-func getOrder(c *client, base, id string) (int, api.Order) {
+func getOrder(c *client, base, id string) (int, contract.Order) {
 	r := c.do(http.MethodGet, base+"/orders/"+id, "")
 	if r == nil {
-		return 0, api.Order{}
+		return 0, contract.Order{}
 	}
-	var o api.Order
+	var o contract.Order
 	if r.status == http.StatusOK {
 		if err := json.Unmarshal(r.body, &o); err != nil {
 			c.t.Errorf("GET /orders/%s: body %s: %v", id, r.body, err)
@@ -206,7 +205,7 @@ func TestE2EConfirmedOrderStays(t *testing.T) {
 	o := place(t, c, s.base, "Pizza Diavola", 2)
 	wantTimer(t, c, s.base, o.Id)
 	r := c.do(http.MethodPost, s.base+"/orders/"+o.Id+"/confirm", "")
-	var confirmed api.Order
+	var confirmed contract.Order
 	if r == nil || r.status != http.StatusOK || json.Unmarshal(r.body, &confirmed) != nil || !confirmed.Confirmed || !confirmed.Placed {
 		t.Fatalf("confirm: %v, want 200 with the confirmed order", r)
 	}
@@ -240,18 +239,18 @@ func TestE2ECancelAndConfirm(t *testing.T) {
 	c := newClient(t, cfg.adminToken)
 
 	tests := []struct {
-		name          string                 // the case
-		state         string                 // the order before: "none" (never placed), "placed" or "confirmed"
-		cmd           string                 // the command posted: "cancel" or "confirm"
-		wantStatus    int                    // the command's HTTP status
-		wantOutcome   api.OrderResultOutcome // cancel's outcome; "" for confirm
-		wantMessage   string                 // cancel's message or confirm's problem detail; %s is the id
-		wantGet       int                    // the status of GET /orders/{id} afterwards
-		wantConfirmed bool                   // the order is confirmed afterwards (when it is there)
+		name          string                      // the case
+		state         string                      // the order before: "none" (never placed), "placed" or "confirmed"
+		cmd           string                      // the command posted: "cancel" or "confirm"
+		wantStatus    int                         // the command's HTTP status
+		wantOutcome   contract.OrderResultOutcome // cancel's outcome; "" for confirm
+		wantMessage   string                      // cancel's message or confirm's problem detail; %s is the id
+		wantGet       int                         // the status of GET /orders/{id} afterwards
+		wantConfirmed bool                        // the order is confirmed afterwards (when it is there)
 	}{
-		{"cancel placed", "placed", "cancel", 200, api.OutcomeOK, "", 404, false},
-		{"cancel never placed", "none", "cancel", 200, api.OutcomeNotFound, "No order found for %s", 404, false},
-		{"cancel confirmed", "confirmed", "cancel", 200, api.OutcomeInvalid, "Cannot cancel an already confirmed order", 200, true},
+		{"cancel placed", "placed", "cancel", 200, contract.OutcomeOK, "", 404, false},
+		{"cancel never placed", "none", "cancel", 200, contract.OutcomeNotFound, "No order found for %s", 404, false},
+		{"cancel confirmed", "confirmed", "cancel", 200, contract.OutcomeInvalid, "Cannot cancel an already confirmed order", 200, true},
 		{"confirm placed", "placed", "confirm", 200, "", "", 200, true},
 		{"confirm twice", "confirmed", "confirm", 200, "", "", 200, true},
 		{"confirm never placed", "none", "confirm", 404, "", "No order found for %s", 404, false},
@@ -274,13 +273,13 @@ func TestE2ECancelAndConfirm(t *testing.T) {
 			case r == nil:
 				t.FailNow()
 			case tt.cmd == "cancel":
-				var res api.OrderResult
+				var res contract.OrderResult
 				if r.status != tt.wantStatus || json.Unmarshal(r.body, &res) != nil ||
 					res.Outcome != tt.wantOutcome || res.Message != wantMessage || res.Order.Id != id {
 					t.Fatalf("cancel: %v, want %d with outcome %q, message %q", r, tt.wantStatus, tt.wantOutcome, wantMessage)
 				}
 			case tt.wantStatus == http.StatusOK:
-				var o api.Order
+				var o contract.Order
 				if r.status != http.StatusOK || json.Unmarshal(r.body, &o) != nil || o.Id != id || !o.Confirmed {
 					t.Fatalf("confirm: %v, want 200 with the confirmed order", r)
 				}
@@ -390,7 +389,7 @@ func TestE2EDurabilityKill9(t *testing.T) {
 		wg.Go(func() {
 			for i := range next {
 				r := c.do(http.MethodPost, s1.base+"/orders", `{"item":"durable","quantity":1}`)
-				var o api.Order
+				var o contract.Order
 				if r == nil || r.status != http.StatusCreated || json.Unmarshal(r.body, &o) != nil {
 					t.Errorf("POST /orders: %v", r)
 					continue
@@ -445,7 +444,7 @@ func TestE2ETwoInstances(t *testing.T) {
 
 	const n = 24
 	type order struct {
-		api.Order
+		contract.Order
 		on, other *server // where it was placed, and the other instance
 	}
 	orders := make([]order, n)
@@ -466,9 +465,9 @@ func TestE2ETwoInstances(t *testing.T) {
 			if r := c.do(http.MethodPost, o.on.base+"/orders/"+o.Id+"/confirm", ""); r == nil || r.status != http.StatusOK {
 				t.Fatalf("confirm %d: %v", i, r)
 			}
-			var res api.OrderResult
+			var res contract.OrderResult
 			r := c.do(http.MethodPost, o.other.base+"/orders/"+o.Id+"/cancel", "")
-			if r == nil || json.Unmarshal(r.body, &res) != nil || res.Outcome != api.OutcomeInvalid {
+			if r == nil || json.Unmarshal(r.body, &res) != nil || res.Outcome != contract.OutcomeInvalid {
 				t.Fatalf("cancel %d on the other instance after confirming: %v, want outcome invalid", i, r)
 			}
 			orders[i].Confirmed = true
@@ -534,7 +533,7 @@ func TestE2ETwoPrefixes(t *testing.T) {
 	}
 	c := newClient(t, token)
 
-	orders := []api.Order{place(t, c, servers[0].base, "prefix-a", 1), place(t, c, servers[1].base, "prefix-b", 2)}
+	orders := []contract.Order{place(t, c, servers[0].base, "prefix-a", 1), place(t, c, servers[1].base, "prefix-b", 2)}
 	for i, s := range servers {
 		own, other := orders[i], orders[1-i]
 		if status, got := getOrder(c, s.base, own.Id); status != http.StatusOK || got != own {
@@ -555,19 +554,8 @@ func TestE2ETwoPrefixes(t *testing.T) {
 	// The keys are where the prefixes say, and none under the default one:
 	// a server that ignored its prefix would fail here even had it failed
 	// nothing above.
-	opts, err := redis.ParseURL(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	for _, p := range append([]string{defaultPrefix}, prefixes...) {
-		keys, err := keysUnder(ctx, rdb, p)
-		if err != nil {
-			t.Fatalf("SCAN %s:*: %v", p, err)
-		}
+		keys := keysAt(t, dbURL, p)
 		if wantSome := p != defaultPrefix; (len(keys) > 0) != wantSome {
 			t.Errorf("keys under %s: %q, want some: %v", p, keys, wantSome)
 		}

@@ -12,11 +12,12 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/timers"
 )
 
 // Endpoint serves the order routes of the contract (PlaceOrder, GetOrder,
-// ConfirmOrder and CancelOrder of api.ServerInterface): it keeps every
+// ConfirmOrder and CancelOrder of contract.ServerInterface): it keeps every
 // placed order paired with the timer that expires it. Start Orders and
 // TimedAction on the same client first, and the scheduler's timers then
 // reach them.
@@ -43,7 +44,7 @@ func NewEndpoint(client *components.Client, scheduler *timers.Scheduler, expiry 
 // Location. When the timer cannot be created no order is placed and the
 // answer is 503.
 func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
-	var body api.OrderRequest
+	var body contract.OrderRequest
 	if err := api.Decode(r, &body); err != nil {
 		api.WriteError(w, r, err)
 		return
@@ -55,9 +56,11 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, fmt.Errorf("place order %s: %w", id, err))
 		return
 	}
-	// The timer first: if the order then fails, a timer with no order is
-	// left, whose cancel finds nothing and is done. The other way round, a
-	// failed timer would leave an order that never expires.
+	// The timer first: the other way round, a failed timer would leave an
+	// order that never expires. If the order then fails, a timer with no
+	// order is left, whose expiry marks the order as expired and is done.
+	// The timer may also fire before the order is stored (a short expiry,
+	// a slow store): the placement then finds that mark and stores nothing.
 	if _, err := e.timers.Create(ctx, TimerName(id), e.expiry, call); err != nil {
 		timerUnavailable(w, r, id, err)
 		return
@@ -76,18 +79,13 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 // GetOrder handles GET /orders/{id}: the order while it is placed, else 404.
-func (e *Endpoint) GetOrder(w http.ResponseWriter, r *http.Request, rawID api.OrderID) {
+func (e *Endpoint) GetOrder(w http.ResponseWriter, r *http.Request, rawID contract.OrderID) {
 	id, ok := checkID(w, r, rawID)
 	if !ok {
 		return
 	}
 	o, err := Status.Invoke(r.Context(), e.client, id, components.Done{})
-	if msg, isBusiness := components.IsCommandError(err); isBusiness {
-		// status has one business error: the order is not placed.
-		api.WriteProblem(w, r, http.StatusNotFound, msg)
-		return
-	}
-	if err != nil {
+	if err != nil { // an order that is not placed is status's NotFound: 404
 		api.WriteError(w, r, fmt.Errorf("order %s status: %w", id, err))
 		return
 	}
@@ -97,7 +95,7 @@ func (e *Endpoint) GetOrder(w http.ResponseWriter, r *http.Request, rawID api.Or
 // ConfirmOrder handles POST /orders/{id}/confirm: it confirms a placed
 // order (again, if it is confirmed already), deletes its timer and answers
 // 200 with the order; an order that is not placed is 404.
-func (e *Endpoint) ConfirmOrder(w http.ResponseWriter, r *http.Request, rawID api.OrderID) {
+func (e *Endpoint) ConfirmOrder(w http.ResponseWriter, r *http.Request, rawID contract.OrderID) {
 	id, ok := checkID(w, r, rawID)
 	if !ok {
 		return
@@ -118,7 +116,7 @@ func (e *Endpoint) ConfirmOrder(w http.ResponseWriter, r *http.Request, rawID ap
 // CancelOrder handles POST /orders/{id}/cancel: it cancels the order,
 // deletes its timer and answers 200 with the Result in every business case
 // (cancelled, not found, already confirmed).
-func (e *Endpoint) CancelOrder(w http.ResponseWriter, r *http.Request, rawID api.OrderID) {
+func (e *Endpoint) CancelOrder(w http.ResponseWriter, r *http.Request, rawID contract.OrderID) {
 	id, ok := checkID(w, r, rawID)
 	if !ok {
 		return
@@ -130,8 +128,8 @@ func (e *Endpoint) CancelOrder(w http.ResponseWriter, r *http.Request, rawID api
 		return
 	}
 	e.deleteTimer(r, id)
-	api.WriteJSON(w, r, http.StatusOK, api.OrderResult{
-		Outcome: api.OrderResultOutcome(res.Outcome),
+	api.WriteJSON(w, r, http.StatusOK, contract.OrderResult{
+		Outcome: contract.OrderResultOutcome(res.Outcome),
 		Message: res.Message,
 		Order:   toAPI(res.Order),
 	})
@@ -172,6 +170,6 @@ func timerUnavailable(w http.ResponseWriter, r *http.Request, id string, err err
 }
 
 // toAPI is the contract's form of an order.
-func toAPI(o Order) api.Order {
-	return api.Order{Id: o.ID, Confirmed: o.Confirmed, Placed: o.Placed, Item: o.Item, Quantity: o.Quantity}
+func toAPI(o Order) contract.Order {
+	return contract.Order{Id: o.ID, Confirmed: o.Confirmed, Placed: o.Placed, Item: o.Item, Quantity: o.Quantity}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/runtime"
+	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/ordering"
 	"github.com/trellis-go/trellis/timers"
 )
@@ -52,7 +53,7 @@ type onlyOrders struct {
 	unimplemented // one level deeper, so the order methods win
 }
 
-type unimplemented struct{ api.Unimplemented }
+type unimplemented struct{ contract.Unimplemented }
 
 // orderHandler runs the order sample on store and sched and returns its
 // HTTP handler.
@@ -70,7 +71,7 @@ func orderHandler(t *testing.T, store entities.Store, sched *timers.Scheduler, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	return api.HandlerWithOptions(onlyOrders{Endpoint: ep}, api.ChiServerOptions{ErrorHandlerFunc: api.WriteParamError})
+	return contract.HandlerWithOptions(onlyOrders{Endpoint: ep}, contract.ChiServerOptions{ErrorHandlerFunc: api.WriteParamError})
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

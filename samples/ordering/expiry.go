@@ -8,13 +8,14 @@ import (
 // TimedAction is the order-timed-action component.
 var TimedAction = timedactions.Define("order-timed-action")
 
-// ExpireOrder cancels the order whose timer fired. Every business result of
-// cancel — cancelled, already confirmed, not found — is done; only a
-// failure to reach the order fails it, and then the timer retries.
+// ExpireOrder expires the order whose timer fired (the order's [Expire]).
+// Every business result — cancelled, already confirmed, not placed (then
+// marked, so that it never will be) — is done; only a failure to reach the
+// order fails it, and then the timer retries.
 var ExpireOrder = timedactions.Method(TimedAction, "expireOrder",
 	func(ctx *timedactions.Ctx, orderID string) timedactions.Effect {
-		if _, err := Cancel.Invoke(ctx.Context(), ctx.Client(), orderID, components.Done{}); err != nil {
-			return ctx.Error("cancel order %s: %v", orderID, err)
+		if _, err := Expire.Invoke(ctx.Context(), ctx.Client(), orderID, components.Done{}); err != nil {
+			return ctx.Error("expire order %s: %v", orderID, err)
 		}
 		return ctx.Done()
 	})

@@ -2,6 +2,8 @@ package ordering_test
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/samples/ordering"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 var done = components.Done{}
@@ -21,39 +24,54 @@ func TestOrderCommands(t *testing.T) {
 	confirmed := placed
 	confirmed.Confirmed = true
 	empty := ordering.Order{ID: "o1"}
+	marked := ordering.Order{ID: "o1", Expired: true}
 
 	place := entities.Try(ordering.Orders, ordering.PlaceOrder, "o1", empty, ordering.OrderRequest{Item: "Pizza", Quantity: 2}, nil)
 	if !place.Updated || place.State != placed || place.Reply != placed {
 		t.Errorf("placeOrder: %+v", place)
 	}
+	// After its timer: placed and expired at once, the mark removed.
+	late := entities.Try(ordering.Orders, ordering.PlaceOrder, "o1", marked, ordering.OrderRequest{Item: "Pizza", Quantity: 2}, nil)
+	if !late.Deleted || late.State != empty || late.Reply != placed {
+		t.Errorf("placeOrder after its expiry: %+v", late)
+	}
 
 	tests := []struct {
 		name        string                                                    // the case
-		cmd         components.EntityMethod[components.Done, ordering.Result] // confirm or cancel
+		cmd         components.EntityMethod[components.Done, ordering.Result] // confirm, cancel or expire
 		state       ordering.Order                                            // the state before
 		wantOutcome ordering.Outcome                                          // the business result
 		wantMessage string                                                    // its message
 		wantState   ordering.Order                                            // the state after
 		wantDeleted bool                                                      // the entity was deleted
+		wantUpdated bool                                                      // the entity was written
 	}{
-		{"confirm placed", ordering.Confirm, placed, ordering.OK, "", confirmed, false},
-		{"confirm twice", ordering.Confirm, confirmed, ordering.OK, "", confirmed, false},
-		{"confirm not placed", ordering.Confirm, empty, ordering.NotFound, "No order found for o1", empty, false},
-		{"cancel placed", ordering.Cancel, placed, ordering.OK, "", empty, true},
-		{"cancel confirmed", ordering.Cancel, confirmed, ordering.Invalid, "Cannot cancel an already confirmed order", confirmed, false},
-		{"cancel not placed", ordering.Cancel, empty, ordering.NotFound, "No order found for o1", empty, false},
+		{"confirm placed", ordering.Confirm, placed, ordering.OK, "", confirmed, false, true},
+		{"confirm twice", ordering.Confirm, confirmed, ordering.OK, "", confirmed, false, true},
+		{"confirm not placed", ordering.Confirm, empty, ordering.NotFound, "No order found for o1", empty, false, false},
+		{"confirm expired", ordering.Confirm, marked, ordering.NotFound, "No order found for o1", marked, false, false},
+		{"cancel placed", ordering.Cancel, placed, ordering.OK, "", empty, true, false},
+		{"cancel confirmed", ordering.Cancel, confirmed, ordering.Invalid, "Cannot cancel an already confirmed order", confirmed, false, false},
+		{"cancel not placed", ordering.Cancel, empty, ordering.NotFound, "No order found for o1", empty, false, false},
+		{"cancel expired", ordering.Cancel, marked, ordering.NotFound, "No order found for o1", marked, false, false},
+		{"expire placed", ordering.Expire, placed, ordering.OK, "", empty, true, false},
+		{"expire confirmed", ordering.Expire, confirmed, ordering.Invalid, "Cannot cancel an already confirmed order", confirmed, false, false},
+		{"expire not placed yet: marked", ordering.Expire, empty, ordering.NotFound, "No order found for o1", marked, false, true},
+		{"expire twice", ordering.Expire, marked, ordering.NotFound, "No order found for o1", marked, false, false},
 	}
 	for _, tc := range tests {
 		out := entities.Try(ordering.Orders, tc.cmd, "o1", tc.state, done, nil)
 		if out.Err != nil || out.Reply.Outcome != tc.wantOutcome || out.Reply.Message != tc.wantMessage ||
-			out.State != tc.wantState || out.Deleted != tc.wantDeleted {
+			out.State != tc.wantState || out.Deleted != tc.wantDeleted || out.Updated != tc.wantUpdated {
 			t.Errorf("%s: %+v", tc.name, out)
 		}
 	}
 
-	status := entities.Try(ordering.Orders, ordering.Status, "o1", empty, done, nil)
-	if msg, ok := components.IsCommandError(status.Err); !ok || msg != "No order found for 'o1'" {
-		t.Errorf("status of an order not placed: %+v", status)
+	for _, state := range []ordering.Order{empty, marked} {
+		status := entities.Try(ordering.Orders, ordering.Status, "o1", state, done, nil)
+		if msg, ok := components.IsCommandError(status.Err); !ok || msg != "No order found for 'o1'" {
+			t.Errorf("status of an order not placed (%+v): %+v", state, status)
+		}
 	}
 	if s := entities.Try(ordering.Orders, ordering.Status, "o1", placed, done, nil); s.Err != nil || s.Reply != placed {
 		t.Errorf("status of a placed order: %+v", s)
@@ -108,5 +126,76 @@ func TestExpireOrderOutcomes(t *testing.T) {
 	}
 	if o, err := ordering.Status.Invoke(ctx, client, "confirmed", done); err != nil || !o.Confirmed {
 		t.Errorf("the confirmed order after expiry: %+v, %v", o, err)
+	}
+}
+
+// However the timer's expiry and the placement interleave on the order
+// entity (each order's commands run one at a time), no order stays placed
+// once its timer has run, on a real Redis store. Expiring first is what a
+// short expiry or a slow store does: the timer is created before the
+// order is stored.
+func TestExpiryAndPlacementInAnyOrder(t *testing.T) {
+	const (
+		place   = "place"   // PlaceOrder
+		expire  = "expire"  // the timer's action, ExpireOrder
+		confirm = "confirm" // Confirm
+	)
+	tests := []struct {
+		name       string   // the case
+		steps      []string // the commands, in order
+		wantPlaced bool     // the order is placed at the end
+		wantStored bool     // the store holds a record for the order at the end
+	}{
+		{"placed, then expired", []string{place, expire}, false, false},
+		{"expired before it is placed", []string{expire, place}, false, false},
+		{"expired twice before it is placed", []string{expire, expire, place}, false, false},
+		{"expired, placed, expired again", []string{expire, place, expire}, false, true},
+		{"confirmed before its expiry", []string{place, confirm, expire}, true, true},
+		{"expired, never placed", []string{expire}, false, true},
+	}
+	sys := runtime.NewSystem(t.Name(), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	rdb, prefix := trellistest.Redis(t), "test-"+rand.Text()
+	t.Cleanup(func() {
+		if err := clearKeys(rdb, []string{prefix}); err != nil {
+			t.Errorf("clear the test's keys: %v", err)
+		}
+	})
+	store := entities.NewRedisStore(rdb, prefix)
+	client := components.NewClient(components.NewRegistry())
+	if _, err := ordering.Orders.Start(entities.Host{System: sys, Client: client, Store: store}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ordering.TimedAction.Start(client); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for i, tc := range tests {
+		id := fmt.Sprintf("o-%d", i)
+		for _, step := range tc.steps {
+			var err error
+			switch step {
+			case place:
+				_, err = ordering.PlaceOrder.Invoke(ctx, client, id, ordering.OrderRequest{Item: "x", Quantity: 1})
+			case expire:
+				err = ordering.ExpireOrder.Invoke(ctx, client, id)
+			case confirm:
+				_, err = ordering.Confirm.Invoke(ctx, client, id, done)
+			}
+			if err != nil {
+				t.Fatalf("%s: %s: %v", tc.name, step, err)
+			}
+		}
+		o, err := ordering.Status.Invoke(ctx, client, id, done)
+		if placed := err == nil && o.Placed; placed != tc.wantPlaced {
+			t.Errorf("%s: placed at the end = %v (%+v, %v), want %v", tc.name, placed, o, err, tc.wantPlaced)
+		}
+		rec, err := store.Load(ctx, "order", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := rec.Revision != 0; stored != tc.wantStored {
+			t.Errorf("%s: stored at the end = %v (%s), want %v", tc.name, stored, rec.Data, tc.wantStored)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package ordering_test
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"os/exec"
 	"regexp"
@@ -31,7 +32,10 @@ func walkthrough(t *testing.T) string {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	for _, setting := range []string{"TRELLIS_ORDER_EXPIRY=3s", "TRELLIS_ADMIN_TOKEN=" + walkthroughToken} {
+	// The Redis on a port of its own, in the foreground (a taken port then
+	// stops it with an error the reader sees), and the server on it.
+	for _, setting := range []string{"TRELLIS_ORDER_EXPIRY=3s", "TRELLIS_ADMIN_TOKEN=" + walkthroughToken,
+		"\nredis-server --port 6390 --appendonly yes --dir /tmp/trellis-walkthrough\n", "TRELLIS_REDIS_URL=redis://localhost:6390/0"} {
 		if !strings.Contains(readme, setting) {
 			t.Fatalf("the README no longer starts the server with %s; update this test with it", setting)
 		}
@@ -56,7 +60,10 @@ func walkthrough(t *testing.T) string {
 }
 
 // Every command of the README's walkthrough works and prints what its
-// comments say.
+// comments say: against the server started as the README starts it, and
+// against one with another expiry and token, given to the block in
+// TRELLIS_ADMIN_TOKEN as the compose pair is (its waits must follow the
+// expiry, and its token must be the server's).
 func TestE2EReadmeWalkthrough(t *testing.T) {
 	t.Parallel()
 	block := walkthrough(t)
@@ -65,25 +72,53 @@ func TestE2EReadmeWalkthrough(t *testing.T) {
 			t.Fatalf("the README walkthrough needs %s (curl 7.84 or later): %v", tool, err)
 		}
 	}
-	cfg := newServerConfig(t, walkthroughExpiry)
-	cfg.adminToken = walkthroughToken
-	s := startServer(t, cfg)
+	other := "compose-like-" + rand.Text()
+	runs := []struct {
+		name   string        // the case
+		expiry time.Duration // the server's TRELLIS_ORDER_EXPIRY
+		token  string        // the server's admin token
+		env    []string      // the block's TRELLIS_ variables
+	}{
+		{"as in the README", walkthroughExpiry, walkthroughToken, nil},
+		{"another expiry and token", 2 * walkthroughExpiry, other, []string{"TRELLIS_ADMIN_TOKEN=" + other}},
+	}
+	for _, run := range runs {
+		t.Run(run.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := newServerConfig(t, run.expiry)
+			cfg.adminToken = run.token
+			s := startServer(t, cfg)
+			out := runWalkthrough(t, block, s.base, run.env)
+			checkWalkthrough(t, out)
+		})
+	}
+}
 
-	script := strings.ReplaceAll(block, "localhost:9000", strings.TrimPrefix(s.base, "http://"))
-	// The block waits for the expiry with a sleep, as a reader would: it
-	// runs on real time against a real process. The bound is for a hang.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+// runWalkthrough runs block in bash with localhost:9000 pointed at base
+// and env added to the environment, and returns what it printed.
+func runWalkthrough(t *testing.T, block, base string, env []string) string {
+	t.Helper()
+	script := strings.ReplaceAll(block, "localhost:9000", strings.TrimPrefix(base, "http://"))
+	// The block waits for the expiry by asking, as a reader would: it runs
+	// on real time against a real process. The bound is for a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-	cmd.Env = serverEnv()
+	cmd.Env = serverEnv(env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("the walkthrough failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
 	}
+	return string(out)
+}
 
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+// checkWalkthrough checks each line the walkthrough printed against what
+// its comments say.
+func checkWalkthrough(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	uuid := `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 	order := regexp.MustCompile(`^/orders/(` + uuid + `)$`).FindStringSubmatch(lines[0])
 	if order == nil {

@@ -59,6 +59,17 @@ func Run(t *testing.T, newQueue func(t *testing.T) (q durable.Queue[Payload], re
 		}
 	})
 
+	t.Run("every load is a later incarnation", func(t *testing.T) {
+		q, reopen := newQueue(t)
+		first := load(t, q).Incarnation
+		store(t, q, sent(1, ""))
+		second := load(t, q).Incarnation
+		third := load(t, reopen()).Incarnation
+		if first < 1 || second <= first || third <= second {
+			t.Fatalf("incarnations of three loads %d, %d, %d: want increasing from at least 1", first, second, third)
+		}
+	})
+
 	t.Run("stores and loads in order", func(t *testing.T) {
 		q, reopen := newQueue(t)
 		want := []durable.MessageSent[Payload]{sent(1, ""), sent(2, ""), sent(3, "")}

@@ -1,0 +1,51 @@
+// Package admin owns the admin API of the service: the operator's routes
+// under /admin (the timers, package api/admin's generated interface),
+// guarded by the admin token, and the framework's contract at
+// /admin/openapi.yaml.
+package admin
+
+import (
+	"github.com/go-chi/chi/v5"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/api"
+	adminapi "github.com/trellis-go/trellis/api/admin"
+	"github.com/trellis-go/trellis/internal/console"
+	"github.com/trellis-go/trellis/internal/httpserver"
+	"github.com/trellis-go/trellis/timers"
+)
+
+// Options configure the admin routes.
+type Options struct {
+	// Token is the admin token; "" disables the admin API (403).
+	Token string
+	// Timers is the scheduler the timer routes inspect.
+	Timers *timers.Scheduler
+	// Store is the state store the timers live in; the console asks it
+	// whether it answers.
+	Store console.Store
+	// Clock is the service's clock, the one the console's chart counts from.
+	Clock clockwork.Clock
+}
+
+// Register adds the admin routes to r: GET /admin/openapi.yaml (the
+// framework's contract, open like the other system routes) and, in a group
+// of their own so that the token is checked before anything else of the
+// request, parameters included, the timer routes; and the operator console
+// at /admin/console, whose page and assets carry no secret and whose data
+// comes through the same token (all of it refused without one). chi prefers
+// a static segment to a parameter, so GET /admin/timers/stats is the stats
+// route however the routes are registered.
+func Register(r chi.Router, o Options) {
+	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
+	r.Group(func(g chi.Router) {
+		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
+		adminapi.HandlerWithOptions(&server{timers: o.Timers}, adminapi.ChiServerOptions{
+			BaseRouter:       g,
+			ErrorHandlerFunc: api.WriteParamError,
+		})
+	})
+	r.Mount("/admin/console", console.New(console.Options{
+		Timers: o.Timers, Store: o.Store, Auth: adminAuth(o.Token), Enabled: o.Token != "", Clock: o.Clock,
+	}))
+}

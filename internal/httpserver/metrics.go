@@ -1,0 +1,122 @@
+package httpserver
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// unmatchedRoute is the route label of a request that matched no route
+// (404, 405): one series for all of them, whatever their paths.
+const unmatchedRoute = "unmatched"
+
+// maxScrapesInFlight bounds concurrent /metrics requests: each one queries
+// the timer store for its gauges, so a scrape storm must not become a
+// Redis storm.
+const maxScrapesInFlight = 4
+
+// Metrics is the service's Prometheus registry and its HTTP series. The
+// registry is the service's own, not the global default, so that several
+// services in one process (tests) do not collide, and it holds only what
+// this service registered.
+type Metrics struct {
+	// Registry is where the service's series are; the application may
+	// register its own collectors in it.
+	Registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	shed     prometheus.Counter
+}
+
+// NewMetrics makes the registry with the given collectors (the timer
+// scheduler's), the Go runtime and process collectors, and the HTTP series.
+func NewMetrics(own ...prometheus.Collector) (*Metrics, error) {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "trellis", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests served, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "trellis", Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "Time to serve HTTP requests, by method and route pattern.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "trellis", Subsystem: "http", Name: "connections_shed_total",
+			Help: "Connections closed to stay within the cap on open connections (see LimitConnections).",
+		}),
+	}
+	for _, c := range append(own,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests,
+		m.duration,
+		m.shed,
+	) {
+		if err := m.Registry.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// instrument is the middleware that counts and times every request. It
+// labels them with the chi route pattern (/admin/timers/{name}), read
+// after routing, never with the raw path: paths carry ids, and a label per
+// id would grow the series without bound. Unknown methods share one label
+// for the same reason.
+func (m *Metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		defer func() {
+			status := statusOf(ww)
+			method, route := methodLabel(r.Method), routeLabel(r)
+			m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(ww, r)
+	})
+}
+
+// routeLabel is the pattern of the route r matched, or unmatchedRoute.
+func routeLabel(r *http.Request) string {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		if p := rctx.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return unmatchedRoute
+}
+
+// methodLabel keeps the standard methods and folds any other into OTHER.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// handler serves the registry in the Prometheus text format (GET
+// /metrics). A collector that fails (the timer store did not answer) does
+// not fail the scrape: the other series are still served, and the error
+// is logged and counted in promhttp_metric_handler_errors_total.
+func (m *Metrics) handler(logger *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorHandling:       promhttp.ContinueOnError,
+		Registry:            m.Registry,
+		MaxRequestsInFlight: maxScrapesInFlight,
+	})
+}

@@ -1,0 +1,372 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster of a test's own: 3 masters with a replica
+// each, every node a redis-server process on a free loopback port with a
+// directory of its own, for tests that must break a cluster (kill -9 a
+// master) and so cannot use the shared one of RedisClusterURL.
+type Cluster struct {
+	t     testing.TB
+	args  []string // more redis-server arguments for every node
+	mu    sync.Mutex
+	nodes []*clusterNode
+}
+
+type clusterNode struct {
+	addr, dir string
+	cmd       *exec.Cmd
+	done      chan struct{} // closed once the process was waited for
+}
+
+// NodeTimeout is the cluster-node-timeout of a Cluster: how long a master
+// must be unreachable before its replica is promoted (plus an election of
+// about a second).
+const NodeTimeout = 2 * time.Second
+
+// StartCluster starts a Cluster (redis-server and redis-cli from PATH),
+// each node with the redis-server arguments args besides its own, and
+// waits until every node sees it as ok. Every node is stopped when the
+// test ends.
+func StartCluster(t testing.TB, args ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, args: args}
+	t.Cleanup(c.stop)
+	var addrs []string
+	for range 6 {
+		n := c.startNode()
+		addrs = append(addrs, n.addr)
+	}
+	create := append([]string{"--cluster", "create"}, addrs...)
+	create = append(create, "--cluster-replicas", "1", "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", create...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create (it must be on PATH): %v\n%s", err, out)
+	}
+	for _, n := range c.nodes {
+		c.waitNode(n.addr, "cluster_state:ok", time.Minute)
+	}
+	// Replicas are attached after the slots are assigned, and gossip
+	// spreads the news: wait until every node knows 3 replicas, and each
+	// replica has synchronised with its master, so that a failover has a
+	// replica to promote.
+	for _, n := range c.nodes {
+		Eventually(t, time.Minute, "node "+n.addr+" to see 3 masters with a replica each", func() bool {
+			client := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1})
+			defer client.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			text, err := client.ClusterNodes(ctx).Result()
+			replicas := 0
+			for _, r := range parseRoles(text) {
+				if !r.Master && r.Of != "" {
+					replicas++
+				}
+			}
+			if err != nil || replicas != 3 {
+				return false
+			}
+			info, err := client.Info(ctx, "replication").Result()
+			return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
+		})
+	}
+	return c
+}
+
+// startNode starts one cluster-enabled node on a free port whose bus port
+// (port+10000) is free too.
+func (c *Cluster) startNode() *clusterNode {
+	c.t.Helper()
+	for attempt := 0; ; attempt++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		if port+10000 > 65535 {
+			continue
+		}
+		if bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000)); err != nil {
+			continue
+		} else {
+			_ = bus.Close()
+		}
+		n := &clusterNode{addr: "127.0.0.1:" + strconv.Itoa(port), dir: c.t.TempDir(), done: make(chan struct{})}
+		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", n.dir,
+			"--save", "", "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout / time.Millisecond)),
+			"--logfile", filepath.Join(n.dir, "redis.log"), "--daemonize", "no"}, c.args...)
+		n.cmd = exec.Command("redis-server", args...)
+		if err := n.cmd.Start(); err != nil {
+			c.t.Fatalf("start redis-server (it must be on PATH): %v", err)
+		}
+		go func() { _ = n.cmd.Wait(); close(n.done) }()
+		if c.answers(n, 10*time.Second) {
+			c.mu.Lock()
+			c.nodes = append(c.nodes, n)
+			c.mu.Unlock()
+			return n
+		}
+		_ = n.cmd.Process.Kill()
+		<-n.done
+		if attempt == 3 {
+			log, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+			c.t.Fatalf("redis-server on %s did not answer:\n%s", n.addr, log)
+		}
+	}
+}
+
+// answers waits up to limit for n to answer PING; false if it exited or did
+// not answer.
+func (c *Cluster) answers(n *clusterNode, limit time.Duration) bool {
+	client := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer client.Close()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-n.done:
+			return false
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := client.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// waitNode polls CLUSTER INFO on addr until it contains want.
+func (c *Cluster) waitNode(addr, want string, limit time.Duration) {
+	c.t.Helper()
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer client.Close()
+	var info string
+	Eventually(c.t, limit, "cluster node "+addr+" to report "+want, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		info, _ = client.ClusterInfo(ctx).Result()
+		return strings.Contains(info, want)
+	})
+}
+
+// URL is the cluster's URL in go-redis's cluster form, naming every node.
+func (c *Cluster) URL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := "redis://" + c.nodes[0].addr + "?"
+	for i, n := range c.nodes[1:] {
+		if i > 0 {
+			u += "&"
+		}
+		u += "addr=" + n.addr
+	}
+	return u
+}
+
+// Client returns a cluster client (closed when the test ends).
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	opts, err := redis.ParseClusterURL(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the service does: follow a failover within a second.
+	opts.ClusterStateReloadInterval = time.Second
+	client := redis.NewClusterClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// Role is one line of CLUSTER NODES as a live node sees it.
+type Role struct {
+	Addr   string
+	Master bool
+	Failed bool   // flagged fail (or fail?) by the node asked
+	Of     string // a replica's master's address
+}
+
+// Roles asks a live node (one other than except) for every node's role.
+func (c *Cluster) Roles(except string) ([]Role, error) {
+	c.mu.Lock()
+	nodes := append([]*clusterNode(nil), c.nodes...)
+	c.mu.Unlock()
+	for _, n := range nodes {
+		if n.addr == except {
+			continue
+		}
+		client := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DialTimeout: time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		text, err := client.ClusterNodes(ctx).Result()
+		cancel()
+		_ = client.Close()
+		if err != nil {
+			continue
+		}
+		return parseRoles(text), nil
+	}
+	return nil, fmt.Errorf("no live node answers CLUSTER NODES")
+}
+
+// parseRoles reads CLUSTER NODES: id addr@bus flags master-id ….
+func parseRoles(text string) []Role {
+	ids := map[string]string{}
+	type line struct{ addr, flags, master string }
+	var lines []line
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		ids[f[0]] = addr
+		lines = append(lines, line{addr, f[2], f[3]})
+	}
+	roles := make([]Role, 0, len(lines))
+	for _, l := range lines {
+		roles = append(roles, Role{Addr: l.addr, Master: strings.Contains(l.flags, "master"),
+			Failed: strings.Contains(l.flags, "fail"), Of: ids[l.master]})
+	}
+	return roles
+}
+
+// Kill9 kills the node at addr with SIGKILL, as a crash would, and waits
+// for the process to be gone.
+func (c *Cluster) Kill9(addr string) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.addr == addr {
+			if err := n.cmd.Process.Kill(); err != nil {
+				c.t.Fatalf("kill -9 %s: %v", addr, err)
+			}
+			<-n.done
+			return
+		}
+	}
+	c.t.Fatalf("no node %s", addr)
+}
+
+// stop ends every node still running (SIGKILL: nothing is kept anyway).
+func (c *Cluster) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		_ = n.cmd.Process.Kill()
+	}
+	for _, n := range c.nodes {
+		<-n.done
+	}
+}
+
+// WaitReplicated waits until every replica has every write its master had
+// when it was called: replication is asynchronous, so a master killed
+// before that takes its last writes with it.
+func (c *Cluster) WaitReplicated(t testing.TB) {
+	t.Helper()
+	roles, err := c.Roles("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offset := func(addr, field string) int64 {
+		client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer client.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		info, err := client.Info(ctx, "replication").Result()
+		if err != nil {
+			return -1
+		}
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, field+":"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		return -1
+	}
+	for _, r := range roles {
+		if r.Master || r.Failed {
+			continue
+		}
+		want := offset(r.Of, "master_repl_offset")
+		Eventually(t, 10*time.Second, "replica "+r.Addr+" to catch up with "+r.Of, func() bool {
+			return offset(r.Addr, "slave_repl_offset") >= want
+		})
+	}
+}
+
+// ResetCommandStats zeroes INFO commandstats on every master (CONFIG
+// RESETSTAT), so that CommandShares counts what follows.
+func ResetCommandStats(t testing.TB, client *redis.ClusterClient) {
+	t.Helper()
+	err := client.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		return m.ConfigResetStat(ctx).Err()
+	})
+	if err != nil {
+		t.Fatalf("CONFIG RESETSTAT on the masters: %v", err)
+	}
+}
+
+// CommandShares reads INFO commandstats on every master and describes the
+// share of all commands each served, e.g. "127.0.0.1:7000 33.1 % (41021
+// calls), …", in address order.
+func CommandShares(t testing.TB, client *redis.ClusterClient) string {
+	t.Helper()
+	var mu sync.Mutex
+	calls := map[string]int64{}
+	err := client.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		var n int64
+		for _, l := range strings.Split(info, "\r\n") {
+			// cmdstat_evalsha:calls=123,usec=…
+			if _, rest, ok := strings.Cut(l, ":calls="); ok && strings.HasPrefix(l, "cmdstat_") {
+				v, _, _ := strings.Cut(rest, ",")
+				k, _ := strconv.ParseInt(v, 10, 64)
+				n += k
+			}
+		}
+		mu.Lock()
+		calls[m.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("INFO commandstats on the masters: %v", err)
+	}
+	var total int64
+	addrs := make([]string, 0, len(calls))
+	for a, n := range calls {
+		total += n
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	var parts []string
+	for _, a := range addrs {
+		parts = append(parts, fmt.Sprintf("%s %.1f %% (%d calls)", a, 100*float64(calls[a])/float64(max(total, 1)), calls[a]))
+	}
+	return strings.Join(parts, ", ")
+}

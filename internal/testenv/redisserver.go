@@ -1,0 +1,134 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisServer is a redis-server of a test's own, for what must not touch
+// the shared test Redis: stopping it, freezing it, restarting it with
+// persistence, FLUSHALL, memory figures.
+type RedisServer struct {
+	t    testing.TB
+	dir  string
+	port int
+	args []string
+	cmd  *exec.Cmd
+}
+
+// StartRedisServer starts redis-server (from PATH) on a free loopback port,
+// without persistence unless args turn it on, with its files in a temp dir,
+// plus args; it is stopped (and thawed first, if frozen) when the test ends.
+func StartRedisServer(t testing.TB, args ...string) *RedisServer {
+	t.Helper()
+	return StartRedisServerOn(t, FreePort(t), args...)
+}
+
+// FreePort is a loopback TCP port that was free a moment ago: for a server
+// that a test starts later on a port it names now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// StartRedisServerOn is StartRedisServer on the given port.
+func StartRedisServerOn(t testing.TB, port int, args ...string) *RedisServer {
+	t.Helper()
+	r := &RedisServer{t: t, dir: t.TempDir(), port: port, args: args}
+	t.Cleanup(r.Stop)
+	r.start()
+	return r
+}
+
+// start runs the server on r's port and dir and waits until it answers.
+func (r *RedisServer) start() {
+	r.t.Helper()
+	all := append([]string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no",
+		"--logfile", filepath.Join(r.dir, "redis.log")}, r.args...)
+	r.cmd = exec.Command("redis-server", all...)
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("start redis-server (it must be on PATH): %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
+	defer c.Close()
+	Eventually(r.t, 10*time.Second, "redis-server to answer", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		return c.Ping(ctx).Err() == nil
+	})
+}
+
+// Addr is the server's host:port.
+func (r *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+// URL is the server's redis:// URL, database 0.
+func (r *RedisServer) URL() string { return "redis://" + r.Addr() + "/0" }
+
+// Client returns a client for the server, closed when the test ends.
+func (r *RedisServer) Client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Stop kills the server and waits for it: from then on, connections to
+// its port are refused. Stopping twice is harmless.
+func (r *RedisServer) Stop() {
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGCONT) // a frozen server cannot die of SIGKILL's reaping otherwise
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// Restart shuts the server down gracefully (SIGTERM: with AOF on, it
+// fsyncs and exits) and starts it again on the same port, dir and args.
+func (r *RedisServer) Restart() {
+	r.t.Helper()
+	if r.cmd != nil {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		_ = r.cmd.Wait()
+		r.cmd = nil
+	}
+	r.start()
+}
+
+// Freeze stops the server with SIGSTOP: connections are still accepted by
+// the kernel, but nothing is answered, as with a hung Redis.
+func (r *RedisServer) Freeze() {
+	r.t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.t.Fatalf("freeze redis-server: %v", err)
+	}
+}
+
+// Thaw resumes a frozen server (SIGCONT).
+func (r *RedisServer) Thaw() {
+	r.t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		r.t.Fatalf("thaw redis-server: %v", err)
+	}
+}
+
+// Log is the server's log, for failure messages.
+func (r *RedisServer) Log() string {
+	b, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
+	return string(b)
+}

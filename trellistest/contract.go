@@ -1,0 +1,118 @@
+package trellistest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// ContractTransport is an http.RoundTripper that validates every response
+// it carries against OpenAPI contracts (kin-openapi's openapi3filter), so
+// that a status, a header or a body they do not describe fails the test:
+// the service and its contracts cannot drift apart unnoticed. A mismatch
+// is reported with t.Errorf, so it may be used from any goroutine. A
+// request on a path the contracts
+// have, with a method they do not, must be answered 405 with an Allow
+// header; a path they do not have, 404. Requests are not validated:
+// tests send bad ones on purpose.
+type ContractTransport struct {
+	t       testing.TB
+	base    http.RoundTripper
+	routers []routers.Router
+}
+
+// CheckContracts makes a ContractTransport over base (http.DefaultTransport when
+// nil) for the OpenAPI documents specs. It fails the test if one does not
+// load or is not valid.
+func CheckContracts(t testing.TB, base http.RoundTripper, specs ...[]byte) *ContractTransport {
+	t.Helper()
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	tr := &ContractTransport{t: t, base: base}
+	for i, spec := range specs {
+		doc, err := openapi3.NewLoader().LoadFromData(spec)
+		if err != nil {
+			t.Fatalf("load contract %d: %v", i, err)
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			t.Fatalf("contract %d (%s) is not valid OpenAPI: %v", i, doc.Info.Title, err)
+		}
+		// The servers name where the service may be deployed; the tests'
+		// is a loopback port, so match the paths only.
+		doc.Servers = nil
+		r, err := legacy.NewRouter(doc)
+		if err != nil {
+			t.Fatalf("route contract %d: %v", i, err)
+		}
+		tr.routers = append(tr.routers, r)
+	}
+	return tr
+}
+
+// RoundTrip sends req and validates the response.
+func (tr *ContractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := tr.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err := tr.validate(req, resp, body); err != nil {
+		tr.t.Errorf("%s %s answered %d, which the contracts do not describe: %v\nbody: %s",
+			req.Method, req.URL.RequestURI(), resp.StatusCode, err, body)
+	}
+	return resp, nil
+}
+
+// validate checks one response against the first contract that has its
+// path.
+func (tr *ContractTransport) validate(req *http.Request, resp *http.Response, body []byte) error {
+	methodKnown := false
+	for _, r := range tr.routers {
+		route, params, err := r.FindRoute(req)
+		switch {
+		case isMethodNotAllowed(err):
+			methodKnown = true
+			continue
+		case err != nil:
+			continue
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+			Status:                 resp.StatusCode,
+			Header:                 resp.Header,
+			Body:                   io.NopCloser(bytes.NewReader(body)),
+			Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+		}
+		return openapi3filter.ValidateResponse(req.Context(), in)
+	}
+	switch {
+	case methodKnown && (resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == ""):
+		return fmt.Errorf("no %s operation on this path: want 405 with Allow", req.Method)
+	case !methodKnown && resp.StatusCode != http.StatusNotFound:
+		return errors.New("no such path in the contracts: want 404")
+	}
+	return nil
+}
+
+// isMethodNotAllowed reports whether a router's err says the path exists
+// without the method: the routers return a new RouteError with the
+// sentinel's reason, not the sentinel.
+func isMethodNotAllowed(err error) bool {
+	var re *routers.RouteError
+	return errors.As(err, &re) && re.Reason == routers.ErrMethodNotAllowed.Error()
+}
