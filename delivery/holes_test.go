@@ -393,3 +393,39 @@ func TestLateRegistrationOfReplacedConsumer(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistrationOrderIsHandlingOrder: a registration is numbered when
+// the consumer controller handles RegisterToProducerController, not when
+// it is told. Consumer controller 2 handles its registration first;
+// consumer controller 1, told before it but handling its own after, is
+// the one registered last, and gets the stream; cc2's retries, older,
+// are ignored. (The randomized replacement test once assumed the order of
+// the tells, and failed when a busy consumer controller handled its
+// registration after its successor.)
+func TestRegistrationOrderIsHandlingOrder(t *testing.T) {
+	sys, clock := holesSystem(t)
+	pc := spawnPCOrFail(t, sys, "pc")
+	cs := ConsumerSettings{FlowControlWindow: 20}
+	cc1 := spawnCCOrFail(t, sys, "cc1", cs)
+	cc2 := spawnCCOrFail(t, sys, "cc2", cs)
+	link1 := newFaultLink[job](t, sys, "link1", pc, cc1, faults{}, faults{}, 1)
+	link2 := newFaultLink[job](t, sys, "link2", pc, cc2, faults{}, faults{}, 2)
+	isRegister := func(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
+	link2.setGate(holding(isRegister))
+	col1, col2 := newCollector(40), newCollector(1)
+	spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{}, col1)
+	spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
+	spawnProducer(t, sys, "producer", pc, producerSpec{})
+
+	cc2.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
+	eventually(t, "cc2's registration made", func() bool { return link2.heldCount(isRegister) == 1 })
+	cc1.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
+	eventually(t, "jobs 1-20 delivered to consumer 1", func() bool { return col1.count() >= 20 })
+	link2.setGate(nil)
+	link2.release(isRegister)               // arrives after cc1's
+	clock.Advance(DefaultResendIntervalMin) // cc2 registers again, with the same number
+	eventually(t, "cc2's second RegisterConsumer passed", func() bool { return link2.toPCStats.passed.Load() >= 1 })
+	stays(t, "consumer 2, registered before consumer 1, gets nothing", func() bool { return col2.count() == 0 })
+	waitJob(t, col1)
+	wantInOrder(t, col1, 1, 40)
+}
