@@ -233,58 +233,80 @@ func TestStaleConfirmConfirmsNothing(t *testing.T) {
 
 // TestLateFirstMessageOfReplacedProducer: a copy of producer controller
 // 1's first message is held back; pc1 delivers 1-10 and is replaced by pc2
-// (same producer id, same durable queue), which delivers 11-20; then the
-// late copy arrives. The consumer controller must not go back to pc1: no
-// job twice, and pc2's messages go on.
+// (same producer id), which delivers 11-15; then the late copy arrives.
+// The consumer controller must not go back to pc1: no job twice, and pc2's
+// messages go on.
 func TestLateFirstMessageOfReplacedProducer(t *testing.T) {
-	sys, _ := holesSystem(t)
-	q := durable.NewMemory[job]()
-	pc1 := spawnPCOrFail(t, sys, "pc1", WithDurableQueue[job](q))
-	cc := spawnCCOrFail(t, sys, "cc", ConsumerSettings{FlowControlWindow: 20})
-	link1 := newFaultLink[job](t, sys, "link1", pc1, cc, faults{}, faults{}, 1)
-	copied := false
-	link1.setGate(func(m any) verdict {
-		if isSeq(m, 1) && !copied {
-			copied = true
-			return holdCopy
-		}
-		return pass
-	})
-	col := newCollector(40)
-	spawnConsumer(t, sys, "consumer", cc, consumerSpec{}, col)
-	producer1 := spawnProducer(t, sys, "producer1", pc1, producerSpec{limit: 10})
-	cc.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
-	// Confirmed 1-10 and stored so: pc2 has nothing to send again. (Each
-	// look is a load, a later incarnation; pc2's is later still.)
-	eventually(t, "confirmation of 10 stored", func() bool {
-		s, err := q.LoadState(context.Background())
-		return err == nil && s.HighestConfirmedSeqNr == 10
-	})
-	w := newWatcher(t, sys)
-	w.watch(pc1)
-	sys.Stop(producer1)
-	sys.Stop(pc1)
-	w.expectStopped(t, pc1.Path())
-
-	pc2 := spawnPCOrFail(t, sys, "pc2", WithDurableQueue[job](q))
-	link2 := newFaultLink[job](t, sys, "link2", pc2, cc, faults{}, faults{}, 2)
-	after20 := func(m any) bool { s, ok := m.(*SequencedMessage[job]); return ok && s.SeqNr > 20 }
-	link2.setGate(func(m any) verdict {
-		if after20(m) {
-			return hold // until the late copy has come
-		}
-		return pass
-	})
-	spawnProducer(t, sys, "producer2", pc2, producerSpec{bySeqNr: true})
-	cc.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
-	eventually(t, "jobs 11-20 delivered", func() bool { return col.count() >= 20 })
-	if link1.release(func(m any) bool { return isSeq(m, 1) }) != 1 {
-		t.Fatal("the copy of pc1's first message was not held")
+	cases := []struct {
+		name string
+		// durable gives both producer controllers one durable queue: pc2
+		// goes on at sequence number 11, a later generation than pc1.
+		// Without, pc2 starts again at 1, and both are generation 0.
+		durable bool
+		// skip, when set, is why the case does not hold yet.
+		skip string
+	}{
+		{name: "durable queue", durable: true},
+		{name: "without durable queue", skip: "open hole: producer controllers without a durable queue are all generation 0, " +
+			"so the consumer controller goes back to pc1 on its late first message (job 1 again, then no more)"},
 	}
-	link2.setGate(nil)
-	link2.release(after20)
-	waitJob(t, col)
-	wantInOrder(t, col, 1, 40)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip != "" {
+				t.Skip(tc.skip)
+			}
+			sys, _ := holesSystem(t)
+			var opts []ProducerOption[job]
+			q := durable.NewMemory[job]()
+			if tc.durable {
+				opts = append(opts, WithDurableQueue[job](q))
+			}
+			pc1 := spawnPCOrFail(t, sys, "pc1", opts...)
+			cc := spawnCCOrFail(t, sys, "cc", ConsumerSettings{FlowControlWindow: 20})
+			link1 := newFaultLink[job](t, sys, "link1", pc1, cc, faults{}, faults{}, 1)
+			copied := false
+			link1.setGate(func(m any) verdict {
+				if isSeq(m, 1) && !copied {
+					copied = true
+					return holdCopy
+				}
+				return pass
+			})
+			col := newCollector(30)
+			spawnConsumer(t, sys, "consumer", cc, consumerSpec{}, col)
+			producer1 := spawnProducer(t, sys, "producer1", pc1, producerSpec{limit: 10})
+			cc.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
+			eventually(t, "jobs 1-10 confirmed", func() bool {
+				if !tc.durable {
+					return col.count() >= 10
+				}
+				// Stored so: pc2 has nothing to send again. (Each look is
+				// a load, a later incarnation; pc2's is later still.)
+				s, err := q.LoadState(context.Background())
+				return err == nil && s.HighestConfirmedSeqNr == 10
+			})
+			w := newWatcher(t, sys)
+			w.watch(pc1)
+			sys.Stop(producer1)
+			sys.Stop(pc1)
+			w.expectStopped(t, pc1.Path())
+
+			pc2 := spawnPCOrFail(t, sys, "pc2", opts...)
+			link2 := newFaultLink[job](t, sys, "link2", pc2, cc, faults{}, faults{}, 2)
+			after15 := func(m any) bool { s, ok := m.(*SequencedMessage[job]); return ok && s.Message.N > 15 }
+			link2.setGate(holding(after15)) // until the late copy has come
+			spawnProducer(t, sys, "producer2", pc2, producerSpec{bySeqNr: tc.durable, first: 11})
+			cc.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
+			eventually(t, "jobs 11-15 delivered", func() bool { return col.count() >= 15 })
+			if link1.release(func(m any) bool { return isSeq(m, 1) }) != 1 {
+				t.Fatal("the copy of pc1's first message was not held")
+			}
+			link2.setGate(nil)
+			link2.release(after15)
+			waitJob(t, col)
+			wantInOrder(t, col, 1, 30)
+		})
+	}
 }
 
 // TestNoPassivationWhileTheConsumerHolds: a sharded entity whose consumer
@@ -392,4 +414,40 @@ func TestLateRegistrationOfReplacedConsumer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRegistrationOrderIsHandlingOrder: a registration is numbered when
+// the consumer controller handles RegisterToProducerController, not when
+// it is told. Consumer controller 2 handles its registration first;
+// consumer controller 1, told before it but handling its own after, is
+// the one registered last, and gets the stream; cc2's retries, older,
+// are ignored. (The randomized replacement test once assumed the order of
+// the tells, and failed when a busy consumer controller handled its
+// registration after its successor.)
+func TestRegistrationOrderIsHandlingOrder(t *testing.T) {
+	sys, clock := holesSystem(t)
+	pc := spawnPCOrFail(t, sys, "pc")
+	cs := ConsumerSettings{FlowControlWindow: 20}
+	cc1 := spawnCCOrFail(t, sys, "cc1", cs)
+	cc2 := spawnCCOrFail(t, sys, "cc2", cs)
+	link1 := newFaultLink[job](t, sys, "link1", pc, cc1, faults{}, faults{}, 1)
+	link2 := newFaultLink[job](t, sys, "link2", pc, cc2, faults{}, faults{}, 2)
+	isRegister := func(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
+	link2.setGate(holding(isRegister))
+	col1, col2 := newCollector(40), newCollector(1)
+	spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{}, col1)
+	spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
+	spawnProducer(t, sys, "producer", pc, producerSpec{})
+
+	cc2.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
+	eventually(t, "cc2's registration made", func() bool { return link2.heldCount(isRegister) == 1 })
+	cc1.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
+	eventually(t, "jobs 1-20 delivered to consumer 1", func() bool { return col1.count() >= 20 })
+	link2.setGate(nil)
+	link2.release(isRegister)               // arrives after cc1's
+	clock.Advance(DefaultResendIntervalMin) // cc2 registers again, with the same number
+	eventually(t, "cc2's second RegisterConsumer passed", func() bool { return link2.toPCStats.passed.Load() >= 1 })
+	stays(t, "consumer 2, registered before consumer 1, gets nothing", func() bool { return col2.count() == 0 })
+	waitJob(t, col1)
+	wantInOrder(t, col1, 1, 40)
 }

@@ -145,6 +145,11 @@ type Confirmed struct{ delivery uint64 }
 // RegisterToProducerController connects a consumer controller to a producer
 // controller: the consumer controller sends it [RegisterConsumer], again on
 // every retry tick until the producer controller's first message arrives.
+//
+// The registration is numbered when the consumer controller handles this
+// command, not when it is told (see [RegisterConsumer]): of two consumer
+// controllers told to register with one producer controller, the one that
+// handles it last gets the stream, whatever the order of the tells.
 type RegisterToProducerController[A any] struct {
 	ProducerController runtime.Ref[ProducerCommand[A]]
 }

@@ -94,7 +94,15 @@ func (x *replaceRun) startConsumer() error {
 // connect puts a link of its own between the current producer controller
 // and consumer controller, and registers. The link passes the first
 // RegisterConsumer on and holds a copy of it, for releaseLate.
-func (x *replaceRun) connect() {
+//
+// It returns once the consumer controller has sent that RegisterConsumer.
+// A registration is numbered when the consumer controller handles
+// RegisterToProducerController, not when it is told: one told earlier
+// but handled later is the later registration, and wins. Without the
+// wait, a replaced consumer controller still running, slow to handle
+// its registration with a new producer controller, could register after
+// its successor, and take the stream from it, as it is entitled to.
+func (x *replaceRun) connect(deadline time.Time) error {
 	toCC, toPC := x.faults()
 	l := newFaultLink[job](x.rt, x.sys, fmt.Sprintf("link%d-%d", x.pcs, len(x.cols)), x.pc, x.cc, toCC, toPC,
 		x.seed+uint64(x.pcs)<<40+uint64(len(x.cols))<<20)
@@ -108,7 +116,16 @@ func (x *replaceRun) connect() {
 	})
 	x.links, x.linkCol = append(x.links, l), append(x.linkCol, len(x.cols)-1)
 	x.cc.Tell(RegisterToProducerController[job]{ProducerController: l.toPC})
+	for l.heldCount(isRegisterConsumer) == 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("consumer controller %d did not register", len(x.cols))
+		}
+		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
+	}
+	return nil
 }
+
+func isRegisterConsumer(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
 
 // releaseLate waits until the current consumer got a job, which shows
 // that its consumer controller's registration was taken, then sends on,
@@ -122,10 +139,9 @@ func (x *replaceRun) releaseLate(p float64, deadline time.Time) error {
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
-	isRegister := func(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
 	for i, l := range x.links {
 		if x.linkCol[i] < len(x.cols)-1 && x.rng.Float64() < p {
-			l.release(isRegister)
+			l.release(isRegisterConsumer)
 		}
 	}
 	return nil
@@ -187,7 +203,10 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 	if err := x.startConsumer(); err != nil {
 		return err
 	}
-	x.connect()
+	deadline := time.Now().Add(time.Minute)
+	if err := x.connect(deadline); err != nil {
+		return err
+	}
 
 	// The replacements, at random points of the flow.
 	type event struct {
@@ -204,7 +223,6 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 		}
 	}
 	slices.SortFunc(events, func(a, b event) int { return a.at - b.at })
-	deadline := time.Now().Add(time.Minute)
 	allowed, pcReplaced := 0, 0
 	for _, e := range events {
 		if err := x.waitArrived(e.at, deadline); err != nil {
@@ -218,7 +236,9 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 			if err := x.startConsumer(); err != nil {
 				return err
 			}
-			x.connect()
+			if err := x.connect(deadline); err != nil {
+				return err
+			}
 			if err := x.releaseLate(0.5, deadline); err != nil {
 				return fmt.Errorf("%s: %w", r.params(), err)
 			}
@@ -241,7 +261,9 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 		if err := x.startProducer(); err != nil {
 			return err
 		}
-		x.connect()
+		if err := x.connect(deadline); err != nil {
+			return err
+		}
 	}
 	if err := x.releaseLate(1, deadline); err != nil {
 		return fmt.Errorf("%s: %w", r.params(), err)
