@@ -498,39 +498,64 @@ func rawTellPeak(b *testing.B, sys *runtime.System, n int, consumerWork, produce
 }
 
 // BenchmarkDurable: point to point with a durable queue, in memory and in
-// Redis: each message is stored (one round trip to the queue's goroutine,
-// and for Redis one to the server) before it is sent, and confirmations are
-// written behind.
+// Redis: each message is stored before it is sent (stores pipelined, in
+// batches while one is in flight: one round trip to the queue's goroutine
+// per batch, and for Redis one to the server), and confirmations are
+// written behind, with the stores. The redis run also runs the memory
+// queue, alternating, as its baseline: it reports both rates, their ratio
+// (x-memory), and what each allocates per message.
 func BenchmarkDurable(b *testing.B) {
 	const n = 20_000
+	newQueue := func(b *testing.B, store string, run int) durable.Queue[int] {
+		if store == "memory" {
+			return durable.NewMemory[int]()
+		}
+		c := testenv.Redis(b)
+		rq, err := redisqueue.New[int](c, fmt.Sprintf("trellis-bench:%d:%d", time.Now().UnixNano(), run), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = rq.Delete(context.Background()) })
+		return rq
+	}
+	// total sums the runs of one store.
+	type total struct {
+		elapsed        time.Duration
+		mallocs, bytes uint64
+		runs           int
+	}
+	run := func(b *testing.B, sys *runtime.System, store string, t *total) {
+		r := runP2P(b, sys, p2pSpec{n: n, queue: newQueue(b, store, t.runs)})
+		if r.outOfOrder != 0 {
+			b.Fatalf("%s: %d deliveries out of order", store, r.outOfOrder)
+		}
+		t.elapsed += r.elapsed
+		t.mallocs += r.mallocs
+		t.bytes += r.bytes
+		t.runs++
+	}
+	rate := func(t total) float64 { return float64(n*t.runs) / t.elapsed.Seconds() }
+	perMsg := func(v uint64, t total) float64 { return float64(v) / float64(n*t.runs) }
 	for _, store := range []string{"memory", "redis"} {
 		b.Run(store, func(b *testing.B) {
 			sys := newBenchSystem(b)
-			var elapsed time.Duration
-			runs := 0
+			var it, mem total
 			for b.Loop() {
-				var q durable.Queue[int]
-				if store == "memory" {
-					q = durable.NewMemory[int]()
-				} else {
-					c := testenv.Redis(b)
-					rq, err := redisqueue.New[int](c, fmt.Sprintf("trellis-bench:%d:%d", time.Now().UnixNano(), runs), nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { _ = rq.Delete(context.Background()) })
-					q = rq
+				run(b, sys, store, &it)
+				if store == "redis" {
+					run(b, sys, "memory", &mem)
 				}
-				r := runP2P(b, sys, p2pSpec{n: n, queue: q})
-				if r.outOfOrder != 0 {
-					b.Fatalf("%d deliveries out of order", r.outOfOrder)
-				}
-				elapsed += r.elapsed
-				runs++
 			}
-			msgs := float64(n * runs)
-			b.ReportMetric(msgs/elapsed.Seconds(), "msgs/s")
-			b.ReportMetric(float64(elapsed.Nanoseconds())/msgs, "ns/msg")
+			b.ReportMetric(rate(it), "msgs/s")
+			b.ReportMetric(float64(it.elapsed.Nanoseconds())/float64(n*it.runs), "ns/msg")
+			b.ReportMetric(perMsg(it.bytes, it), "B/msg")
+			b.ReportMetric(perMsg(it.mallocs, it), "allocs/msg")
+			if store == "redis" {
+				b.ReportMetric(rate(mem), "memory-msgs/s")
+				b.ReportMetric(rate(it)/rate(mem), "x-memory")
+				b.ReportMetric(perMsg(mem.bytes, mem), "memory-B/msg")
+				b.ReportMetric(perMsg(mem.mallocs, mem), "memory-allocs/msg")
+			}
 		})
 	}
 }

@@ -14,15 +14,24 @@ import (
 )
 
 // A controller with a durable queue (point to point, work pulling,
-// sharding) calls it through a durableCalls: from a goroutine of its own,
-// one call at a time, so that a slow store never blocks the runtime's
-// workers, and hears of each result as a message. Each call has a deadline
-// on the system's clock (an actor timer, so tests drive it with a fake
-// clock); a call that fails or times out is tried again, up to
+// sharding) calls it through a durableCalls: from goroutines of its own
+// (one for loads and stores, one for confirmations, each one call at a
+// time), so that a slow store never blocks the runtime's workers, and
+// hears of each result as a message. Each call has a deadline on the
+// system's clock (an actor timer, so tests drive it with a fake clock); a
+// call that fails or times out is tried again, up to
 // DurableQueueRetryAttempts more times, after which the controller fails.
-// Confirmations are written behind: at most one is in flight, the latest
-// one of each qualifier wins, and a failed one is retried without failing
-// the controller.
+//
+// Stores are pipelined: the controller may hand over messages while others
+// are being stored, and hears, in order, how many more are stored. With a
+// durable.BatchQueue the messages that come while one call is in flight
+// make the next call, one batch (one round trip to a remote store), which
+// also carries the confirmations waiting then; without one, messages are
+// stored one call each.
+//
+// Confirmations are written behind: at most one call of their own is in
+// flight, the latest one of each qualifier wins, and a failed one is
+// retried without failing the controller.
 
 type durableOp uint8
 
@@ -32,13 +41,21 @@ const (
 	opStoreConfirmed
 )
 
-// describe names a call for errors and logs.
-func (op durableOp) describe(seqNr SeqNr) string {
-	if op == opLoad {
+// describe names a call for errors and logs: n is how many messages a
+// store of several stores from seqNr on.
+func (op durableOp) describe(seqNr SeqNr, n int) string {
+	switch {
+	case op == opLoad:
 		return op.String()
+	case op == opStoreSent && n > 1:
+		return fmt.Sprintf("store messages sent %d-%d", seqNr, seqNr+SeqNr(n)-1)
 	}
 	return fmt.Sprintf("%s %d", op, seqNr)
 }
+
+// maxBatch is the most messages one call of a durable.BatchQueue stores:
+// it bounds a call's size when a slow store lets many accumulate.
+const maxBatch = 256
 
 func (op durableOp) String() string {
 	switch op {
@@ -77,6 +94,7 @@ type durableTimerKey struct {
 type durableCall struct {
 	attempt int
 	seqNr   SeqNr
+	n       int                // messages a store stores from seqNr on; 0 when none is under way
 	cancel  context.CancelFunc // nil when no call is in flight
 }
 
@@ -84,7 +102,7 @@ type durableCall struct {
 // field is set.
 type durableOutcome[A any] struct {
 	loaded *durable.State[A] // the state is loaded
-	stored bool              // the message of storeSent is stored
+	stored int               // so many more of the messages of storeSent are stored, in order
 	err    error             // the queue keeps failing: the controller must fail
 }
 
@@ -99,22 +117,27 @@ type confirmation struct {
 // which durableMsg[A] must be one of (wrap converts it).
 type durableCalls[A, T any] struct {
 	q      durable.Queue[A]
-	id     string // the producer id, for errors
+	batch  durable.BatchQueue[A] // q, when it takes batches; nil otherwise
+	id     string                // the producer id, for errors
 	s      ProducerSettings
 	log    *slog.Logger
 	self   runtime.Ref[T]
 	timers *runtime.Timers[T]
 	clock  clockwork.Clock
 	wrap   func(durableMsg[A]) T
-	jobs   chan func()
+	jobs   chan func() // loads and stores
+	cjobs  chan func() // confirmations, so that they never hold up a store
 	base   context.Context
 	cancel context.CancelFunc
 
 	load, sent, confirm durableCall
-	storingM            *durable.MessageSent[A] // the message being stored, nil if none
-	confirmQ            string                  // the qualifier of the confirmation in flight
-	confirms            map[string]*confirmation
-	confirmQueue        ring[string] // qualifiers with a confirmation to store, oldest first
+	// toStore are the messages given to storeSent and not yet stored,
+	// oldest first; the call of sent stores the first sent.n of them.
+	toStore      ring[durable.MessageSent[A]]
+	riding       []durable.QualifiedConfirmation // the confirmations in the call of sent
+	confirmQ     string                          // the qualifier of the confirmation in flight
+	confirms     map[string]*confirmation
+	confirmQueue ring[string] // qualifiers with a confirmation to store, oldest first
 }
 
 // startDurableCalls starts the client of a controller whose Started signal
@@ -123,24 +146,29 @@ func startDurableCalls[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id
 	log *slog.Logger, wrap func(durableMsg[A]) T) *durableCalls[A, T] {
 	base, cancel := context.WithCancel(context.Background())
 	// Calls are few at a time (a load or a store, a confirmation, and any
-	// that timed out but have not yet returned), so the buffer never fills
+	// that timed out but have not yet returned), so the buffers never fill
 	// unless the queue ignores the cancelled contexts of many calls.
 	d := &durableCalls[A, T]{
 		q: q, id: id, s: s, log: log, self: ctx.Self(), timers: ctx.Timers(), clock: ctx.System().Clock(), wrap: wrap,
-		jobs: make(chan func(), 32), base: base, cancel: cancel, confirms: make(map[string]*confirmation),
+		jobs: make(chan func(), 32), cjobs: make(chan func(), 32), base: base, cancel: cancel,
+		confirms: make(map[string]*confirmation),
 	}
-	go func() {
-		for job := range d.jobs {
-			job()
-		}
-	}()
+	d.batch, _ = q.(durable.BatchQueue[A])
+	for _, jobs := range []chan func(){d.jobs, d.cjobs} {
+		go func() {
+			for job := range jobs {
+				job()
+			}
+		}()
+	}
 	return d
 }
 
-// stop aborts the call in flight and ends the goroutine.
+// stop aborts the calls in flight and ends the goroutines.
 func (d *durableCalls[A, T]) stop() {
 	d.cancel()
 	close(d.jobs)
+	close(d.cjobs)
 }
 
 // call runs f on the queue's goroutine with a context that the controller
@@ -148,9 +176,13 @@ func (d *durableCalls[A, T]) stop() {
 func (d *durableCalls[A, T]) call(c *durableCall, op durableOp, f func(ctx context.Context) durableMsg[A]) {
 	ctx, cancel := context.WithCancel(d.base)
 	c.cancel = cancel
-	attempt, seqNr, self, wrap := c.attempt, c.seqNr, d.self, d.wrap
-	d.jobs <- func() {
-		m := callQueue(ctx, op, seqNr, f)
+	attempt, seqNr, n, self, wrap := c.attempt, c.seqNr, c.n, d.self, d.wrap
+	jobs := d.jobs
+	if op == opStoreConfirmed {
+		jobs = d.cjobs
+	}
+	jobs <- func() {
+		m := callQueue(ctx, op, seqNr, n, f)
 		m.op, m.attempt = op, attempt
 		self.Tell(wrap(m))
 	}
@@ -161,10 +193,10 @@ func (d *durableCalls[A, T]) call(c *durableCall, op durableOp, f func(ctx conte
 // callQueue runs f, turning a panic of the queue into the call's error: a
 // queue that panics fails its controller, as one that keeps failing does,
 // instead of taking the process down with the queue's goroutine.
-func callQueue[A any](ctx context.Context, op durableOp, seqNr SeqNr, f func(ctx context.Context) durableMsg[A]) (m durableMsg[A]) {
+func callQueue[A any](ctx context.Context, op durableOp, seqNr SeqNr, n int, f func(ctx context.Context) durableMsg[A]) (m durableMsg[A]) {
 	defer func() {
 		if r := recover(); r != nil {
-			m = durableMsg[A]{seqNr: seqNr, err: fmt.Errorf("%w: %s panicked: %v", errQueuePanicked, op.describe(seqNr), r)}
+			m = durableMsg[A]{seqNr: seqNr, err: fmt.Errorf("%w: %s panicked: %v", errQueuePanicked, op.describe(seqNr, n), r)}
 		}
 	}()
 	return f(ctx)
@@ -186,21 +218,64 @@ func (d *durableCalls[A, T]) issueLoad() {
 	})
 }
 
-// storing reports whether a storeSent has not yet been stored.
-func (d *durableCalls[A, T]) storing() bool { return d.storingM != nil }
+// storing reports whether a message of storeSent is not yet stored.
+func (d *durableCalls[A, T]) storing() bool { return d.toStore.len() > 0 }
 
-// storeSent stores m; the outcome is stored. One at a time.
+// storeSent stores m, whose sequence number follows that of the previous
+// one; the outcome is stored, in order, once m and those before it are.
 func (d *durableCalls[A, T]) storeSent(m durable.MessageSent[A]) {
-	d.storingM = &m
-	d.sent.attempt, d.sent.seqNr = 1, m.SeqNr
+	d.toStore.push(m)
+	if d.sent.n == 0 {
+		d.startStore()
+	}
+}
+
+// startStore stores the messages waiting: all of them (up to maxBatch) in
+// one call with a BatchQueue, the oldest otherwise.
+func (d *durableCalls[A, T]) startStore() {
+	n := 1
+	if d.batch != nil {
+		n = min(d.toStore.len(), maxBatch)
+	}
+	d.sent.attempt, d.sent.seqNr, d.sent.n = 1, d.toStore.at(0).SeqNr, n
 	d.issueStoreSent()
 }
 
+// issueStoreSent makes an attempt at the store under way: every attempt
+// stores the same messages, so the queue can tell a retry of a call that
+// stored from a wrong sequence number.
 func (d *durableCalls[A, T]) issueStoreSent() {
-	m, q := *d.storingM, d.q
+	if d.batch == nil {
+		m, q := d.toStore.at(0), d.q
+		d.call(&d.sent, opStoreSent, func(ctx context.Context) durableMsg[A] {
+			return durableMsg[A]{err: q.StoreMessageSent(ctx, m)}
+		})
+		return
+	}
+	b := durable.Batch[A]{Sent: make([]durable.MessageSent[A], d.sent.n), Confirmed: d.takeConfirms()}
+	for i := range b.Sent {
+		b.Sent[i] = d.toStore.at(i)
+	}
+	d.riding = b.Confirmed
+	q := d.batch
 	d.call(&d.sent, opStoreSent, func(ctx context.Context) durableMsg[A] {
-		return durableMsg[A]{seqNr: m.SeqNr, err: q.StoreMessageSent(ctx, m)}
+		return durableMsg[A]{err: q.StoreBatch(ctx, b)}
 	})
+}
+
+// stored takes the outcome of a store that succeeded, starts the next one
+// if messages are waiting, and returns how many messages it stored.
+func (d *durableCalls[A, T]) stored() int {
+	n := d.sent.n
+	for range n {
+		d.toStore.pop()
+	}
+	d.sent.n = 0
+	if d.toStore.len() > 0 {
+		d.startStore()
+	}
+	d.maybeIssueConfirm()
+	return n
 }
 
 // storeConfirmed stores, behind the flow of messages, that the messages of
@@ -220,9 +295,54 @@ func (d *durableCalls[A, T]) storeConfirmed(seqNr SeqNr, qualifier string) {
 		c.queued = true
 		d.confirmQueue.push(qualifier)
 	}
+	if d.batch != nil && d.sent.n > 0 {
+		return // it goes with the next store
+	}
+	d.maybeIssueConfirm()
+}
+
+// maybeIssueConfirm stores the next confirmation unless one is in flight
+// or waits for its retry.
+func (d *durableCalls[A, T]) maybeIssueConfirm() {
 	if d.confirm.cancel == nil && !d.timers.IsActive(durableTimerKey{op: opStoreConfirmed, retry: true}) {
 		d.issueStoreConfirmed()
 	}
+}
+
+// takeConfirms takes every wanted confirmation to go with a store. The
+// qualifier of a confirmation call in flight may be among them: both
+// writes are idempotent, and the higher one stays.
+func (d *durableCalls[A, T]) takeConfirms() []durable.QualifiedConfirmation {
+	var cs []durable.QualifiedConfirmation
+	now := d.clock.Now()
+	for d.confirmQueue.len() > 0 {
+		qual := d.confirmQueue.pop()
+		c := d.confirms[qual]
+		c.queued = false
+		if c.wanted > c.stored {
+			cs = append(cs, durable.QualifiedConfirmation{Qualifier: qual, SeqNr: c.wanted, Timestamp: now})
+		}
+	}
+	return cs
+}
+
+// landRiding takes the outcome of the confirmations that went with a
+// store: stored, or back in line.
+func (d *durableCalls[A, T]) landRiding(ok bool) {
+	for _, rc := range d.riding {
+		c := d.confirms[rc.Qualifier]
+		if c == nil {
+			continue // a confirmation call stored as much meanwhile
+		}
+		if ok {
+			c.stored = max(c.stored, rc.SeqNr)
+		}
+		if c.wanted > c.stored && !c.queued {
+			c.queued = true
+			d.confirmQueue.push(rc.Qualifier)
+		}
+	}
+	d.riding = nil
 }
 
 // issueStoreConfirmed stores the wanted confirmation of the next qualifier
@@ -294,6 +414,9 @@ func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
 	} else {
 		d.timers.Cancel(durableTimerKey{op: m.op})
 	}
+	if m.op == opStoreSent {
+		d.landRiding(m.err == nil)
+	}
 	if m.err != nil {
 		return durableOutcome[A]{err: d.failed(c, m)}
 	}
@@ -301,8 +424,7 @@ func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
 	case opLoad:
 		return durableOutcome[A]{loaded: &m.state}
 	case opStoreSent:
-		d.storingM = nil
-		return durableOutcome[A]{stored: true}
+		return durableOutcome[A]{stored: d.stored()}
 	default:
 		if conf := d.confirms[d.confirmQ]; conf != nil {
 			conf.stored = max(conf.stored, m.seqNr)
@@ -329,12 +451,12 @@ func (d *durableCalls[A, T]) failed(c *durableCall, m durableMsg[A]) error {
 		return nil
 	}
 	if errors.Is(m.err, durable.ErrUnexpectedSeqNr) {
-		return fmt.Errorf("durable queue: %s: %w (is another producer controller using producer id %q?)", m.op.describe(c.seqNr), m.err, d.id)
+		return fmt.Errorf("durable queue: %s: %w (is another producer controller using producer id %q?)", m.op.describe(c.seqNr, c.n), m.err, d.id)
 	}
 	if c.attempt > s.DurableQueueRetryAttempts {
-		return fmt.Errorf("durable queue: %s: gave up after %d attempts: %w", m.op.describe(c.seqNr), c.attempt, m.err)
+		return fmt.Errorf("durable queue: %s: gave up after %d attempts: %w", m.op.describe(c.seqNr, c.n), c.attempt, m.err)
 	}
-	d.log.Warn("durable queue: call failed; will retry", "call", m.op.describe(c.seqNr), "attempt", c.attempt, "err", m.err)
+	d.log.Warn("durable queue: call failed; will retry", "call", m.op.describe(c.seqNr, c.n), "attempt", c.attempt, "err", m.err)
 	c.attempt++
 	if m.timeout || s.DurableQueueRetryBackoff == 0 {
 		d.retry(m.op)

@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,4 +263,56 @@ func checkAtLeastOnce(t *testing.T, got []int, n, confirmed int) {
 		t.Fatalf("the sequence restarts %d times: %v", restarts, got)
 	}
 	t.Logf("%d deliveries of %d jobs; confirmed at the crash: %d", len(got), n, confirmed)
+}
+
+// gatedQueue is a BatchQueue in memory whose first StoreBatch waits until
+// release is closed, and which records how many messages each one stored.
+type gatedQueue struct {
+	*durable.Memory[job]
+	release chan struct{}
+	mu      sync.Mutex
+	sizes   []int
+}
+
+func (g *gatedQueue) StoreBatch(ctx context.Context, b durable.Batch[job]) error {
+	g.mu.Lock()
+	first := len(g.sizes) == 0
+	g.sizes = append(g.sizes, len(b.Sent))
+	g.mu.Unlock()
+	if first {
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Memory.StoreBatch(ctx, b)
+}
+
+// TestDurableStoresPipelined: while a store is in flight the producer is
+// given more RequestNexts, as demand allows; what it sends meanwhile is
+// stored in one batch, and nothing goes out before it is stored, then all
+// of it in order.
+func TestDurableStoresPipelined(t *testing.T) {
+	q := &gatedQueue{Memory: durable.NewMemory[job](), release: make(chan struct{})}
+	h := newPC(t, ProducerSettings{DurableQueueRequestTimeout: time.Hour}, WithDurableQueue[job](q))
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1}) // the first message: its store hangs
+	h.assoc = 1                  // the first association, which message 1 (not yet sent) would show
+	h.request(0, 5)
+	r = h.expectRequestNext(t, 2, 0)
+	h.sendJobs(t, r, 2, 5, 0)
+	h.producer.ExpectNone(t, 20*time.Millisecond) // the demand is used up
+	h.cc.ExpectNone(t, 0)                         // nothing was sent unstored
+	close(q.release)
+	h.expectSeq(t, 1, true)
+	for n := SeqNr(2); n <= 5; n++ {
+		h.expectSeq(t, n, false)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !slices.Equal(q.sizes, []int{1, 4}) {
+		t.Fatalf("batches of %v messages, want [1 4]", q.sizes)
+	}
 }

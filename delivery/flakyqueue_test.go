@@ -58,6 +58,17 @@ func (f *flakyQueue[A]) LoadState(ctx context.Context) (durable.State[A], error)
 }
 
 func (f *flakyQueue[A]) StoreMessageSent(ctx context.Context, m durable.MessageSent[A]) error {
+	return f.store(ctx, func() error { return f.q.StoreMessageSent(ctx, m) })
+}
+
+// StoreBatch makes the queue a durable.BatchQueue, as its inner queue must
+// be, so that the retries exercise the idempotence of batches too.
+func (f *flakyQueue[A]) StoreBatch(ctx context.Context, b durable.Batch[A]) error {
+	return f.store(ctx, func() error { return f.q.(durable.BatchQueue[A]).StoreBatch(ctx, b) })
+}
+
+// store runs a store that fails before or after it stores, at random.
+func (f *flakyQueue[A]) store(ctx context.Context, store func() error) error {
 	r, err := f.roll(ctx)
 	if err != nil {
 		return err
@@ -66,7 +77,7 @@ func (f *flakyQueue[A]) StoreMessageSent(ctx context.Context, m durable.MessageS
 		f.failures.Add(1)
 		return errFlaky
 	}
-	if err := f.q.StoreMessageSent(ctx, m); err != nil {
+	if err := store(); err != nil {
 		return err
 	}
 	if r < f.fail {

@@ -137,7 +137,7 @@ func (f *patternProducer[A, C, N]) onDurable(m durableMsg[A], loaded func(durabl
 	case out.loaded != nil:
 		f.generation = out.loaded.Incarnation
 		loaded(*out.loaded)
-	case out.stored:
+	case out.stored > 0: // one message: a pattern controller stores one at a time
 		stored()
 	}
 }

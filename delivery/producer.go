@@ -92,7 +92,8 @@ type producer[A any] struct {
 	pendingAt   int
 	replyTo     runtime.Ref[SeqNr] // the current message's ask
 
-	dq *durableCalls[A, ProducerCommand[A]] // nil without a durable queue
+	dq   *durableCalls[A, ProducerCommand[A]] // nil without a durable queue
+	pipe storePipe[A]                         // with a durable queue: stored or being stored, not yet sent
 }
 
 func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
@@ -277,7 +278,7 @@ func (p *producer[A]) accepts(a uint64) bool { return p.active && a == p.associa
 // requestNext gives the producer permission for one more message when the
 // consumer controller's demand allows it and nothing is still being sent.
 func (p *producer[A]) requestNext() {
-	if p.requested || p.hasPending() || p.storing() || p.currentSeqNr > p.requestedSeqNr {
+	if p.requested || p.hasPending() || p.nextSeqNr() > p.requestedSeqNr {
 		return
 	}
 	p.requested = true
@@ -287,7 +288,7 @@ func (p *producer[A]) requestNext() {
 func (p *producer[A]) sendRequestNext() {
 	p.producer.Tell(RequestNext[A]{
 		ProducerID:     p.cfg.id,
-		CurrentSeqNr:   p.currentSeqNr,
+		CurrentSeqNr:   p.nextSeqNr(),
 		ConfirmedSeqNr: p.confirmedSeqNr,
 		SendNextTo:     p.sendNext,
 		AskNextTo:      p.askNext,
@@ -321,27 +322,32 @@ func (p *producer[A]) onProducerMessage(o *outgoing[A]) {
 // sendPending sends (or, with a durable queue, stores) the current
 // message's chunks while there is demand, then asks for the next message.
 func (p *producer[A]) sendPending() {
-	for p.hasPending() && !p.storing() && p.currentSeqNr <= p.requestedSeqNr {
-		m := p.pending[p.pendingAt]
-		m.ProducerID = p.cfg.id
-		m.SeqNr = p.currentSeqNr
-		m.ProducerController = p.self
-		m.Incarnation = p.incarnation
-		m.Generation = p.generation
-		if p.dq != nil {
-			p.storeSent(m)
-			return
-		}
+	if p.dq != nil {
+		p.storePending()
+		return
+	}
+	for p.hasPending() && p.currentSeqNr <= p.requestedSeqNr {
+		p.stamp(p.pending[p.pendingAt], p.currentSeqNr)
 		p.emit()
 	}
 	p.requestNext()
 }
 
-// emit sends the next pending chunk, which is stored if it must be. When it
-// is the message's last, the producer is given its next RequestNext first:
-// it can work on the next message while this one travels.
+// stamp gives m its sequence number and what says where it comes from.
+func (p *producer[A]) stamp(m *SequencedMessage[A], seqNr SeqNr) {
+	m.ProducerID = p.cfg.id
+	m.SeqNr = seqNr
+	m.ProducerController = p.self
+	m.Incarnation = p.incarnation
+	m.Generation = p.generation
+}
+
+// emit sends the next pending chunk. When it is the message's last, the
+// producer is given its next RequestNext first: it can work on the next
+// message while this one travels.
 func (p *producer[A]) emit() {
-	m := p.takePending()
+	m, replyTo := p.takePending()
+	p.sent(m, replyTo)
 	if !p.hasPending() {
 		p.requestNext()
 	}
@@ -359,38 +365,42 @@ func (p *producer[A]) send(m *SequencedMessage[A]) {
 
 func (p *producer[A]) hasPending() bool { return p.pendingAt < len(p.pending) }
 
-// takePending does the bookkeeping of sending the next pending chunk and
-// returns it.
-func (p *producer[A]) takePending() *SequencedMessage[A] {
-	m := p.pending[p.pendingAt]
+// takePending takes the next pending chunk and, with the message's last
+// chunk, the message's ask.
+func (p *producer[A]) takePending() (m *SequencedMessage[A], replyTo runtime.Ref[SeqNr]) {
+	m = p.pending[p.pendingAt]
 	p.pending[p.pendingAt] = nil
-	// Set as it goes out, not as it is stored: a new consumer controller
-	// may have come meanwhile.
-	m.First, m.Association = m.SeqNr == p.firstSeqNr, p.association
-	last := p.pendingAt == len(p.pending)-1
-	if p.pendingAt++; last {
+	if p.pendingAt++; p.pendingAt == len(p.pending) {
 		// Keep the buffer for the next message unless a large one grew it.
 		if cap(p.pending) > 64 {
 			p.pending = nil
 		}
 		p.pending, p.pendingAt = p.pending[:0], 0
+		replyTo, p.replyTo = p.replyTo, nil
 	}
+	return m, replyTo
+}
+
+// sent does the bookkeeping of sending m, the next message; replyTo is the
+// ask of the message whose last chunk m is, if any.
+func (p *producer[A]) sent(m *SequencedMessage[A], replyTo runtime.Ref[SeqNr]) {
+	// Set as it goes out, not as it is stored: a new consumer controller
+	// may have come meanwhile.
+	m.First, m.Association = m.SeqNr == p.firstSeqNr, p.association
 	p.currentSeqNr++
 	if p.supportResend {
 		p.unconfirmed.push(m)
 	}
-	if last && p.replyTo != nil {
+	if replyTo != nil {
 		if p.dq != nil {
-			p.replyTo.Tell(m.SeqNr) // stored: that is all a durable ask waits for
+			replyTo.Tell(m.SeqNr) // stored: that is all a durable ask waits for
 		} else {
-			p.replies.push(pendingReply{seqNr: m.SeqNr, replyTo: p.replyTo})
+			p.replies.push(pendingReply{seqNr: m.SeqNr, replyTo: replyTo})
 		}
-		p.replyTo = nil
 	}
 	if m.SeqNr == p.firstSeqNr {
 		p.startResendFirst()
 	}
-	return m
 }
 
 func (p *producer[A]) onRequest(r Request[A]) {

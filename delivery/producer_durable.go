@@ -2,20 +2,60 @@ package delivery
 
 // The producer controller's use of its durable queue (the calls themselves,
 // their deadlines and retries, are in durable_calls.go): every message is
-// stored before it is sent, confirmations are stored behind, and the state
-// is loaded when the controller starts.
+// stored before it is sent, with several stores under way at once,
+// confirmations are stored behind, and the state is loaded when the
+// controller starts.
 
 import (
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/runtime"
 )
+
+// storePipe holds the messages handed to the durable queue and not yet
+// sent, in sequence order: stores are pipelined, so the producer is given
+// its next RequestNext while earlier messages are being stored, and each
+// message goes out once it (and every one before it) is stored.
+type storePipe[A any] struct {
+	msgs   ring[pipedMsg[A]]
+	stored int // how many at the front of msgs are stored
+}
+
+// pipedMsg is a message in the pipe, and the ask of the message whose last
+// chunk it is.
+type pipedMsg[A any] struct {
+	m       *SequencedMessage[A]
+	replyTo runtime.Ref[SeqNr]
+}
+
+// nextSeqNr is the sequence number of the next message to store (or, without
+// a durable queue, to send).
+func (p *producer[A]) nextSeqNr() SeqNr { return p.currentSeqNr + SeqNr(p.pipe.msgs.len()) }
+
+// storePending sends what is stored, within the consumer controller's
+// demand; hands the current message's chunks to the queue while demand
+// allows; and asks for the next message.
+func (p *producer[A]) storePending() {
+	for p.pipe.stored > 0 && p.currentSeqNr <= p.requestedSeqNr {
+		pm := p.pipe.msgs.pop()
+		p.pipe.stored--
+		p.sent(pm.m, pm.replyTo)
+		p.send(pm.m)
+	}
+	for p.hasPending() && p.nextSeqNr() <= p.requestedSeqNr {
+		seqNr := p.nextSeqNr()
+		m, replyTo := p.takePending()
+		p.stamp(m, seqNr)
+		p.pipe.msgs.push(pipedMsg[A]{m: m, replyTo: replyTo})
+		p.storeSent(m)
+	}
+	p.requestNext()
+}
 
 func (p *producer[A]) startDurable() {
 	p.dq = startDurableCalls(p.ctx, p.cfg.queue, p.cfg.id, p.cfg.settings, p.log,
 		func(m durableMsg[A]) ProducerCommand[A] { return m })
 	p.dq.loadState()
 }
-
-func (p *producer[A]) storing() bool { return p.dq != nil && p.dq.storing() }
 
 func (p *producer[A]) storeSent(m *SequencedMessage[A]) {
 	p.dq.storeSent(durable.MessageSent[A]{
@@ -41,9 +81,9 @@ func (p *producer[A]) onDurable(m durableMsg[A]) {
 		p.fail(out.err)
 	case out.loaded != nil:
 		p.onLoaded(*out.loaded)
-	case out.stored:
-		p.emit()
-		p.sendPending()
+	case out.stored > 0:
+		p.pipe.stored += out.stored
+		p.storePending()
 	}
 }
 

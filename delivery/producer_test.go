@@ -389,4 +389,4 @@ func TestSettingsValidation(t *testing.T) {
 	}
 }
 
-var _ durable.Queue[job] = (*flakyQueue[job])(nil)
+var _ durable.BatchQueue[job] = (*flakyQueue[job])(nil)

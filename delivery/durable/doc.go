@@ -1,6 +1,7 @@
 // Package durable owns the durable producer queue of reliable delivery: the
 // contract a store must keep ([Queue]: load the state, store a sent message,
-// store a confirmation), the [State] it returns, the stored forms of a
+// store a confirmation; [BatchQueue], optional: store several at once), the
+// [State] it returns, the stored forms of a
 // message ([MessageSent], [Chunk]), the [Codec] that turns messages into
 // bytes, and an in-memory implementation ([Memory]) for tests.
 //

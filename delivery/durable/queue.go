@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -142,4 +143,48 @@ func partialChunks[A any](ms []MessageSent[A]) int {
 		}
 	}
 	return i
+}
+
+// BatchQueue is a Queue that takes several writes in one call, so that a
+// store with a round trip per call (such as Redis) pays one per batch. A
+// producer controller whose queue is one stores, while one batch is in
+// flight, the messages that come meanwhile, and sends them all in the next
+// call, with the confirmations that are waiting. It is discovered by type
+// assertion: a Queue that is not one gets one call per write.
+type BatchQueue[A any] interface {
+	Queue[A]
+
+	// StoreBatch stores b: its sent messages as StoreMessageSent would one
+	// after the other, all of them or none, then its confirmations as
+	// StoreMessageConfirmed would. The sent messages have consecutive
+	// sequence numbers. It is idempotent as StoreMessageSent is: when the
+	// last of them is the one just before the queue's current sequence
+	// number (an earlier attempt stored the batch), it stores no message,
+	// and the confirmations, idempotent themselves, are stored again.
+	StoreBatch(ctx context.Context, b Batch[A]) error
+}
+
+// Batch is what one StoreBatch call writes.
+type Batch[A any] struct {
+	Sent      []MessageSent[A]
+	Confirmed []QualifiedConfirmation
+}
+
+// QualifiedConfirmation is a confirmation of the messages of Qualifier up
+// to and including SeqNr (see Queue.StoreMessageConfirmed).
+type QualifiedConfirmation struct {
+	Qualifier string
+	SeqNr     SeqNr
+	Timestamp time.Time
+}
+
+// CheckConsecutive returns an error unless the sequence numbers of ms
+// follow one another: a BatchQueue stores them by the first one's.
+func CheckConsecutive[A any](ms []MessageSent[A]) error {
+	for i := 1; i < len(ms); i++ {
+		if ms[i].SeqNr != ms[0].SeqNr+SeqNr(i) {
+			return fmt.Errorf("durable: batch of sent messages from %d: message %d has seqNr %d, not consecutive", ms[0].SeqNr, i, ms[i].SeqNr)
+		}
+	}
+	return nil
 }

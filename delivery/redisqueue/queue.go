@@ -14,9 +14,10 @@
 //	{prefix}:qualifiers  set of the qualifiers with stored messages
 //	{prefix}:q:QUALIFIER sorted set of the unconfirmed messages of one qualifier, scored by seqNr
 //
-// A stored message costs one round trip to Redis (a script that checks the
-// sequence number and stores); a confirmation one more, written behind the
-// flow. The round trip dominates: see the package benchmark.
+// Every write is one round trip to Redis: a script (store_batch.lua) that
+// checks the sequence number and stores a batch of sent messages, and the
+// confirmations that came meanwhile (the Queue is a durable.BatchQueue).
+// The round trip dominates: see the package benchmark.
 package redisqueue
 
 import (
@@ -52,7 +53,7 @@ type Queue[A any] struct {
 	meta, confirmed, qualifiers string
 }
 
-var _ durable.Queue[int] = (*Queue[int])(nil)
+var _ durable.BatchQueue[int] = (*Queue[int])(nil)
 
 // New returns the queue stored under prefix (typically an application
 // name and the producer id), whose whole messages codec encodes (nil:
@@ -78,54 +79,95 @@ func (q *Queue[A]) messagesKey(qualifier string) string {
 	return keyspace.Tag(q.prefix) + ":q:" + qualifier
 }
 
-//go:embed store_sent.lua
-var storeSentSrc string
+//go:embed store_batch.lua
+var storeBatchSrc string
 
-//go:embed store_confirmed.lua
-var storeConfirmedSrc string
-
-var (
-	storeSentScript      = redis.NewScript(storeSentSrc)
-	storeConfirmedScript = redis.NewScript(storeConfirmedSrc)
-)
+var storeBatchScript = redis.NewScript(storeBatchSrc)
 
 // StoreMessageSent stores m as the durable.Queue contract says, atomically.
 func (q *Queue[A]) StoreMessageSent(ctx context.Context, m durable.MessageSent[A]) error {
-	record, err := encode(q.codec, m)
-	if err != nil {
-		return fmt.Errorf("redisqueue %s: store message sent %d: %w", q.prefix, m.SeqNr, err)
-	}
-	kind := "whole"
-	if c := m.Chunk; c != nil && !(c.First && c.Last) {
-		switch {
-		case c.First:
-			kind = "first"
-		case c.Last:
-			kind = "last"
-		default:
-			kind = "middle"
-		}
-	}
-	res, err := storeSentScript.Run(ctx, q.client, []string{q.meta, q.messagesKey(m.Qualifier), q.qualifiers},
-		m.SeqNr, record, m.Qualifier, kind).Int64()
-	if err != nil {
-		return fmt.Errorf("redisqueue %s: store message sent %d: %w", q.prefix, m.SeqNr, err)
-	}
-	if res < 0 {
-		return fmt.Errorf("redisqueue %s: store message sent %d: %w: current is %d", q.prefix, m.SeqNr, durable.ErrUnexpectedSeqNr, -res)
-	}
-	return nil
+	return q.StoreBatch(ctx, durable.Batch[A]{Sent: []durable.MessageSent[A]{m}})
 }
 
 // StoreMessageConfirmed records a confirmation as the durable.Queue
 // contract says, atomically.
 func (q *Queue[A]) StoreMessageConfirmed(ctx context.Context, seqNr durable.SeqNr, qualifier string, at time.Time) error {
-	err := storeConfirmedScript.Run(ctx, q.client, []string{q.meta, q.confirmed, q.messagesKey(qualifier)},
-		seqNr, qualifier, at.UnixMilli()).Err()
+	return q.StoreBatch(ctx, durable.Batch[A]{Confirmed: []durable.QualifiedConfirmation{{Qualifier: qualifier, SeqNr: seqNr, Timestamp: at}}})
+}
+
+// StoreBatch stores b as the durable.BatchQueue contract says, atomically,
+// in one script call: one round trip.
+func (q *Queue[A]) StoreBatch(ctx context.Context, b durable.Batch[A]) error {
+	op := "store batch"
+	switch {
+	case len(b.Sent) == 1 && len(b.Confirmed) == 0:
+		op = fmt.Sprintf("store message sent %d", b.Sent[0].SeqNr)
+	case len(b.Sent) > 0:
+		op = fmt.Sprintf("store messages sent %d-%d", b.Sent[0].SeqNr, b.Sent[len(b.Sent)-1].SeqNr)
+	case len(b.Confirmed) == 1:
+		op = fmt.Sprintf("store message confirmed %d", b.Confirmed[0].SeqNr)
+	}
+	if err := durable.CheckConsecutive(b.Sent); err != nil {
+		return fmt.Errorf("redisqueue %s: %s: %w", q.prefix, op, err)
+	}
+	keys, args, err := q.batchArgs(b)
 	if err != nil {
-		return fmt.Errorf("redisqueue %s: store message confirmed %d: %w", q.prefix, seqNr, err)
+		return fmt.Errorf("redisqueue %s: %s: %w", q.prefix, op, err)
+	}
+	res, err := storeBatchScript.Run(ctx, q.client, keys, args...).Int64()
+	if err != nil {
+		return fmt.Errorf("redisqueue %s: %s: %w", q.prefix, op, err)
+	}
+	if res < 0 {
+		return fmt.Errorf("redisqueue %s: %s: %w: current is %d", q.prefix, op, durable.ErrUnexpectedSeqNr, -res)
 	}
 	return nil
+}
+
+// batchArgs lays b out as store_batch.lua takes it.
+func (q *Queue[A]) batchArgs(b durable.Batch[A]) (keys []string, args []any, err error) {
+	keys = append(make([]string, 0, 4), q.meta, q.confirmed, q.qualifiers)
+	var quals []any // the qualifiers' names, in the order of their keys
+	index := func(qual string) int {
+		for i, name := range quals {
+			if name == qual {
+				return i + 1
+			}
+		}
+		quals = append(quals, qual)
+		keys = append(keys, q.messagesKey(qual))
+		return len(quals)
+	}
+	tail := make([]any, 0, 3+3*len(b.Sent)+3*len(b.Confirmed))
+	tail = append(tail, len(b.Sent), 0)
+	if len(b.Sent) > 0 {
+		tail[1] = b.Sent[0].SeqNr
+	}
+	for _, m := range b.Sent {
+		record, err := encode(q.codec, m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("message %d: %w", m.SeqNr, err)
+		}
+		tail = append(tail, record, index(m.Qualifier), chunkKind(m.Chunk))
+	}
+	tail = append(tail, len(b.Confirmed))
+	for _, c := range b.Confirmed {
+		tail = append(tail, c.SeqNr, index(c.Qualifier), c.Timestamp.UnixMilli())
+	}
+	return keys, append(quals, tail...), nil
+}
+
+// chunkKind names what c is of its message, for the script.
+func chunkKind(c *durable.Chunk) string {
+	switch {
+	case c == nil || c.First && c.Last:
+		return "whole"
+	case c.First:
+		return "first"
+	case c.Last:
+		return "last"
+	}
+	return "middle"
 }
 
 // LoadState reads the state in one transaction for the hashes and the set,

@@ -151,6 +151,77 @@ func Run(t *testing.T, newQueue func(t *testing.T) (q durable.Queue[Payload], re
 		}
 	})
 
+	t.Run("batches", func(t *testing.T) {
+		chunk := func(n durable.SeqNr, first, last bool) durable.MessageSent[Payload] {
+			return durable.MessageSent[Payload]{SeqNr: n, Timestamp: at, Chunk: &durable.Chunk{Data: []byte("c"), First: first, Last: last, Manifest: "json"}}
+		}
+		confirmed := func(qual string, n durable.SeqNr) durable.QualifiedConfirmation {
+			return durable.QualifiedConfirmation{Qualifier: qual, SeqNr: n, Timestamp: at}
+		}
+		for _, tc := range []struct {
+			name    string
+			batches []durable.Batch[Payload] // stored in turn, each must succeed
+			bad     durable.Batch[Payload]   // then stored: must fail with ErrUnexpectedSeqNr (none if it has no message)
+			unconf  []durable.SeqNr          // then loaded: the unconfirmed messages,
+			current durable.SeqNr            // the current sequence number,
+			highest durable.SeqNr            // and the highest confirmed one
+		}{
+			{name: "stores in order", batches: []durable.Batch[Payload]{{Sent: []durable.MessageSent[Payload]{sent(1, ""), sent(2, ""), sent(3, "")}}},
+				unconf: []durable.SeqNr{1, 2, 3}, current: 4},
+			{name: "a retry of the last batch stores nothing and confirms again",
+				batches: []durable.Batch[Payload]{{Sent: []durable.MessageSent[Payload]{sent(1, ""), sent(2, "")}},
+					{Sent: []durable.MessageSent[Payload]{sent(1, ""), sent(2, "")}, Confirmed: []durable.QualifiedConfirmation{confirmed("", 1)}}},
+				unconf: []durable.SeqNr{2}, current: 3, highest: 1},
+			{name: "a wrong sequence number stores nothing, confirmations neither",
+				batches: []durable.Batch[Payload]{{Sent: []durable.MessageSent[Payload]{sent(1, "")}}},
+				bad:     durable.Batch[Payload]{Sent: []durable.MessageSent[Payload]{sent(3, ""), sent(4, "")}, Confirmed: []durable.QualifiedConfirmation{confirmed("", 1)}},
+				unconf:  []durable.SeqNr{1}, current: 2},
+			{name: "qualifiers and confirmations in one batch",
+				batches: []durable.Batch[Payload]{{Sent: []durable.MessageSent[Payload]{sent(1, "a"), sent(2, "b"), sent(3, "a")}},
+					{Sent: []durable.MessageSent[Payload]{sent(4, "b")}, Confirmed: []durable.QualifiedConfirmation{confirmed("a", 1), confirmed("b", 2)}}},
+				unconf: []durable.SeqNr{3, 4}, current: 5, highest: 2},
+			{name: "confirmations alone", batches: []durable.Batch[Payload]{{Sent: []durable.MessageSent[Payload]{sent(1, ""), sent(2, "")}},
+				{Confirmed: []durable.QualifiedConfirmation{confirmed("", 2)}}}, current: 3, highest: 2},
+			{name: "a partial chunk run is stored again from its first chunk",
+				batches: []durable.Batch[Payload]{{Sent: []durable.MessageSent[Payload]{sent(1, ""), chunk(2, true, false), chunk(3, false, false)}},
+					{Sent: []durable.MessageSent[Payload]{chunk(2, true, false), chunk(3, false, false), chunk(4, false, true)}}},
+				unconf: []durable.SeqNr{1, 2, 3, 4}, current: 5},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				q, reopen := newQueue(t)
+				bq, ok := q.(durable.BatchQueue[Payload])
+				if !ok {
+					t.Skip("not a BatchQueue")
+				}
+				for i, b := range tc.batches {
+					if err := bq.StoreBatch(ctx, b); err != nil {
+						t.Fatalf("batch %d: %v", i, err)
+					}
+				}
+				if len(tc.bad.Sent) > 0 {
+					if err := bq.StoreBatch(ctx, tc.bad); !errors.Is(err, durable.ErrUnexpectedSeqNr) {
+						t.Fatalf("bad batch: %v, want ErrUnexpectedSeqNr", err)
+					}
+				}
+				s := load(t, reopen())
+				if !reflect.DeepEqual(seqNrs(s), tc.unconf) || s.CurrentSeqNr != tc.current || s.HighestConfirmedSeqNr != tc.highest {
+					t.Fatalf("unconfirmed %v current %d highest %d, want %v %d %d", seqNrs(s), s.CurrentSeqNr, s.HighestConfirmedSeqNr,
+						tc.unconf, tc.current, tc.highest)
+				}
+			})
+		}
+		t.Run("sequence numbers must follow one another", func(t *testing.T) {
+			q, _ := newQueue(t)
+			bq, ok := q.(durable.BatchQueue[Payload])
+			if !ok {
+				t.Skip("not a BatchQueue")
+			}
+			if err := bq.StoreBatch(ctx, durable.Batch[Payload]{Sent: []durable.MessageSent[Payload]{sent(1, ""), sent(3, "")}}); err == nil {
+				t.Fatal("a batch of 1 and 3 was stored")
+			}
+		})
+	})
+
 	t.Run("honours a cancelled context", func(t *testing.T) {
 		q, _ := newQueue(t)
 		cctx, cancel := context.WithCancel(ctx)
