@@ -25,10 +25,12 @@ import (
 	"github.com/trellis-go/trellis/timedactions"
 )
 
-// BenchmarkTimers is the workload on a Redis of its own (started
+// BenchmarkTimers is the timers' workload on a Redis of its own (started
 // here, no persistence, so used_memory is the timers' alone), with a no-op
-// timed action behind the real component client. Each scenario runs once
-// whatever b.N is; run it with
+// timed action behind the real component client (or, in the -entity
+// scenario, an entity command). Besides the timers' own figures it prints
+// what Redis spent while they fired (CPU, INFO commandstats). Each
+// scenario runs once whatever b.N is; run it with
 //
 //	go test -run '^$' -bench Timers -benchtime 1x ./timers/
 //
@@ -37,7 +39,8 @@ func BenchmarkTimers(b *testing.B) {
 	for _, sc := range []struct {
 		// name is the sub-benchmark's name.
 		name string
-		w    workload
+		// w is what it runs.
+		w workload
 	}{
 		{"burst-50000-1-instance", workload{n: 50_000, delay: 5 * time.Second, instances: 1}},
 		{"burst-50000-1-instance-same-instant", workload{n: 50_000, delay: sameInstantDelay, instances: 1, sameInstant: true}},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
@@ -428,5 +429,49 @@ func TestRedisKeyLayout(t *testing.T) {
 		if n, err := client.Exists(ctx, prefix+":timers:{"+tag+"}:marker").Result(); err != nil || n != 1 {
 			t.Errorf("marker of %s exists = %v, %v", tag, n, err)
 		}
+	}
+}
+
+// TestRedisCorruptCallFails: a timer whose stored call does not decode
+// fails like a call that ran and failed (retried later, its error on the
+// timer) and costs the other timers of its partition nothing.
+func TestRedisCorruptCallFails(t *testing.T) {
+	t.Parallel()
+	client := connect(t, redisKind)
+	clk := clockwork.NewFakeClock()
+	store := newRedisStoreOn(t, client, newTestPrefix(), clk)
+	rec := newRecorder(clk)
+	s := startScheduler(t, store, rec, Config{})
+	good := "good"
+	for i := 0; partitionOf(good) != partitionOf("bad"); i++ {
+		good = "good-" + strconv.Itoa(i)
+	}
+	mustCreate(t, s, "bad", time.Second, testCall(`1`))
+	due := mustCreate(t, s, good, time.Second, testCall(`2`)).DueAt
+	data := store.part("bad").keys[1]
+	stored, err := client.HGet(t.Context(), data, "bad").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep the header, make the call a DEFLATE stream that is not one.
+	_, call, err := decodeRecordHeader("bad", stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.HSet(t.Context(), data, "bad", stored[:len(stored)-len(call)]+"\x00not deflate").Err(); err != nil {
+		t.Fatal(err)
+	}
+	advanceTo(t, clk, s, due)
+	if got := rec.all(); len(got) != 1 || got[0].firing.Name != good {
+		t.Fatalf("calls %+v, want only %s's", got, good)
+	}
+	// Get cannot decode it either; the header says what happened.
+	stored, err = client.HGet(t.Context(), data, "bad").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _, err := decodeRecordHeader("bad", stored)
+	if err != nil || bad.Attempts != 1 || !strings.Contains(bad.LastError, "decode the stored call") {
+		t.Errorf("the corrupt timer after its attempt: %+v, %v", bad, err)
 	}
 }
