@@ -18,7 +18,11 @@ type DeferredCall struct {
 
 // Validate checks the call's form (not whether its target exists, which
 // may change between deployments).
-func (d DeferredCall) Validate() error {
+func (d DeferredCall) Validate() error { return d.validate(true) }
+
+// validate is Validate, checking the argument's JSON only when checkArg:
+// a call that json.Unmarshal just read has valid JSON in it already.
+func (d DeferredCall) validate(checkArg bool) error {
 	var errs []error
 	if d.ComponentID == "" {
 		errs = append(errs, errors.New("componentId is empty"))
@@ -26,7 +30,7 @@ func (d DeferredCall) Validate() error {
 	if d.Method == "" {
 		errs = append(errs, errors.New("method is empty"))
 	}
-	if len(d.Argument) > 0 && !json.Valid(d.Argument) {
+	if checkArg && len(d.Argument) > 0 && !json.Valid(d.Argument) {
 		errs = append(errs, fmt.Errorf("argument is not valid JSON: %w", ErrBadArgument))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -52,7 +56,7 @@ func UnmarshalDeferredCall(b []byte) (DeferredCall, error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		return DeferredCall{}, fmt.Errorf("decode deferred call: %w", err)
 	}
-	return d, d.Validate()
+	return d, d.validate(false)
 }
 
 // DecodeArgument decodes a JSON argument into A; a method's argument

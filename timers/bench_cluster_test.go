@@ -1,8 +1,6 @@
 package timers
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +19,7 @@ import (
 func BenchmarkClusterTimerBurst(b *testing.B) {
 	b.Run("one-redis", func(b *testing.B) {
 		for b.Loop() {
-			runTimerWorkload(b, 50_000, 5*time.Second, 0, 1, false)
+			runTimerWorkload(b, workload{n: 50_000, delay: 5 * time.Second, instances: 1})
 		}
 	})
 	b.Run("cluster-3-masters", func(b *testing.B) {
@@ -29,23 +27,10 @@ func BenchmarkClusterTimerBurst(b *testing.B) {
 		client := cl.Client(b)
 		for b.Loop() {
 			testenv.ResetCommandStats(b, client)
-			runTimerWorkloadOn(b, func() redis.UniversalClient { return cl.Client(b) },
-				func() int64 { return clusterUsedMemory(b, client) }, 50_000, 5*time.Second, 0, 1, false)
+			runTimerWorkloadOn(b, func() redis.UniversalClient { return cl.Client(b) }, client,
+				workload{n: 50_000, delay: 5 * time.Second, instances: 1})
 			shares := testenv.CommandShares(b, client)
 			b.Logf("  commands served per master: %s", shares)
 		}
 	})
-}
-
-// clusterUsedMemory is used_memory summed over the masters.
-func clusterUsedMemory(b *testing.B, client *redis.ClusterClient) int64 {
-	var total atomic.Int64
-	err := client.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
-		total.Add(usedMemory(b, m))
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return total.Load()
 }

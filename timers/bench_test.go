@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,14 +19,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timedactions"
 )
 
-// BenchmarkTimers is the issue's workload on a Redis of its own (started
+// BenchmarkTimers is the timers' workload on a Redis of its own (started
 // here, no persistence, so used_memory is the timers' alone), with a no-op
-// timed action behind the real component client. Each scenario runs once
-// whatever b.N is; run it with
+// timed action behind the real component client (or, in the -entity
+// scenario, an entity command). Besides the timers' own figures it prints
+// what Redis spent while they fired (CPU, INFO commandstats). Each
+// scenario runs once whatever b.N is; run it with
 //
 //	go test -run '^$' -bench Timers -benchtime 1x ./timers/
 //
@@ -32,27 +39,19 @@ func BenchmarkTimers(b *testing.B) {
 	for _, sc := range []struct {
 		// name is the sub-benchmark's name.
 		name string
-		// n is the number of timers, each with a 1 KB argument.
-		n int
-		// delay is the delay of the first timer; spread is added across
-		// the timers (timer i gets delay + spread*i/n).
-		delay, spread time.Duration
-		// instances is the number of schedulers sharing the Redis.
-		instances int
-		// sameInstant makes every timer due at one instant, delay after
-		// the first create: a true burst. Otherwise each timer is due
-		// delay after its own create, so due times span the creation.
-		sameInstant bool
+		// w is what it runs.
+		w workload
 	}{
-		{"burst-50000-1-instance", 50_000, 5 * time.Second, 0, 1, false},
-		{"burst-50000-1-instance-same-instant", 50_000, 5 * time.Second, 0, 1, true},
-		{"spread-5000-over-5s", 5_000, time.Second, 5 * time.Second, 1, false},
-		{"burst-50000-2-instances", 50_000, 5 * time.Second, 0, 2, false},
-		{"burst-50000-2-instances-same-instant", 50_000, 5 * time.Second, 0, 2, true},
+		{"burst-50000-1-instance", workload{n: 50_000, delay: 5 * time.Second, instances: 1}},
+		{"burst-50000-1-instance-same-instant", workload{n: 50_000, delay: sameInstantDelay, instances: 1, sameInstant: true}},
+		{"burst-50000-1-instance-same-instant-entity", workload{n: 50_000, delay: sameInstantDelay, instances: 1, sameInstant: true, entity: true}},
+		{"spread-5000-over-5s", workload{n: 5_000, delay: time.Second, spread: 5 * time.Second, instances: 1}},
+		{"burst-50000-2-instances", workload{n: 50_000, delay: 5 * time.Second, instances: 2}},
+		{"burst-50000-2-instances-same-instant", workload{n: 50_000, delay: sameInstantDelay, instances: 2, sameInstant: true}},
 	} {
 		b.Run(sc.name, func(b *testing.B) {
 			for b.Loop() {
-				runTimerWorkload(b, sc.n, sc.delay, sc.spread, sc.instances, sc.sameInstant)
+				runTimerWorkload(b, sc.w)
 			}
 		})
 	}
@@ -63,17 +62,44 @@ func BenchmarkTimers(b *testing.B) {
 	})
 }
 
+// sameInstantDelay is when the same-instant bursts fall due after their
+// first create: every create must be done by then, which on a shared
+// 2-core machine under load takes longer than 5 s.
+const sameInstantDelay = 10 * time.Second
+
 // firedSample is one call the no-op action saw.
 type firedSample struct {
 	at     time.Time
 	firing Firing
 }
 
-// benchAction is the no-op timed action; samples is where it records.
+// workload is one scenario of BenchmarkTimers.
+type workload struct {
+	// n is the number of timers, each with a 1 KB argument.
+	n int
+	// delay is the delay of the first timer; spread is added across the
+	// timers (timer i gets delay + spread*i/n).
+	delay, spread time.Duration
+	// instances is the number of schedulers sharing the Redis.
+	instances int
+	// sameInstant makes every timer due at one instant, delay after the
+	// first create: a true burst. Otherwise each timer is due delay after
+	// its own create, so due times span the creation.
+	sameInstant bool
+	// entity makes the callee an entity command (on the runtime, with the
+	// in-memory entity store) instead of the no-op timed action.
+	entity bool
+}
+
+// benchAction is the callee behind the real component client; samples is
+// where the calls are recorded.
 type benchAction struct {
 	mu      sync.Mutex
 	samples []firedSample
 	client  *components.Client
+	// afterCall records each call when it returns, for a callee that does
+	// not see the timer's context (an entity command runs on its actor).
+	afterCall bool
 }
 
 var (
@@ -81,91 +107,206 @@ var (
 	benchNoop      = timedactions.Method(benchActionDef, "noop", func(ctx *timedactions.Ctx, _ string) timedactions.Effect {
 		if rec, ok := ctx.Context().Value(benchKey{}).(*benchAction); ok {
 			f, _ := FiringFromContext(ctx.Context())
-			at := time.Now()
-			rec.mu.Lock()
-			rec.samples = append(rec.samples, firedSample{at: at, firing: f})
-			rec.mu.Unlock()
+			rec.record(f)
 		}
 		return ctx.Done()
 	})
+
+	// benchEntities counts the calls each entity got: a command that
+	// decodes its argument, reads and writes its state.
+	benchEntities = entities.Define("bench-entity", func(string) benchCount { return benchCount{} })
+	benchTouch    = entities.Command(benchEntities, "touch",
+		func(ctx *entities.Ctx[benchCount, components.Done], c benchCount, _ string) entities.Effect[benchCount, components.Done] {
+			c.Calls++
+			return ctx.UpdateState(c).ThenReply(components.Done{})
+		})
 )
 
+// benchCount is an entity's state.
+type benchCount struct {
+	Calls int `json:"calls"`
+}
+
 type benchKey struct{}
+
+func (a *benchAction) record(f Firing) {
+	at := time.Now()
+	a.mu.Lock()
+	a.samples = append(a.samples, firedSample{at: at, firing: f})
+	a.mu.Unlock()
+}
 
 // Dispatch runs the call through the real client, with the recorder in
 // the context for the action to find.
 func (a *benchAction) Dispatch(ctx context.Context, call components.DeferredCall) (json.RawMessage, error) {
-	return a.client.Dispatch(context.WithValue(ctx, benchKey{}, a), call)
+	res, err := a.client.Dispatch(context.WithValue(ctx, benchKey{}, a), call)
+	if a.afterCall && err == nil {
+		f, _ := FiringFromContext(ctx)
+		a.record(f)
+	}
+	return res, err
 }
 
-func newBenchAction(b *testing.B) *benchAction {
+func newBenchAction(b *testing.B, entity bool) *benchAction {
 	client := components.NewClient(components.NewRegistry())
 	if _, err := benchActionDef.Start(client); err != nil {
 		b.Fatal(err)
 	}
-	return &benchAction{client: client}
-}
-
-func usedMemory(b *testing.B, c redis.UniversalClient) int64 {
-	info, err := c.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+	if entity {
+		sys := runtime.NewSystem(b.Name(), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		b.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := sys.Shutdown(ctx); err != nil {
+				b.Errorf("shutdown the entities' system: %v", err)
+			}
+		})
+		if _, err := benchEntities.Start(entities.Host{System: sys, Client: client, Store: entities.NewMemoryStore()}); err != nil {
+			b.Fatal(err)
 		}
 	}
-	b.Fatal("no used_memory in INFO")
-	return 0
+	return &benchAction{client: client, afterCall: entity}
 }
 
-func runTimerWorkload(b *testing.B, n int, delay, spread time.Duration, instances int, sameInstant bool) {
+// benchCall is the call of timer i: the no-op action, or a command on one
+// of 1,000 entities, with arg as its argument.
+func benchCall(b *testing.B, entity bool, i int, arg string) components.DeferredCall {
+	var call components.DeferredCall
+	var err error
+	if entity {
+		call, err = benchTouch.Deferred("e-"+strconv.Itoa(i%1000), arg)
+	} else {
+		call, err = benchNoop.Deferred(arg)
+	}
+	if err != nil || len(call.Argument) != 1024 {
+		b.Fatalf("payload %d bytes, %v", len(call.Argument), err)
+	}
+	return call
+}
+
+// redisInfo is what the benchmark reads of INFO, summed over the servers.
+type redisInfo struct {
+	usedMemory int64
+	// cpu is used_cpu_sys + used_cpu_user.
+	cpu time.Duration
+	// calls and usec are INFO commandstats per command.
+	calls, usec map[string]int64
+}
+
+// readRedisInfo reads INFO memory, cpu and commandstats of every server
+// (one Redis, or a cluster's masters) and sums them.
+func readRedisInfo(b *testing.B, c redis.UniversalClient) redisInfo {
+	info := redisInfo{calls: map[string]int64{}, usec: map[string]int64{}}
+	var mu sync.Mutex
+	read := func(ctx context.Context, m *redis.Client) error {
+		text, err := m.Info(ctx, "memory", "cpu", "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for line := range strings.Lines(text) {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			switch {
+			case k == "used_memory":
+				n, _ := strconv.ParseInt(v, 10, 64)
+				info.usedMemory += n
+			case k == "used_cpu_sys" || k == "used_cpu_user":
+				f, _ := strconv.ParseFloat(v, 64)
+				info.cpu += time.Duration(f * float64(time.Second))
+			case strings.HasPrefix(k, "cmdstat_"):
+				// cmdstat_evalsha:calls=123,usec=4567,…
+				for field := range strings.SplitSeq(v, ",") {
+					name, n, _ := strings.Cut(field, "=")
+					x, _ := strconv.ParseInt(n, 10, 64)
+					switch name {
+					case "calls":
+						info.calls[strings.TrimPrefix(k, "cmdstat_")] += x
+					case "usec":
+						info.usec[strings.TrimPrefix(k, "cmdstat_")] += x
+					}
+				}
+			}
+		}
+		return nil
+	}
+	var err error
+	if cl, ok := c.(*redis.ClusterClient); ok {
+		err = cl.ForEachMaster(context.Background(), read)
+	} else {
+		err = read(context.Background(), c.(*redis.Client))
+	}
+	if err != nil {
+		b.Fatalf("INFO: %v", err)
+	}
+	return info
+}
+
+// commandsSince describes the commands Redis ran since before, busiest
+// first: calls, and microseconds per call.
+func (r redisInfo) commandsSince(before redisInfo) string {
+	type row struct {
+		name        string
+		calls, usec int64
+	}
+	var rows []row
+	for name, n := range r.calls {
+		if d := n - before.calls[name]; d > 0 && name != "info" {
+			rows = append(rows, row{name, d, r.usec[name] - before.usec[name]})
+		}
+	}
+	slices.SortFunc(rows, func(x, y row) int { return int(y.usec - x.usec) })
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s %d calls %.1f µs/call", r.name, r.calls, float64(r.usec)/float64(r.calls)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func runTimerWorkload(b *testing.B, w workload) {
 	srv := testenv.StartRedisServer(b)
-	mem := srv.Client(b)
-	runTimerWorkloadOn(b, func() redis.UniversalClient { return srv.Client(b) },
-		func() int64 { return usedMemory(b, mem) }, n, delay, spread, instances, sameInstant)
+	runTimerWorkloadOn(b, func() redis.UniversalClient { return srv.Client(b) }, srv.Client(b), w)
 }
 
 // runTimerWorkloadOn runs the workload with one client per instance from
-// connect, measuring Redis memory with usedMem.
-func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, usedMem func() int64,
-	n int, delay, spread time.Duration, instances int, sameInstant bool) {
-	action := newBenchAction(b)
+// connect, reading Redis's figures through admin.
+func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admin redis.UniversalClient, w workload) {
+	n, delay, spread, instances, sameInstant := w.n, w.delay, w.spread, w.instances, w.sameInstant
+	action := newBenchAction(b, w.entity)
 	// 1,024 bytes of JSON: a string of random base64, as incompressible
 	// as JSON text gets short of escapes (6 bits of entropy per byte).
 	raw := make([]byte, 800)
 	_, _ = rand.Read(raw)
-	arg := `"` + base64.StdEncoding.EncodeToString(raw)[:1022] + `"`
-	call, err := benchNoop.Deferred(arg[1 : len(arg)-1])
-	if err != nil || len(call.Argument) != 1024 {
-		b.Fatalf("payload %d bytes, %v", len(call.Argument), err)
-	}
+	arg := base64.StdEncoding.EncodeToString(raw)[:1022]
 	var scheds []*Scheduler
 	for range instances {
 		scheds = append(scheds, startScheduler(b, NewRedisStore(connect(), "bench"), action, Config{}))
 	}
-	before := usedMem()
+	before := readRedisInfo(b, admin).usedMemory
 
 	// Create from 16 goroutines, as concurrent endpoints would.
 	earliest := make([]time.Time, n)
 	var next atomic.Int64
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := range 16 {
+	for c := range 16 {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
 					return
 				}
+				call := benchCall(b, w.entity, i, arg)
 				d := delay + time.Duration(int64(spread)*int64(i)/int64(n))
 				if sameInstant {
 					d = time.Until(start.Add(delay))
+					if d < 0 {
+						b.Errorf("creating took longer than the delay %v: the burst would not be one instant", delay)
+						return
+					}
 				}
 				earliest[i] = time.Now().Add(d)
-				if _, err := scheds[w%instances].Create(context.Background(), "t-"+strconv.Itoa(i), d, call); err != nil {
+				if _, err := scheds[c%instances].Create(context.Background(), "t-"+strconv.Itoa(i), d, call); err != nil {
 					b.Error(err)
 					return
 				}
@@ -174,7 +315,8 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, used
 	}
 	wg.Wait()
 	created := time.Since(start)
-	pending := usedMem()
+	pendingInfo := readRedisInfo(b, admin)
+	pending := pendingInfo.usedMemory
 	st, _ := scheds[0].Stats(context.Background())
 
 	waitFor(b, "every timer to run", func() bool {
@@ -187,6 +329,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, used
 		return err == nil && st.Active == 0
 	})
 	allDone := time.Now()
+	doneInfo := readRedisInfo(b, admin)
 
 	action.mu.Lock()
 	samples := slices.Clone(action.samples)
@@ -213,12 +356,20 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, used
 	slices.Sort(late)
 	pct := func(p float64) time.Duration { return late[min(len(late)-1, int(p*float64(len(late))))] }
 	firing := allDone.Sub(firstCall)
-	b.Logf("%d timers (1 KB argument), %d instance(s), delay %v + spread %v, all due at one instant: %v", n, instances, delay, spread, sameInstant)
+	callee := "no-op timed action"
+	if w.entity {
+		callee = "entity command (in-memory entity store)"
+	}
+	b.Logf("%d timers (1 KB argument), %d instance(s), delay %v + spread %v, all due at one instant: %v; callee: %s",
+		n, instances, delay, spread, sameInstant, callee)
 	b.Logf("  created in %v: %.0f timers/s (16 concurrent creators); store held %d", created.Round(time.Millisecond), float64(n)/created.Seconds(), st.Active)
 	b.Logf("  Redis used_memory per pending timer: %d bytes (%d → %d)", (pending-before)/int64(n), before, pending)
 	b.Logf("  due times span %v; all done %v after the last due time, %v after the first",
 		lastDue.Sub(firstDue).Round(time.Millisecond), allDone.Sub(lastDue).Round(time.Millisecond), allDone.Sub(firstDue).Round(time.Millisecond))
 	b.Logf("  firing: %d calls in %v = %.0f calls/s", len(samples), firing.Round(time.Millisecond), float64(len(samples))/firing.Seconds())
+	redisCPU := doneInfo.cpu - pendingInfo.cpu
+	b.Logf("  Redis from the end of creation to all done: %v CPU (%.1f µs per timer); %s",
+		redisCPU.Round(time.Millisecond), float64(redisCPU.Microseconds())/float64(n), doneInfo.commandsSince(pendingInfo))
 	b.Logf("  lateness p50 %v, p99 %v, max %v; early fires %d; calls %d for %d timers",
 		pct(.50).Round(100*time.Microsecond), pct(.99).Round(100*time.Microsecond), late[len(late)-1].Round(100*time.Microsecond), early, len(samples), n)
 	b.ReportMetric(float64(n)/created.Seconds(), "created/s")
@@ -227,6 +378,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, used
 	b.ReportMetric(float64(late[len(late)-1].Milliseconds()), "max-late-ms")
 	b.ReportMetric(float64(early), "early")
 	b.ReportMetric(float64((pending-before)/int64(n)), "redis-B/timer")
+	b.ReportMetric(allDone.Sub(lastDue).Seconds(), "done-after-due-s")
 }
 
 // runCrashRerun: an instance claims 1,000 due timers under the default
@@ -234,7 +386,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, used
 // again when the lease expires.
 func runCrashRerun(b *testing.B) {
 	srv := testenv.StartRedisServer(b)
-	action := newBenchAction(b)
+	action := newBenchAction(b, false)
 	call, _ := benchNoop.Deferred("x")
 	store := NewRedisStore(srv.Client(b), "bench")
 	creator := newScheduler(b, store, action, Config{})

@@ -69,6 +69,9 @@ type job struct {
 	// leaseExpired: the timer's previous call lost its lease (see
 	// claimBatch), so this call may repeat it.
 	leaseExpired bool
+	// storedCall, when set, is t's call still in its stored form, for the
+	// worker to decode (claimBatch.calls).
+	storedCall string
 }
 
 // claimTimeout bounds one store call of the loop or the reporter. Store
@@ -155,7 +158,11 @@ func (l *loop) run() {
 		// Even with an error: what part of the store did claim is ours.
 		for i, t := range b.timers {
 			l.inFlight.Add(1)
-			l.jobs <- job{t: t, storeNow: b.now, claimedAt: clk.Now(), leaseExpired: b.leaseExpired[i]}
+			j := job{t: t, storeNow: b.now, claimedAt: clk.Now(), leaseExpired: b.leaseExpired[i]}
+			if b.calls != nil {
+				j.storedCall = b.calls[i]
+			}
+			l.jobs <- j
 		}
 		l.claims.Add(1)
 		var wait time.Duration

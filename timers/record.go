@@ -15,33 +15,42 @@ import (
 
 // decodeRecord reads a Redis record (layout in redisscripts.go).
 func decodeRecord(name, rec string) (Timer, error) {
+	t, stored, err := decodeRecordHeader(name, rec)
+	if err != nil {
+		return Timer{}, err
+	}
+	if t.Call, err = decodeCall(stored); err != nil {
+		return Timer{}, fmt.Errorf("timer %q: stored call: %w", name, err)
+	}
+	return t, nil
+}
+
+// decodeRecordHeader reads a Redis record but its call, which it returns
+// in its stored form.
+func decodeRecordHeader(name, rec string) (t Timer, storedCall string, err error) {
 	var nums [7]int64
 	rest := rec
 	for i := range nums {
 		field, after, ok := strings.Cut(rest, ":")
 		n, err := strconv.ParseInt(field, 10, 64)
 		if !ok || err != nil {
-			return Timer{}, fmt.Errorf("timer %q: corrupt record header %q", name, rec[:min(len(rec), 80)])
+			return Timer{}, "", fmt.Errorf("timer %q: corrupt record header %q", name, rec[:min(len(rec), 80)])
 		}
 		nums[i], rest = n, after
 	}
 	errLen := int(nums[6])
 	if errLen < 0 || errLen > len(rest) {
-		return Timer{}, fmt.Errorf("timer %q: corrupt record: error length %d", name, errLen)
+		return Timer{}, "", fmt.Errorf("timer %q: corrupt record: error length %d", name, errLen)
 	}
-	call, err := decodeCall(rest[errLen:])
-	if err != nil {
-		return Timer{}, fmt.Errorf("timer %q: stored call: %w", name, err)
-	}
-	t := Timer{
-		Name: name, Call: call, Generation: uint64(nums[0]), CreatedAt: time.UnixMilli(nums[1]),
+	t = Timer{
+		Name: name, Generation: uint64(nums[0]), CreatedAt: time.UnixMilli(nums[1]),
 		MaxRetries: int(nums[2]), DueAt: time.UnixMilli(nums[3]), Attempts: int(nums[4]),
 		LastError: rest[:errLen],
 	}
 	if nums[5] != 0 {
 		t.LastAttemptAt = time.UnixMilli(nums[5])
 	}
-	return t, nil
+	return t, rest[errLen:], nil
 }
 
 // The stored form of a call in Redis: its JSON, or — when that is longer
@@ -68,6 +77,10 @@ var (
 		return w
 	}}
 	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+	// inflated holds a call's JSON while it is decoded (DeferredCall
+	// copies what it keeps), so that a claim of 1 KB calls does not grow a
+	// fresh buffer for each.
+	inflated = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
 // encodeCall returns call's stored form.
@@ -104,9 +117,11 @@ func decodeCall(stored string) (components.DeferredCall, error) {
 	if err := r.(flate.Resetter).Reset(strings.NewReader(stored[1:]), nil); err != nil {
 		return components.DeferredCall{}, err
 	}
-	j, err := io.ReadAll(r)
-	if err != nil {
+	buf := inflated.Get().(*bytes.Buffer)
+	defer inflated.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
 		return components.DeferredCall{}, fmt.Errorf("inflate: %w", err)
 	}
-	return components.UnmarshalDeferredCall(j)
+	return components.UnmarshalDeferredCall(buf.Bytes())
 }

@@ -81,6 +81,7 @@ func (s *RedisStore) claim(ctx context.Context, max int, lease time.Duration) (c
 			s.plan.report(i, seen[j], sent, part.wait)
 			b.timers = append(b.timers, part.timers...)
 			b.leaseExpired = append(b.leaseExpired, part.leaseExpired...)
+			b.calls = append(b.calls, part.calls...)
 			if part.wait == 0 {
 				again, againSeen = append(again, i), append(againSeen, seen[j])
 			}
@@ -144,11 +145,12 @@ func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
 		if err != nil {
 			return claimBatch{}, false, err
 		}
-		t, err := decodeRecord(kv[0], kv[1])
+		t, call, err := decodeRecordHeader(kv[0], kv[1])
 		if err != nil {
 			return claimBatch{}, false, err
 		}
 		b.timers = append(b.timers, t)
+		b.calls = append(b.calls, call)
 		b.leaseExpired = append(b.leaseExpired, res[i+2] == int64(1))
 	}
 	return b, marker == 0, nil

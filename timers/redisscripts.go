@@ -56,10 +56,12 @@ end
 // sorted set, KEYS[2] its data hash, KEYS[3] its failing set; more keys
 // (of the same partition) are listed per script.
 var (
-	// createTimerWithLimit: KEYS[4] generation counter; ARGV[1] now,
-	// ARGV[2] delayMs, ARGV[3] maxActive, ARGV[4] maxRetries, ARGV[5]
-	// name, ARGV[6] stored call, ARGV[7] wake channel, ARGV[8] the number
-	// of timers in the other partitions, ARGV[9] the partition's index.
+	// createTimerWithLimit: KEYS[4] generation counter, KEYS[5…] the data
+	// hashes of other partitions to count here (on one Redis: all of
+	// them); ARGV[1] now, ARGV[2] delayMs, ARGV[3] maxActive, ARGV[4]
+	// maxRetries, ARGV[5] name, ARGV[6] stored call, ARGV[7] wake channel,
+	// ARGV[8] the number of timers in the other partitions not in KEYS
+	// (counted by the caller), ARGV[9] the partition's index.
 	// Replaces a timer of the same name (which therefore does not count
 	// against the limit), and publishes the due time on the wake channel
 	// when the new timer is now the earliest, so that sleeping loops on
@@ -69,6 +71,7 @@ var (
 local name = ARGV[5]
 if redis.call('HEXISTS', KEYS[2], name) == 0 then
 	local n = redis.call('HLEN', KEYS[2]) + tonumber(ARGV[8])
+	for i = 5, #KEYS do n = n + redis.call('HLEN', KEYS[i]) end
 	if n >= tonumber(ARGV[3]) then return {'limit', n} end
 end
 local now = now_ms(ARGV[1], true)

@@ -169,30 +169,38 @@ func (s *RedisStore) ping(ctx context.Context) error {
 	return nil
 }
 
-// create counts the timers of the other partitions (one pipelined HLEN
-// each), then runs the create script on the name's partition, which adds
-// its own count, read atomically with the write, and refuses at the limit.
+// create runs the create script on the name's partition, which counts
+// the timers and refuses at the limit, atomically with the write.
 //
-// How exact the limit is: a create that races no other is refused exactly
-// when the store holds MaxActive timers. Creates of new names that run at
-// the same time in different partitions each count before the others
-// write, so together they can overshoot the limit by at most their number
-// minus one: with k creates in flight at once across all instances, the
-// store holds at most MaxActive+k-1 timers. (Within one partition the
-// script serialises them.) The price is one more round trip per create,
-// the HLENs, sent to every master at once.
+// On one Redis (a *redis.Client) every partition is on the one server, so
+// the script counts them all itself: the limit is exact, and a create is
+// one round trip. On a cluster a script reaches one slot only, so create
+// first counts the other partitions (one pipelined HLEN each, sent to
+// every master at once) and the script adds its own partition's count.
+// There creates of new names that run at the same time in different
+// partitions each count before the others write, so together they can
+// overshoot the limit by at most their number minus one: with k creates
+// in flight at once across all instances, the store holds at most
+// MaxActive+k-1 timers. (Within one partition the script serialises them.)
 func (s *RedisStore) create(ctx context.Context, r createRequest) (Timer, error) {
 	call, err := encodeCall(r.call)
 	if err != nil {
 		return Timer{}, fmt.Errorf("encode call: %w", err)
 	}
 	home := partitionOf(r.name)
-	others, err := s.countOthers(ctx, home)
-	if err != nil {
+	p := s.parts[home]
+	keys := []string{p.keys[0], p.keys[1], p.keys[2], p.gen}
+	var others int64
+	if _, oneServer := s.client.(*redis.Client); oneServer {
+		for i, o := range s.parts {
+			if i != home {
+				keys = append(keys, o.keys[1])
+			}
+		}
+	} else if others, err = s.countOthers(ctx, home); err != nil {
 		return Timer{}, err
 	}
-	p := s.parts[home]
-	res, err := createTimerWithLimit.Run(ctx, s.client, []string{p.keys[0], p.keys[1], p.keys[2], p.gen},
+	res, err := createTimerWithLimit.Run(ctx, s.client, keys,
 		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel, others, home).Slice()
 	// Even after an error: the create may have happened.
 	s.plan.expect(home, s.clock().Now().Add(r.delay))

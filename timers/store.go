@@ -91,6 +91,11 @@ type claimBatch struct {
 	// instance running it died, stalled, or could not reach the store):
 	// that call may have run, so this one may be its duplicate.
 	leaseExpired []bool
+	// calls, when a store sets it, holds timers[i]'s call in its stored
+	// form (encodeCall), not yet decoded, and timers[i].Call is zero:
+	// decoding 1 KB calls is most of what a claim costs the client, so the
+	// workers do it, in parallel, rather than the loop's one goroutine.
+	calls []string
 	// wiped names the markers written by open that are gone.
 	wiped []string
 }

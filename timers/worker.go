@@ -60,7 +60,17 @@ func (l *loop) call(j job) result {
 	ctx, cancel := context.WithTimeout(withFiring(l.callCtx, f), l.cfg.CallTimeout)
 	defer cancel()
 	start := time.Now()
-	err := dispatch(ctx, l.s.disp, j.t.Call)
+	var err error
+	if j.storedCall != "" {
+		// A call that does not decode fails like one that ran and failed:
+		// it is retried, and its error is on the timer for an operator.
+		if j.t.Call, err = decodeCall(j.storedCall); err != nil {
+			err = fmt.Errorf("decode the stored call: %w", err)
+		}
+	}
+	if err == nil {
+		err = dispatch(ctx, l.s.disp, j.t.Call)
+	}
 	elapsed := time.Since(start)
 	if err != nil && l.callCtx.Err() != nil {
 		// Cancelled by Shutdown, not failed: put it back for any instance.
