@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -34,6 +35,34 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	shed     prometheus.Counter
+	// series caches the children of requests and duration by their labels:
+	// WithLabelValues hashes the labels and takes a lock on every call,
+	// while the label sets are few (methods × route patterns × codes).
+	series sync.Map // seriesKey → *seriesPair
+}
+
+type seriesKey struct {
+	method, route string
+	code          int
+}
+
+type seriesPair struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// seriesFor returns the series of one label set, made on first use.
+func (m *Metrics) seriesFor(method, route string, code int) *seriesPair {
+	key := seriesKey{method, route, code}
+	if p, ok := m.series.Load(key); ok {
+		return p.(*seriesPair)
+	}
+	p := &seriesPair{
+		requests: m.requests.WithLabelValues(method, route, strconv.Itoa(code)),
+		duration: m.duration.WithLabelValues(method, route),
+	}
+	actual, _ := m.series.LoadOrStore(key, p)
+	return actual.(*seriesPair)
 }
 
 // NewMetrics makes the registry with the given collectors (the timer
@@ -73,16 +102,19 @@ func NewMetrics(own ...prometheus.Collector) (*Metrics, error) {
 // labels them with the chi route pattern (/admin/timers/{name}), read
 // after routing, never with the raw path: paths carry ids, and a label per
 // id would grow the series without bound. Unknown methods share one label
-// for the same reason.
+// for the same reason. It reads the status through the access log's
+// wrapper when it sits inside it, rather than wrapping the writer again.
 func (m *Metrics) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		ww, ok := w.(middleware.WrapResponseWriter)
+		if !ok {
+			ww = middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		}
 		defer func() {
-			status := statusOf(ww)
-			method, route := methodLabel(r.Method), routeLabel(r)
-			m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-			m.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+			s := m.seriesFor(methodLabel(r.Method), routeLabel(r), statusOf(ww))
+			s.requests.Inc()
+			s.duration.Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(ww, r)
 	})
