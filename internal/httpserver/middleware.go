@@ -142,10 +142,14 @@ func timeout(d time.Duration) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), d)
 			defer cancel()
-			deadline, _ := ctx.Deadline()
 			// Not every writer can (a recorder in a test): then only the
-			// server's own timeouts apply.
-			_ = http.NewResponseController(w).SetReadDeadline(deadline)
+			// server's own timeouts apply. A request without a body has
+			// nothing left to read, and net/http sets the connection's read
+			// deadline afresh for the next request.
+			if r.Body != nil && r.Body != http.NoBody {
+				deadline, _ := ctx.Deadline()
+				_ = http.NewResponseController(w).SetReadDeadline(deadline)
+			}
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
