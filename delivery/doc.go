@@ -8,6 +8,13 @@
 // flooding a slow consumer, chunking of large messages, and, with a durable
 // producer queue (package durable, and package durable/redisqueue for
 // Redis), at-least-once delivery across a crash of the producer's process.
+// A durable producer controller sends a message only once it is stored, but
+// asks for the next ones meanwhile: what comes while a store is in flight is
+// stored in the next batch (one round trip for many messages). A crash loses
+// what was handed over and not yet stored, at most a flow window of it; a
+// producer that must know uses [MessageWithConfirmation] (its reply comes
+// once the message is stored), or numbers its messages from
+// [RequestNext.CurrentSeqNr] and sends again from there after a restart.
 //
 // # Use
 //
@@ -86,10 +93,11 @@
 // association (marked first) is sent again every second until it is
 // confirmed; every producer controller instance has an incarnation id, so
 // a consumer controller tells a new producer controller from the old one
-// and starts over with it at its first message. With a durable queue the
-// instances of one producer id are also ordered (the queue counts its
-// loads: [SequencedMessage.Generation]), and a consumer controller never
-// goes back to an earlier one, however late its messages come. A producer
+// and starts over with it at its first message. The instances of one
+// producer id are also ordered ([SequencedMessage.Generation]: the durable
+// queue counts its loads; without one, the process counts the controllers
+// it makes), and a consumer controller never goes back to an earlier one,
+// however late its messages come. A producer
 // controller numbers its associations with consumer controllers
 // ([SequencedMessage.Association]): a Request, Ack or Resend of an
 // association that a new consumer controller replaced is ignored, so a

@@ -241,20 +241,15 @@ func TestLateFirstMessageOfReplacedProducer(t *testing.T) {
 		name string
 		// durable gives both producer controllers one durable queue: pc2
 		// goes on at sequence number 11, a later generation than pc1.
-		// Without, pc2 starts again at 1, and both are generation 0.
+		// Without, pc2 starts again at 1, and ranks above pc1 by the
+		// order the process made them.
 		durable bool
-		// skip, when set, is why the case does not hold yet.
-		skip string
 	}{
 		{name: "durable queue", durable: true},
-		{name: "without durable queue", skip: "open hole: producer controllers without a durable queue are all generation 0, " +
-			"so the consumer controller goes back to pc1 on its late first message (job 1 again, then no more)"},
+		{name: "without durable queue"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.skip != "" {
-				t.Skip(tc.skip)
-			}
 			sys, _ := holesSystem(t)
 			var opts []ProducerOption[job]
 			q := durable.NewMemory[job]()

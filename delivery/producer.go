@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -100,11 +101,28 @@ func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
 	return &producer[A]{
 		cfg:           cfg,
 		incarnation:   newIncarnation(),
-		generation:    cfg.generation,
+		generation:    generationOf(cfg),
 		currentSeqNr:  1,
 		supportResend: true,
 		loaded:        cfg.queue == nil,
 	}
+}
+
+// volatileGenerations numbers the producer controllers that keep nothing
+// (no durable queue of their own or of their pattern controller). Delivery
+// is local only, so one counter for the process orders every controller a
+// consumer controller could hear from: a replacement always ranks above the
+// controller it replaces, however late a message of that one comes.
+var volatileGenerations atomic.Uint64
+
+// generationOf is the generation a new producer controller starts with:
+// its pattern controller's, or with a durable queue 0 until the loaded state
+// gives it the queue's incarnation, or else the next of volatileGenerations.
+func generationOf[A any](cfg *producerConfig[A]) uint64 {
+	if cfg.generation != 0 || cfg.queue != nil {
+		return cfg.generation
+	}
+	return volatileGenerations.Add(1)
 }
 
 // newIncarnation returns a random non-zero id.

@@ -181,9 +181,12 @@ type SequencedMessage[A any] struct {
 	Incarnation uint64
 	// Generation places the producer controller instance among those of
 	// its producer id: the incarnation of its durable queue (see
-	// durable.Queue.LoadState), or, without one, 0. A consumer controller
-	// never goes back from a producer controller to one of an earlier
-	// generation, however late a message of that one comes.
+	// durable.Queue.LoadState), or, without one, the order in which the
+	// process made the controllers. A consumer controller never goes back
+	// from a producer controller to one of an earlier generation, however
+	// late a message of that one comes. The two orders are not comparable:
+	// a producer id keeps either a durable queue or none while its consumer
+	// controllers live.
 	Generation uint64
 	// Association numbers the producer controller's associations with
 	// consumer controllers (it starts a new one for each RegisterConsumer),
