@@ -203,6 +203,13 @@ func (d *dispatcher) next(w *worker) runnable {
 				}
 				return r
 			}
+			// A mailbox queued after spin's last look, while this worker
+			// still counted as spinning, woke nobody (see notify): look
+			// again before parking, or it could wait behind a handler that
+			// blocks on its home worker.
+			if d.mailWaiting(w) {
+				continue
+			}
 		}
 		r, ok, woken := d.park(w)
 		if ok {
@@ -330,6 +337,23 @@ func (d *dispatcher) notify() {
 
 // maxSpinners is how many idle workers of one dispatcher may spin at once.
 func maxSpinners() int32 { return int32(max(1, goruntime.GOMAXPROCS(0)/2)) }
+
+// mailWaiting reports whether a mailbox waits in the shared queue or in
+// another worker's own queue, where only a spinner would steal it.
+func (d *dispatcher) mailWaiting(w *worker) bool {
+	if d.queued() > 0 {
+		return true
+	}
+	if !d.affinity {
+		return false
+	}
+	for _, v := range d.pool {
+		if v != w && v.q.len() > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // queued is how many mailboxes wait in the shared queue.
 func (d *dispatcher) queued() int { return d.q.len() + int(d.overflowLen.Load()) }
