@@ -73,13 +73,14 @@ func SpawnConsumerController[A any](on runtime.Spawner, name string, settings Co
 // confirmOf is a Confirmed as the controller gets it: the number of the
 // Delivery it confirms. Only the outstanding Delivery's number counts, so
 // a stale confirmation (a second one of a Delivery that came again, or a
-// first one called late) can never confirm another Delivery.
-type confirmOf[A any] uint64
+// first one called late) can never confirm another Delivery. It is sent by
+// pointer, from a slab: a boxed uint64 would allocate for each Delivery.
+type confirmOf[A any] struct{ delivery uint64 }
 type retryTick[A any] struct{}
 type retryKey struct{}
 type consumerTerminated[A any] struct{ ref runtime.AnyRef }
 
-func (confirmOf[A]) consumerCommand(A)          {}
+func (*confirmOf[A]) consumerCommand(A)         {}
 func (retryTick[A]) consumerCommand(A)          {}
 func (consumerTerminated[A]) consumerCommand(A) {}
 
@@ -90,6 +91,7 @@ type consumer[A any] struct {
 	self      runtime.Ref[ConsumerCommand[A]]
 	log       *slog.Logger
 	confirmTo runtime.Ref[Confirmed]
+	confirms  slab[confirmOf[A]]
 	acks      slab[Ack[A]] // sent by pointer: boxing a value would allocate each
 	deliverTo runtime.Ref[Delivery[A]]
 
@@ -158,7 +160,11 @@ func (c *consumer[A]) sendAck() {
 
 func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
 	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
-	c.confirmTo = runtime.DirectAdapter(ctx, func(m Confirmed) ConsumerCommand[A] { return confirmOf[A](m.delivery) })
+	c.confirmTo = runtime.DirectAdapter(ctx, func(m Confirmed) ConsumerCommand[A] {
+		confirm := c.confirms.get()
+		confirm.delivery = m.delivery
+		return confirm
+	})
 	c.retryInterval = c.cfg.settings.ResendIntervalMin
 	ctx.Timers().StartPeriodic(retryKey{}, retryTick[A]{}, c.retryInterval)
 }
@@ -176,8 +182,8 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 		if m != nil {
 			c.onSequenced(m)
 		}
-	case confirmOf[A]:
-		c.onConfirmed(uint64(m))
+	case *confirmOf[A]:
+		c.onConfirmed(m.delivery)
 	case retryTick[A]:
 		c.onRetry()
 	case ConsumerStart[A]:
