@@ -9,12 +9,15 @@
 // producer queue (package durable, and package durable/redisqueue for
 // Redis), at-least-once delivery across a crash of the producer's process.
 // A durable producer controller sends a message only once it is stored, but
-// asks for the next ones meanwhile: what comes while a store is in flight is
-// stored in the next batch (one round trip for many messages). A crash loses
-// what was handed over and not yet stored, at most a flow window of it; a
-// producer that must know uses [MessageWithConfirmation] (its reply comes
-// once the message is stored), or numbers its messages from
-// [RequestNext.CurrentSeqNr] and sends again from there after a restart.
+// asks for the next ones meanwhile, up to
+// [ProducerSettings.DurableQueueStoreAhead] beyond the consumer's demand:
+// what comes while a store is in flight is stored in the next batch (one
+// round trip for many messages), and what is stored ahead goes out as soon
+// as the consumer asks. A crash loses what was handed over and not yet
+// stored, at most the demand and the store ahead; a producer that must know
+// uses [MessageWithConfirmation] (its reply comes once the message is
+// stored), or numbers its messages from [RequestNext.CurrentSeqNr] and sends
+// again from there after a restart.
 //
 // # Use
 //

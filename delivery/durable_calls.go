@@ -55,7 +55,7 @@ func (op durableOp) describe(seqNr SeqNr, n int) string {
 
 // maxBatch is the most messages one call of a durable.BatchQueue stores:
 // it bounds a call's size when a slow store lets many accumulate.
-const maxBatch = 256
+const maxBatch = 512
 
 func (op durableOp) String() string {
 	switch op {

@@ -290,12 +290,12 @@ func (g *gatedQueue) StoreBatch(ctx context.Context, b durable.Batch[job]) error
 }
 
 // TestDurableStoresPipelined: while a store is in flight the producer is
-// given more RequestNexts, as demand allows; what it sends meanwhile is
-// stored in one batch, and nothing goes out before it is stored, then all
-// of it in order.
+// given more RequestNexts, as demand allows (without a store ahead); what
+// it sends meanwhile is stored in one batch, and nothing goes out before it
+// is stored, then all of it in order.
 func TestDurableStoresPipelined(t *testing.T) {
 	q := &gatedQueue{Memory: durable.NewMemory[job](), release: make(chan struct{})}
-	h := newPC(t, ProducerSettings{DurableQueueRequestTimeout: time.Hour}, WithDurableQueue[job](q))
+	h := newPC(t, ProducerSettings{DurableQueueRequestTimeout: time.Hour, DurableQueueStoreAhead: -1}, WithDurableQueue[job](q))
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
 	r.SendNextTo.Tell(job{N: 1}) // the first message: its store hangs
@@ -314,5 +314,54 @@ func TestDurableStoresPipelined(t *testing.T) {
 	defer q.mu.Unlock()
 	if !slices.Equal(q.sizes, []int{1, 4}) {
 		t.Fatalf("batches of %v messages, want [1 4]", q.sizes)
+	}
+}
+
+// TestDurableStoresAhead: the producer is asked for up to
+// DurableQueueStoreAhead messages beyond the consumer controller's demand;
+// they are stored, none goes out before demand comes, then they go out at
+// once, in order; and a producer controller that replaces this one sends
+// the ones stored and never sent.
+func TestDurableStoresAhead(t *testing.T) {
+	q := durable.NewMemory[job]()
+	h := newPC(t, ProducerSettings{DurableQueueStoreAhead: 3}, WithDurableQueue[job](q))
+	h.start()
+	r := h.expectRequestNext(t, 1, 0)
+	r.SendNextTo.Tell(job{N: 1})
+	h.expectSeq(t, 1, true)
+	// takeAhead gives the controller messages from..to, after which it must
+	// ask for no more, send nothing, and store them.
+	takeAhead := func(from, to SeqNr) {
+		t.Helper()
+		h.sendJobs(t, h.expectRequestNext(t, from, 0), from, to, 0)
+		h.producer.ExpectNone(t, 20*time.Millisecond)
+		h.cc.ExpectNone(t, 0)
+		eventually(t, "messages stored", func() bool {
+			s, err := q.LoadState(context.Background())
+			return err == nil && s.CurrentSeqNr == to+1
+		})
+	}
+	takeAhead(2, 4) // demand is message 1 alone: 2-4 are taken ahead
+	// Demand up to 3: 2 and 3 go out, and the producer may give 5 and 6.
+	h.request(0, 3)
+	h.expectSeq(t, 2, false)
+	h.expectSeq(t, 3, false)
+	takeAhead(5, 6)
+	h.sys.Stop(h.pc)
+	h.watcher.expectStopped(t, "/user/pc")
+
+	// Its successor sends everything unconfirmed, sent or not: 1 to 6.
+	pc, err := SpawnProducerController[job](h.sys, "pc2", "p", ProducerSettings{}, WithDurableQueue[job](q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := newProbe[ConsumerCommand[job]](t, h.sys, "cc2")
+	pc.Tell(ProducerStart[job]{Producer: h.producer.Ref})
+	pc.Tell(RegisterConsumer[job]{ConsumerController: cc.Ref})
+	for n := SeqNr(1); n <= 6; n++ {
+		m, ok := cc.Expect(t).(*SequencedMessage[job])
+		if !ok || m.SeqNr != n || m.Message.N != int(n) || m.First != (n == 1) {
+			t.Fatalf("message %d: got %+v", n, m)
+		}
 	}
 }

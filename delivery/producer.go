@@ -294,9 +294,10 @@ func (p *producer[A]) associate() {
 func (p *producer[A]) accepts(a uint64) bool { return p.active && a == p.association }
 
 // requestNext gives the producer permission for one more message when the
-// consumer controller's demand allows it and nothing is still being sent.
+// consumer controller's demand (and the store ahead) allows it and nothing
+// is still being sent.
 func (p *producer[A]) requestNext() {
-	if p.requested || p.hasPending() || p.nextSeqNr() > p.requestedSeqNr {
+	if p.requested || p.hasPending() || p.nextSeqNr() > p.storeLimit() {
 		return
 	}
 	p.requested = true

@@ -31,9 +31,19 @@ type pipedMsg[A any] struct {
 // a durable queue, to send).
 func (p *producer[A]) nextSeqNr() SeqNr { return p.currentSeqNr + SeqNr(p.pipe.msgs.len()) }
 
+// storeLimit is the highest sequence number the controller takes from its
+// producer: the consumer controller's demand, and with a durable queue so
+// many more to store ahead (see ProducerSettings.DurableQueueStoreAhead).
+func (p *producer[A]) storeLimit() SeqNr {
+	if p.dq == nil {
+		return p.requestedSeqNr
+	}
+	return p.requestedSeqNr + SeqNr(max(p.cfg.settings.DurableQueueStoreAhead, 0))
+}
+
 // storePending sends what is stored, within the consumer controller's
-// demand; hands the current message's chunks to the queue while demand
-// allows; and asks for the next message.
+// demand; hands the current message's chunks to the queue up to the store
+// limit; and asks for the next message.
 func (p *producer[A]) storePending() {
 	for p.pipe.stored > 0 && p.currentSeqNr <= p.requestedSeqNr {
 		pm := p.pipe.msgs.pop()
@@ -41,7 +51,7 @@ func (p *producer[A]) storePending() {
 		p.sent(pm.m, pm.replyTo)
 		p.send(pm.m)
 	}
-	for p.hasPending() && p.nextSeqNr() <= p.requestedSeqNr {
+	for p.hasPending() && p.nextSeqNr() <= p.storeLimit() {
 		seqNr := p.nextSeqNr()
 		m, replyTo := p.takePending()
 		p.stamp(m, seqNr)

@@ -19,6 +19,7 @@ const (
 	DefaultDurableQueueRequestTimeout = 3 * time.Second
 	DefaultDurableQueueRetryAttempts  = 10
 	DefaultDurableQueueRetryBackoff   = 100 * time.Millisecond
+	DefaultDurableQueueStoreAhead     = 1024
 	DefaultResendFirstInterval        = time.Second
 )
 
@@ -40,6 +41,16 @@ type ProducerSettings struct {
 	// failed fast, so a store that is briefly down is not retried in a burst
 	// (default 100 ms). A call that timed out is retried at once.
 	DurableQueueRetryBackoff time.Duration
+	// DurableQueueStoreAhead is how many messages beyond the consumer
+	// controller's demand a point-to-point producer controller with a
+	// durable queue takes from its producer and stores (default 1024):
+	// storing then overlaps the consumer's work instead of waiting for its
+	// demand, and the stored messages go out as soon as demand comes. Once
+	// stored they survive a crash like any other: a restart sends them. A
+	// negative value takes a message only within demand, a store round
+	// trip behind it. (The work-pulling and sharding controllers take
+	// messages as their workers and entities ask.)
+	DurableQueueStoreAhead int
 	// ResendFirstInterval is how often the first message of an association
 	// is sent again until the consumer controller confirms it (default 1 s).
 	ResendFirstInterval time.Duration
@@ -59,6 +70,9 @@ func (s ProducerSettings) withDefaults() ProducerSettings {
 	def(&s.ResendFirstInterval, DefaultResendFirstInterval)
 	if s.DurableQueueRetryAttempts == 0 {
 		s.DurableQueueRetryAttempts = DefaultDurableQueueRetryAttempts
+	}
+	if s.DurableQueueStoreAhead == 0 {
+		s.DurableQueueStoreAhead = DefaultDurableQueueStoreAhead
 	}
 	return s
 }

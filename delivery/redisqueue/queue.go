@@ -17,7 +17,9 @@
 // Every write is one round trip to Redis: a script (store_batch.lua) that
 // checks the sequence number and stores a batch of sent messages, and the
 // confirmations that came meanwhile (the Queue is a durable.BatchQueue).
-// The round trip dominates: see the package benchmark.
+// A batch's whole messages of one qualifier are one member of its sorted
+// set (record.go), so Redis does the same work for a batch of one message
+// or of hundreds. The round trip dominates: see the package benchmark.
 package redisqueue
 
 import (
@@ -124,6 +126,14 @@ func (q *Queue[A]) StoreBatch(ctx context.Context, b durable.Batch[A]) error {
 	return nil
 }
 
+// member is a member of a qualifier's sorted set that a batch stores: a
+// group of whole messages, or a chunk (see record.go).
+type member struct {
+	record []byte
+	qual   int // the index of its qualifier in the script's arguments
+	score  durable.SeqNr
+}
+
 // batchArgs lays b out as store_batch.lua takes it.
 func (q *Queue[A]) batchArgs(b durable.Batch[A]) (keys []string, args []any, err error) {
 	keys = append(make([]string, 0, 4), q.meta, q.confirmed, q.qualifiers)
@@ -138,36 +148,56 @@ func (q *Queue[A]) batchArgs(b durable.Batch[A]) (keys []string, args []any, err
 		keys = append(keys, q.messagesKey(qual))
 		return len(quals)
 	}
-	tail := make([]any, 0, 3+3*len(b.Sent)+3*len(b.Confirmed))
-	tail = append(tail, len(b.Sent), 0)
-	if len(b.Sent) > 0 {
-		tail[1] = b.Sent[0].SeqNr
-	}
+	var members []member
+	var groups []int // the member of each qualifier's group, by its index - 1; -1 for none yet
+	var scratch []byte
+	// The chunked message the batch leaves partial (a trailing run of
+	// chunks without its last one): -1 when the batch leaves that as it
+	// was (it holds only middle chunks), 0 when none is.
+	partial, partialQual := durable.SeqNr(-1), 0
 	for _, m := range b.Sent {
-		record, err := encode(q.codec, m)
-		if err != nil {
+		i := index(m.Qualifier)
+		switch c := m.Chunk; {
+		case c == nil || c.First && c.Last:
+			partial = 0
+		case c.First:
+			partial, partialQual = m.SeqNr, i
+		}
+		if m.Chunk != nil {
+			rec, err := appendRecord(nil, q.codec, m)
+			if err != nil {
+				return nil, nil, fmt.Errorf("message %d: %w", m.SeqNr, err)
+			}
+			members = append(members, member{record: rec, qual: i, score: m.SeqNr})
+			continue
+		}
+		for len(groups) < i {
+			groups = append(groups, -1)
+		}
+		if groups[i-1] < 0 {
+			groups[i-1] = len(members)
+			members = append(members, member{qual: i})
+		}
+		g := &members[groups[i-1]]
+		if g.record, scratch, err = appendGrouped(g.record, scratch, len(b.Sent), q.codec, m); err != nil {
 			return nil, nil, fmt.Errorf("message %d: %w", m.SeqNr, err)
 		}
-		tail = append(tail, record, index(m.Qualifier), chunkKind(m.Chunk))
+		g.score = m.SeqNr
+	}
+	tail := make([]any, 0, 6+3*len(members)+1+3*len(b.Confirmed))
+	if len(b.Sent) > 0 {
+		tail = append(tail, len(b.Sent), b.Sent[0].SeqNr, index(b.Sent[0].Qualifier), partial, partialQual, len(members))
+	} else {
+		tail = append(tail, 0, 0, 0, -1, 0, 0)
+	}
+	for _, m := range members {
+		tail = append(tail, m.record, m.qual, m.score)
 	}
 	tail = append(tail, len(b.Confirmed))
 	for _, c := range b.Confirmed {
 		tail = append(tail, c.SeqNr, index(c.Qualifier), c.Timestamp.UnixMilli())
 	}
 	return keys, append(quals, tail...), nil
-}
-
-// chunkKind names what c is of its message, for the script.
-func chunkKind(c *durable.Chunk) string {
-	switch {
-	case c == nil || c.First && c.Last:
-		return "whole"
-	case c.First:
-		return "first"
-	case c.Last:
-		return "last"
-	}
-	return "middle"
 }
 
 // LoadState reads the state in one transaction for the hashes and the set,
@@ -227,13 +257,16 @@ func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 	}
 	for _, cmd := range cmds {
 		for _, rec := range cmd.Val() {
-			m, err := decode(q.codec, []byte(rec))
-			if err != nil {
+			if s.Unconfirmed, err = decodeMember(s.Unconfirmed, q.codec, []byte(rec)); err != nil {
 				return fail(err)
 			}
-			s.Unconfirmed = append(s.Unconfirmed, m)
 		}
 	}
+	// A group confirmed in part stays whole in Redis; its confirmed
+	// records are left out here.
+	s.Unconfirmed = slices.DeleteFunc(s.Unconfirmed, func(m durable.MessageSent[A]) bool {
+		return m.SeqNr <= s.Confirmed[m.Qualifier].SeqNr
+	})
 	slices.SortFunc(s.Unconfirmed, func(a, b durable.MessageSent[A]) int { return cmp.Compare(a.SeqNr, b.SeqNr) })
 	return s, nil
 }

@@ -9,16 +9,27 @@ import (
 	"github.com/trellis-go/trellis/delivery/durable"
 )
 
-// A stored message is one binary record, the member of its qualifier's
-// sorted set (the sequence number in it keeps members distinct):
+// A stored message is one binary record:
 //
 //	version byte (1), flags byte (ack, chunk, first, last),
 //	uvarint seqNr, varint timestamp (unix ms),
 //	uvarint len + qualifier, [chunk: uvarint len + manifest], payload
 //
 // The payload is the chunk's bytes, or the message encoded by the codec.
+// A chunk is a member of its qualifier's sorted set on its own; the whole
+// messages of one qualifier that one batch stores are one member, a group:
+//
+//	version byte (2), then for each message: uvarint len + record
+//
+// scored by its last sequence number, so that storing a batch writes one
+// member per qualifier, and a confirmation removes whole groups (the
+// records of a group confirmed in part are left out when the state is
+// loaded). The sequence numbers in the records keep members distinct.
 
-const recordVersion = 1
+const (
+	recordVersion = 1
+	groupVersion  = 2
+)
 
 const (
 	flagAck = 1 << iota
@@ -29,7 +40,8 @@ const (
 
 var errRecord = errors.New("malformed record")
 
-func encode[A any](codec durable.Codec[A], m durable.MessageSent[A]) ([]byte, error) {
+// appendRecord appends m's record to b.
+func appendRecord[A any](b []byte, codec durable.Codec[A], m durable.MessageSent[A]) ([]byte, error) {
 	var flags byte
 	var payload []byte
 	if m.Ack {
@@ -50,7 +62,6 @@ func encode[A any](codec durable.Codec[A], m durable.MessageSent[A]) ([]byte, er
 			return nil, fmt.Errorf("encode with codec %q: %w", codec.Manifest(), err)
 		}
 	}
-	b := make([]byte, 0, 2+3*binary.MaxVarintLen64+len(m.Qualifier)+len(payload)+16)
 	b = append(b, recordVersion, flags)
 	b = binary.AppendUvarint(b, uint64(m.SeqNr))
 	b = binary.AppendVarint(b, m.Timestamp.UnixMilli())
@@ -59,6 +70,46 @@ func encode[A any](codec durable.Codec[A], m durable.MessageSent[A]) ([]byte, er
 		b = appendString(b, m.Chunk.Manifest)
 	}
 	return append(b, payload...), nil
+}
+
+// appendGrouped appends m's record to group, a group member in the making
+// (nil for a new one, sized for up to n records like m's); scratch is a
+// buffer to reuse, returned grown.
+func appendGrouped[A any](group, scratch []byte, n int, codec durable.Codec[A], m durable.MessageSent[A]) (g, s []byte, err error) {
+	if scratch, err = appendRecord(scratch[:0], codec, m); err != nil {
+		return nil, scratch, err
+	}
+	if group == nil {
+		group = append(make([]byte, 0, 1+n*(len(scratch)+2)), groupVersion)
+	}
+	group = binary.AppendUvarint(group, uint64(len(scratch)))
+	return append(group, scratch...), scratch, nil
+}
+
+// decodeMember appends to ms the messages of a member of a qualifier's
+// sorted set, a record or a group.
+func decodeMember[A any](ms []durable.MessageSent[A], codec durable.Codec[A], b []byte) ([]durable.MessageSent[A], error) {
+	if len(b) == 0 || b[0] != groupVersion {
+		m, err := decode(codec, b)
+		if err != nil {
+			return ms, err
+		}
+		return append(ms, m), nil
+	}
+	r := reader{b: b[1:]}
+	for len(r.b) > 0 {
+		n := r.uvarint()
+		if r.err != nil || n > uint64(len(r.b)) {
+			return ms, fmt.Errorf("%w: group truncated", errRecord)
+		}
+		m, err := decode(codec, r.b[:n])
+		if err != nil {
+			return ms, err
+		}
+		ms = append(ms, m)
+		r.b = r.b[n:]
+	}
+	return ms, nil
 }
 
 func appendString(b []byte, s string) []byte {
