@@ -22,7 +22,11 @@ func (c *Client) Registry() *Registry { return c.reg }
 // errors say why: ErrUnknownComponent, ErrUnknownMethod, ErrBadArgument,
 // ErrMissingEntityID, a *CommandError, or ctx's error.
 func (c *Client) Dispatch(ctx context.Context, call DeferredCall) (json.RawMessage, error) {
-	if err := call.Validate(); err != nil {
+	// The argument's JSON is not scanned here: the method's decoder reads
+	// all of it, and InvokeJSON's contract makes JSON that does not decode
+	// an ErrBadArgument. Scanning it twice doubled the cost of a 1 KB
+	// argument.
+	if err := call.validate(false); err != nil {
 		return nil, err
 	}
 	comp, err := c.reg.Lookup(call.ComponentID)

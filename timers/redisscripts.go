@@ -50,6 +50,26 @@ local function forget(name)
 	redis.call('ZREM', KEYS[1], name)
 	redis.call('SREM', KEYS[3], name)
 end
+-- callMany runs cmd on key with the values of list as its arguments, in
+-- calls of at most 1,000 (an even number, so pairs stay whole: unpack has
+-- a limit), and returns the replies' elements in order. One call for many
+-- timers: each redis.call costs more than the command itself.
+local function callMany(cmd, key, list)
+	local out = {}
+	for i = 1, #list, 1000 do
+		local r = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+		if type(r) == 'table' then
+			for k = 1, #r do out[#out + 1] = r[k] end
+		end
+	end
+	return out
+end
+local function forgetMany(names)
+	if #names == 0 then return end
+	callMany('HDEL', KEYS[2], names)
+	callMany('ZREM', KEYS[1], names)
+	callMany('SREM', KEYS[3], names)
+end
 `
 
 // Every script runs on one partition: it gets KEYS[1] the partition's due
@@ -105,24 +125,36 @@ if tonumber(ARGV[2]) > 0 then
 	due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 end
 local out = {fmt(now), '-1', marker}
-local leased = fmt(now + tonumber(ARGV[3]))
-for i = 1, #due, 2 do
-	local name, score = due[i], tonumber(due[i + 1])
-	local rec = redis.call('HGET', KEYS[2], name)
-	local r = rec and parse(rec)
-	if not r then
-		redis.log(redis.LOG_WARNING, 'trellis timers: dropping corrupt timer ' .. name)
-		forget(name)
-	else
-		r.att = r.att + 1
-		r.last = fmt(now)
-		rec = build(r)
-		redis.call('HSET', KEYS[2], name, rec)
-		redis.call('ZADD', KEYS[1], leased, name)
-		out[#out + 1] = name
-		out[#out + 1] = rec
-		out[#out + 1] = (score > tonumber(r.due)) and 1 or 0
+if #due > 0 then
+	local names = {}
+	for i = 1, #due, 2 do names[#names + 1] = due[i] end
+	local recs = callMany('HMGET', KEYS[2], names)
+	local leased = fmt(now + tonumber(ARGV[3]))
+	local written, leases, corrupt = {}, {}, {}
+	for k, name in ipairs(names) do
+		local rec = recs[k]
+		local r = rec and parse(rec)
+		if not r then
+			redis.log(redis.LOG_WARNING, 'trellis timers: dropping corrupt timer ' .. name)
+			corrupt[#corrupt + 1] = name
+		else
+			r.att = r.att + 1
+			r.last = fmt(now)
+			rec = build(r)
+			written[#written + 1] = name
+			written[#written + 1] = rec
+			leases[#leases + 1] = leased
+			leases[#leases + 1] = name
+			out[#out + 1] = name
+			out[#out + 1] = rec
+			out[#out + 1] = (tonumber(due[2 * k]) > tonumber(r.due)) and 1 or 0
+		end
 	end
+	if #written > 0 then
+		callMany('HSET', KEYS[2], written)
+		callMany('ZADD', KEYS[1], leases)
+	end
+	forgetMany(corrupt)
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if first[2] then out[2] = fmt(math.max(tonumber(first[2]) - now, 0)) end
@@ -133,16 +165,20 @@ return out
 	// whose generation still matches: a replaced timer has a new one, so
 	// the old run's success cannot delete it. Returns 1 or 0 per pair.
 	completeTimers = redis.NewScript(luaPrelude + `
-local out = {}
-for i = 1, #ARGV, 2 do
-	local rec = redis.call('HGET', KEYS[2], ARGV[i])
+local names = {}
+for i = 1, #ARGV, 2 do names[#names + 1] = ARGV[i] end
+local recs = callMany('HMGET', KEYS[2], names)
+local out, gone = {}, {}
+for k, name in ipairs(names) do
+	local rec = recs[k]
 	local ok = 0
-	if rec and string.match(rec, '^(%d+):') == ARGV[i + 1] then
-		forget(ARGV[i])
+	if rec and string.match(rec, '^(%d+):') == ARGV[2 * k] then
+		gone[#gone + 1] = name
 		ok = 1
 	end
-	out[#out + 1] = ok
+	out[k] = ok
 end
+forgetMany(gone)
 return out
 `)
 
