@@ -39,6 +39,11 @@ func (d DeferredCall) validate(checkArg bool) error {
 	return nil
 }
 
+// CheckNames is Validate without the argument's JSON: for a call read
+// back from a store that validated it, whose argument the method's decoder
+// reads in full anyway.
+func (d DeferredCall) CheckNames() error { return d.validate(false) }
+
 // String names the call as component.method[entity] for logs and errors.
 func (d DeferredCall) String() string {
 	if d.EntityID == "" {

@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +64,11 @@ func BenchmarkTimers(b *testing.B) {
 		}
 	})
 }
+
+// flagFireProfile names a file for a CPU profile of the firing phase
+// alone (from the end of creation until all are done), without the creates
+// that -cpuprofile would mix in.
+var flagFireProfile = flag.String("timers.fireprofile", "", "write a CPU profile of each scenario's firing phase to this file")
 
 // sameInstantDelay is when the same-instant bursts fall due after their
 // first create: every create must be done by then, which on a shared
@@ -318,6 +326,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	pendingInfo := readRedisInfo(b, admin)
 	pending := pendingInfo.usedMemory
 	st, _ := scheds[0].Stats(context.Background())
+	stopProfile := startFireProfile(b)
 
 	waitFor(b, "every timer to run", func() bool {
 		action.mu.Lock()
@@ -329,6 +338,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 		return err == nil && st.Active == 0
 	})
 	allDone := time.Now()
+	stopProfile()
 	doneInfo := readRedisInfo(b, admin)
 
 	action.mu.Lock()
@@ -379,6 +389,27 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	b.ReportMetric(float64(early), "early")
 	b.ReportMetric(float64((pending-before)/int64(n)), "redis-B/timer")
 	b.ReportMetric(allDone.Sub(lastDue).Seconds(), "done-after-due-s")
+}
+
+// startFireProfile starts the CPU profile of -timers.fireprofile, if set;
+// the function it returns stops it.
+func startFireProfile(b *testing.B) (stop func()) {
+	if *flagFireProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(*flagFireProfile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // runCrashRerun: an instance claims 1,000 due timers under the default

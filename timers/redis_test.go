@@ -250,7 +250,7 @@ func fillTimers(t *testing.T, client redis.UniversalClient, store *RedisStore, n
 		for i := start; i < min(start+batch, n); i++ {
 			name := "t-" + strconv.Itoa(i)
 			p := store.part(name)
-			calls = append(calls, scriptCall{keys: []string{p.keys[0], p.keys[1], p.keys[2], p.gen},
+			calls = append(calls, scriptCall{keys: append(slices.Clip(p.keys), p.gen),
 				args: []any{"", 3_600_000, n + 1, 0, name, call, store.channel, 0, partitionOf(name)}})
 		}
 		cmds, err := evalEach(ctx, client, createTimerWithLimit, calls)
@@ -471,7 +471,46 @@ func TestRedisCorruptCallFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad, _, err := decodeRecordHeader("bad", stored)
+	if err == nil {
+		err = applyState(&bad, client.HGet(t.Context(), store.part("bad").keys[3], "bad").Val())
+	}
 	if err != nil || bad.Attempts != 1 || !strings.Contains(bad.LastError, "decode the stored call") {
 		t.Errorf("the corrupt timer after its attempt: %+v, %v", bad, err)
 	}
+}
+
+// TestRedisRecordsOfEarlierVersions: a record as earlier versions wrote it
+// (attempts, last attempt and error in its header, no state) runs as its
+// next attempt, and Get reads it as it was until then.
+func TestRedisRecordsOfEarlierVersions(t *testing.T) {
+	client := connect(t, redisKind)
+	clk := clockwork.NewFakeClock()
+	store := newRedisStoreOn(t, client, newTestPrefix(), clk)
+	rec := newRecorder(clk)
+	s := startScheduler(t, store, rec, Config{})
+	created := mustCreate(t, s, "old", time.Second, testCall(`1`))
+	data := store.part("old").keys[1]
+	stored := client.HGet(t.Context(), data, "old").Val()
+	_, call, err := decodeRecordHeader("old", stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two failed attempts, the last one a second before it is due.
+	last := created.DueAt.Add(-time.Second)
+	header := fmt.Sprintf("%d:%d:0:%d:2:%d:4:boom", created.Generation, created.CreatedAt.UnixMilli(), created.DueAt.UnixMilli(), last.UnixMilli())
+	if err := client.HSet(t.Context(), data, "old", header+call).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(t.Context(), "old")
+	if err != nil || got.Attempts != 2 || got.LastError != "boom" || !got.LastAttemptAt.Equal(last) {
+		t.Fatalf("Get = %+v, %v; want 2 attempts, the last at %v with error boom", got, err, last)
+	}
+	advanceTo(t, clk, s, created.DueAt)
+	if calls := rec.all(); len(calls) != 1 || calls[0].firing.Attempt != 3 || calls[0].firing.Generation != created.Generation {
+		t.Fatalf("calls %+v, want attempt 3 of generation %d", calls, created.Generation)
+	}
+	waitFor(t, "the timer to be removed", func() bool {
+		_, err := s.Get(t.Context(), "old")
+		return errors.Is(err, ErrNotFound)
+	})
 }

@@ -15,40 +15,59 @@ import (
 // partitions, and settling the outcomes (complete, fail, release), each a
 // script per partition involved, pipelined.
 
-// claim takes up to max due timers from the partitions that may have some
-// due (see claimPlan; every partition at least once a second). A round
-// runs the claim script on those partitions in one pipeline, with max
-// split between them (the first ones in a rotating order get one more),
-// so the loop never gets more timers than it has workers for. A partition
-// that still has timers due after its round, because its share was
-// smaller than what it had due, is asked again for what is left of max,
-// until max is reached or nothing is due: like one Redis, the store hands
-// out min(max, due). Every partition asked reports its earliest time and
-// its marker.
+// claimShare is the fewest timers a claim asks one partition for, while
+// its most allows: see claim.
+const claimShare = 32
+
+// claim takes up to most due timers from the partitions that may have
+// some due (see claimPlan; every partition at least once a second). A
+// round runs the claim script on some of those partitions in one
+// pipeline, with most split between them (the first ones get one more),
+// so the loop never gets more timers than it has workers for. A round asks
+// no more partitions than give each a share of at least claimShare: a
+// script call costs Redis as much as a few timers do, so a burst is taken
+// a large batch at a time from few partitions rather than a few timers
+// from each. The partitions start in a rotating order, so that every one
+// comes first in turn. The partitions a round left out, and those that
+// still have timers due after it (their share was smaller than what they
+// had due), are asked in the next round for what is left of most, until
+// most is reached or nothing is due: like one Redis, the store hands out
+// min(most, due). Every partition asked reports its earliest time and its
+// marker.
 //
 // A partition that fails (its master is down, or failing over) does not
 // cost the others their claims: the batch holds what the other partitions
 // gave, with the error, so the loop runs those timers instead of leaving
-// them leased to nobody until the lease ends.
-func (s *RedisStore) claim(ctx context.Context, max int, lease time.Duration) (claimBatch, error) {
+// them leased to nobody until the lease ends. After a round with a
+// failure, only the partitions that answered it are asked again: a dead
+// master can cost a round the client's retries, and the partitions not
+// yet asked are left to the next claim rather than risked on another
+// such round.
+func (s *RedisStore) claim(ctx context.Context, most int, lease time.Duration) (claimBatch, error) {
 	n := len(s.parts)
 	clk := s.clock()
 	ask, seen := s.plan.round(clk.Now())
+	// The rotation makes every partition first in turn, so that none
+	// waits behind the others in a burst.
+	rot := int(s.nextClaim.Add(1)) % max(len(ask), 1)
+	ask, seen = slices.Concat(ask[rot:], ask[:rot]), slices.Concat(seen[rot:], seen[:rot])
 	b := claimBatch{}
 	var errs []error
-	// Each round either claims a timer or finds none due, so len(parts)+1
-	// rounds always suffice; the bound only guards against a surprise.
-	for round := 0; round <= n && len(ask) > 0; round++ {
-		remaining := max - len(b.timers)
-		start := int(s.nextClaim.Add(1))
-		calls := make([]scriptCall, len(ask))
-		for j, i := range ask {
-			quota := remaining / len(ask)
-			if (j+start)%len(ask) < remaining%len(ask) {
+	// Each partition asked either gives its whole share (at least
+	// claimShare timers, or all that is left of most) or has nothing more
+	// due and is not asked again, so the rounds are bounded; the bound
+	// only guards against a surprise.
+	for round := 0; round <= n+most/claimShare+1 && len(ask) > 0; round++ {
+		remaining := most - len(b.timers)
+		k := min(len(ask), max((remaining+claimShare-1)/claimShare, 1))
+		calls := make([]scriptCall, k)
+		for j, i := range ask[:k] {
+			quota := remaining / k
+			if j < remaining%k {
 				quota++
 			}
 			p := s.parts[i]
-			calls[j] = scriptCall{keys: []string{p.keys[0], p.keys[1], p.keys[2], p.marker},
+			calls[j] = scriptCall{keys: append(slices.Clip(p.keys), p.marker),
 				args: []any{s.now(false), quota, max64(durMs(lease), 1)}}
 		}
 		sent := clk.Now()
@@ -75,7 +94,7 @@ func (s *RedisStore) claim(ctx context.Context, max int, lease time.Duration) (c
 			if b.now.IsZero() || part.now.Before(b.now) {
 				b.now = part.now
 			}
-			if markerGone && round == 0 {
+			if markerGone && !slices.Contains(b.wiped, s.parts[i].marker) {
 				b.wiped = append(b.wiped, s.parts[i].marker)
 			}
 			s.plan.report(i, seen[j], sent, part.wait)
@@ -86,10 +105,15 @@ func (s *RedisStore) claim(ctx context.Context, max int, lease time.Duration) (c
 				again, againSeen = append(again, i), append(againSeen, seen[j])
 			}
 		}
-		if len(b.timers) >= max {
+		if len(b.timers) >= most {
 			break
 		}
-		ask, seen = again, againSeen
+		if len(errs) > 0 {
+			ask, seen = again, againSeen
+			continue
+		}
+		// Those left out first: they have not been asked at all yet.
+		ask, seen = slices.Concat(ask[k:], again), slices.Concat(seen[k:], againSeen)
 	}
 	b.wait = s.plan.wait(clk.Now())
 	if len(b.wiped) > 0 && len(b.wiped) < n {
@@ -123,7 +147,7 @@ func (s *RedisStore) missingMarkers(ctx context.Context) ([]string, error) {
 
 // parseClaim decodes one partition's claim reply.
 func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
-	if len(res) < 3 || len(res)%3 != 0 {
+	if len(res) < 3 || (len(res)-3)%4 != 0 {
 		return claimBatch{}, false, fmt.Errorf("unexpected reply of %d values", len(res))
 	}
 	head, err := stringFields(res[:2], 2)
@@ -140,18 +164,21 @@ func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
 	if wait < 0 {
 		b.wait = -1
 	}
-	for i := 3; i < len(res); i += 3 {
-		kv, err := stringFields(res[i:i+2], 2)
+	for i := 3; i < len(res); i += 4 {
+		f, err := stringFields(res[i:i+3], 3)
 		if err != nil {
 			return claimBatch{}, false, err
 		}
-		t, call, err := decodeRecordHeader(kv[0], kv[1])
+		t, call, err := decodeRecordHeader(f[0], f[1])
+		if err == nil {
+			err = applyState(&t, f[2])
+		}
 		if err != nil {
 			return claimBatch{}, false, err
 		}
 		b.timers = append(b.timers, t)
 		b.calls = append(b.calls, call)
-		b.leaseExpired = append(b.leaseExpired, res[i+2] == int64(1))
+		b.leaseExpired = append(b.leaseExpired, res[i+3] == int64(1))
 	}
 	return b, marker == 0, nil
 }

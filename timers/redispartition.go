@@ -24,7 +24,8 @@ var partitionTags = keyspace.SpreadTags("t", redisPartitions)
 // partition is one partition's keys, all in one slot.
 type partition struct {
 	// keys are what every script gets first: KEYS[1] the due sorted set,
-	// KEYS[2] the data hash, KEYS[3] the failing set.
+	// KEYS[2] the data hash, KEYS[3] the failing set, KEYS[4] the state
+	// hash.
 	keys []string
 	// gen is the partition's generation counter and marker its wipe marker.
 	gen, marker string
@@ -34,7 +35,7 @@ func newPartitions(keys keyspace.Space) []partition {
 	ps := make([]partition, redisPartitions)
 	for i, tag := range partitionTags {
 		k := func(name string) string { return keys.Tagged("timers", tag, name) }
-		ps[i] = partition{keys: []string{k("due"), k("data"), k("failing")}, gen: k("generation"), marker: k("marker")}
+		ps[i] = partition{keys: []string{k("due"), k("data"), k("failing"), k("state")}, gen: k("generation"), marker: k("marker")}
 	}
 	return ps
 }

@@ -213,19 +213,24 @@ func (s *RedisStore) fetch(ctx context.Context, names []string, onlyFailing bool
 	if len(groups) == 0 {
 		return out, nil
 	}
+	// A state read after its record may be of a newer generation (the
+	// timer was replaced in between): applyState then ignores it.
 	pipe := s.client.Pipeline()
 	reads := make(map[int]*redis.SliceCmd, len(groups))
+	states := make(map[int]*redis.SliceCmd, len(groups))
 	for p, idx := range groups {
 		fields := make([]string, len(idx))
 		for k, i := range idx {
 			fields[k] = names[i]
 		}
 		reads[p] = pipe.HMGet(ctx, s.parts[p].keys[1], fields...)
+		states[p] = pipe.HMGet(ctx, s.parts[p].keys[3], fields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("HMGET of the data hashes: %w", err)
+		return nil, fmt.Errorf("HMGET of the data and state hashes: %w", err)
 	}
 	for p, idx := range groups {
+		st := states[p].Val()
 		for k, v := range reads[p].Val() {
 			rec, ok := v.(string)
 			if !ok {
@@ -234,6 +239,11 @@ func (s *RedisStore) fetch(ctx context.Context, names []string, onlyFailing bool
 			t, err := decodeRecord(names[idx[k]], rec)
 			if err != nil {
 				return nil, err
+			}
+			if state, ok := st[k].(string); ok {
+				if err := applyState(&t, state); err != nil {
+					return nil, err
+				}
 			}
 			out[idx[k]] = &t
 		}

@@ -23,7 +23,18 @@ import "github.com/redis/go-redis/v9"
 // stored form. One string per timer rather than a hash per timer: a
 // 1 KB call would turn a small hash into a real hash table, and every
 // Redis key costs its own overhead on top (see the memory figures in
-// doc.go). The scripts parse only the header and copy the call through.
+// doc.go). A record is written once, when its timer is created. What
+// changes as the timer runs is its state (the value in the state hash):
+//
+//	generation:dueMs:attempts:lastAttemptMs:errLen:<err>
+//
+// which, when there is one of the record's generation, overrides the
+// record's header; a timer that never ran has none. So a claim, a
+// completion or a retry reads and writes a few dozen bytes, not the
+// 1 KB record (it reads the record's header only for a timer without a
+// state, and copies the record through to the claim's reply). Records
+// that earlier versions rewrote in place (attempts in the header, no
+// state) read the same way.
 const luaPrelude = `
 local function fmt(n) return string.format('%.0f', n) end
 local function now_ms(arg, round_up)
@@ -34,19 +45,38 @@ local function now_ms(arg, round_up)
 	if round_up then return ms + math.ceil(us / 1000) end
 	return ms + math.floor(us / 1000)
 end
-local function parse(rec)
-	local gen, created, maxr, due, att, last, elen, pos =
-		string.match(rec, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):()')
-	if not gen then return nil end
-	elen = tonumber(elen)
-	return {gen = gen, created = created, maxr = maxr, due = due, att = tonumber(att), last = last,
-		err = string.sub(rec, pos, pos + elen - 1), call = string.sub(rec, pos + elen)}
-end
 local function build(r)
 	return table.concat({r.gen, r.created, r.maxr, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err .. r.call
 end
+-- stateOf is the state of a timer whose record is rec and whose state is
+-- st (false when it has none): nil for a corrupt record.
+local function stateOf(rec, st)
+	local gen, _, _, due, att, last, elen, pos =
+		string.match(rec, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):()')
+	if not gen then return nil end
+	if st then
+		local sgen, sdue, satt, slast, selen, spos = string.match(st, '^(%d+):(%d+):(%d+):(%d+):(%d+):()')
+		if sgen == gen then
+			selen = tonumber(selen)
+			return {gen = gen, due = sdue, att = tonumber(satt), last = slast, err = string.sub(st, spos, spos + selen - 1)}
+		end
+	end
+	elen = tonumber(elen)
+	return {gen = gen, due = due, att = tonumber(att), last = last, err = string.sub(rec, pos, pos + elen - 1)}
+end
+local function buildState(r)
+	return table.concat({r.gen, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err
+end
+-- genOf is the generation of a timer: from its state st when it has one,
+-- else from its record in the data hash (nil when there is none).
+local function genOf(name, st)
+	if st then return string.match(st, '^(%d+):') end
+	local rec = redis.call('HGET', KEYS[2], name)
+	return rec and string.match(rec, '^(%d+):')
+end
 local function forget(name)
 	redis.call('HDEL', KEYS[2], name)
+	redis.call('HDEL', KEYS[4], name)
 	redis.call('ZREM', KEYS[1], name)
 	redis.call('SREM', KEYS[3], name)
 end
@@ -67,16 +97,17 @@ end
 local function forgetMany(names)
 	if #names == 0 then return end
 	callMany('HDEL', KEYS[2], names)
+	callMany('HDEL', KEYS[4], names)
 	callMany('ZREM', KEYS[1], names)
 	callMany('SREM', KEYS[3], names)
 end
 `
 
 // Every script runs on one partition: it gets KEYS[1] the partition's due
-// sorted set, KEYS[2] its data hash, KEYS[3] its failing set; more keys
-// (of the same partition) are listed per script.
+// sorted set, KEYS[2] its data hash, KEYS[3] its failing set, KEYS[4] its
+// state hash; more keys (of the same partition) are listed per script.
 var (
-	// createTimerWithLimit: KEYS[4] generation counter, KEYS[5…] the data
+	// createTimerWithLimit: KEYS[5] generation counter, KEYS[6…] the data
 	// hashes of other partitions to count here (on one Redis: all of
 	// them); ARGV[1] now, ARGV[2] delayMs, ARGV[3] maxActive, ARGV[4]
 	// maxRetries, ARGV[5] name, ARGV[6] stored call, ARGV[7] wake channel,
@@ -91,15 +122,16 @@ var (
 local name = ARGV[5]
 if redis.call('HEXISTS', KEYS[2], name) == 0 then
 	local n = redis.call('HLEN', KEYS[2]) + tonumber(ARGV[8])
-	for i = 5, #KEYS do n = n + redis.call('HLEN', KEYS[i]) end
+	for i = 6, #KEYS do n = n + redis.call('HLEN', KEYS[i]) end
 	if n >= tonumber(ARGV[3]) then return {'limit', n} end
 end
 local now = now_ms(ARGV[1], true)
 local due = now + tonumber(ARGV[2])
-local gen = redis.call('INCR', KEYS[4])
+local gen = redis.call('INCR', KEYS[5])
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), maxr = ARGV[4], due = fmt(due),
 	att = 0, last = '0', err = '', call = ARGV[6]}))
+redis.call('HDEL', KEYS[4], name)
 redis.call('ZADD', KEYS[1], fmt(due), name)
 redis.call('SREM', KEYS[3], name)
 if first[2] == nil or due < tonumber(first[2]) then
@@ -108,17 +140,18 @@ end
 return {'ok', fmt(gen), fmt(now), fmt(due)}
 `)
 
-	// claimDueTimers: KEYS[4] marker; ARGV[1] now, ARGV[2] max (may be
+	// claimDueTimers: KEYS[5] marker; ARGV[1] now, ARGV[2] max (may be
 	// 0), ARGV[3] leaseMs. Takes up to max timers due by now, counts the
-	// attempt, and moves each to now+lease in the sorted set: that is the
-	// lease. An instance that never reports lets it expire, and the timer
-	// is due again for everyone. Returns {nowMs, waitMs, markerExists,
-	// name, record, leaseExpired, …}; waitMs is until the earliest
-	// remaining score, -1 when there is none. leaseExpired is 1 when the
-	// timer's score was past its due time: every write but a claim puts
-	// the score at the due time, so that is a lease that ran out.
+	// attempt in their states, and moves each to now+lease in the sorted
+	// set: that is the lease. An instance that never reports lets it
+	// expire, and the timer is due again for everyone. Returns {nowMs,
+	// waitMs, markerExists, name, record, state, leaseExpired, …}; waitMs
+	// is until the earliest remaining score, -1 when there is none.
+	// leaseExpired is 1 when the timer's score was past its due time:
+	// every write but a claim puts the score at the due time, so that is a
+	// lease that ran out.
 	claimDueTimers = redis.NewScript(luaPrelude + `
-local marker = redis.call('EXISTS', KEYS[4])
+local marker = redis.call('EXISTS', KEYS[5])
 local now = now_ms(ARGV[1], false)
 local due = {}
 if tonumber(ARGV[2]) > 0 then
@@ -129,29 +162,31 @@ if #due > 0 then
 	local names = {}
 	for i = 1, #due, 2 do names[#names + 1] = due[i] end
 	local recs = callMany('HMGET', KEYS[2], names)
+	local states = callMany('HMGET', KEYS[4], names)
 	local leased = fmt(now + tonumber(ARGV[3]))
 	local written, leases, corrupt = {}, {}, {}
 	for k, name in ipairs(names) do
 		local rec = recs[k]
-		local r = rec and parse(rec)
+		local r = rec and stateOf(rec, states[k])
 		if not r then
 			redis.log(redis.LOG_WARNING, 'trellis timers: dropping corrupt timer ' .. name)
 			corrupt[#corrupt + 1] = name
 		else
 			r.att = r.att + 1
 			r.last = fmt(now)
-			rec = build(r)
+			local st = buildState(r)
 			written[#written + 1] = name
-			written[#written + 1] = rec
+			written[#written + 1] = st
 			leases[#leases + 1] = leased
 			leases[#leases + 1] = name
 			out[#out + 1] = name
 			out[#out + 1] = rec
+			out[#out + 1] = st
 			out[#out + 1] = (tonumber(due[2 * k]) > tonumber(r.due)) and 1 or 0
 		end
 	end
 	if #written > 0 then
-		callMany('HSET', KEYS[2], written)
+		callMany('HSET', KEYS[4], written)
 		callMany('ZADD', KEYS[1], leases)
 	end
 	forgetMany(corrupt)
@@ -167,12 +202,11 @@ return out
 	completeTimers = redis.NewScript(luaPrelude + `
 local names = {}
 for i = 1, #ARGV, 2 do names[#names + 1] = ARGV[i] end
-local recs = callMany('HMGET', KEYS[2], names)
+local states = callMany('HMGET', KEYS[4], names)
 local out, gone = {}, {}
 for k, name in ipairs(names) do
-	local rec = recs[k]
 	local ok = 0
-	if rec and string.match(rec, '^(%d+):') == ARGV[2 * k] then
+	if genOf(name, states[k]) == ARGV[2 * k] then
 		gone[#gone + 1] = name
 		ok = 1
 	end
@@ -194,7 +228,7 @@ local out = {}
 for i = 2, #ARGV, 5 do
 	local name = ARGV[i]
 	local rec = redis.call('HGET', KEYS[2], name)
-	local r = rec and parse(rec)
+	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], name))
 	local res = 0
 	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
 		if ARGV[i + 3] == '-1' then
@@ -203,7 +237,7 @@ for i = 2, #ARGV, 5 do
 		else
 			r.err = ARGV[i + 4]
 			r.due = fmt(now + tonumber(ARGV[i + 3]))
-			redis.call('HSET', KEYS[2], name, build(r))
+			redis.call('HSET', KEYS[4], name, buildState(r))
 			redis.call('ZADD', KEYS[1], r.due, name)
 			redis.call('SADD', KEYS[3], name)
 			res = 1
@@ -223,11 +257,11 @@ local now = now_ms(ARGV[1], false)
 local out = {}
 for i = 2, #ARGV, 3 do
 	local rec = redis.call('HGET', KEYS[2], ARGV[i])
-	local r = rec and parse(rec)
+	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], ARGV[i]))
 	local ok = 0
 	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
 		r.due = fmt(now)
-		redis.call('HSET', KEYS[2], ARGV[i], build(r))
+		redis.call('HSET', KEYS[4], ARGV[i], buildState(r))
 		redis.call('ZADD', KEYS[1], r.due, ARGV[i])
 		ok = 1
 	end
@@ -236,7 +270,7 @@ end
 return out
 `)
 
-	// deleteTimer: ARGV[1] name. Removes it from all three keys.
+	// deleteTimer: ARGV[1] name. Removes it from all four keys.
 	deleteTimer = redis.NewScript(luaPrelude + `
 forget(ARGV[1])
 return 1

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,15 +33,16 @@ const DefaultRedisPrefix = keyspace.DefaultPrefix
 // server:
 //
 //	<prefix>:timers:{T}:due         sorted set: name → next run (due time, or lease expiry while claimed), ms
-//	<prefix>:timers:{T}:data        hash: name → record (see redisscripts.go)
+//	<prefix>:timers:{T}:data        hash: name → record, written when the timer is created (see redisscripts.go)
+//	<prefix>:timers:{T}:state       hash: name → state of a timer that has run: attempts, last attempt, due, last error
 //	<prefix>:timers:{T}:failing     set: names whose last call failed (for Stats and the failing filter)
 //	<prefix>:timers:{T}:generation  string: the partition's last generation (INCR)
 //	<prefix>:timers:{T}:marker      string: written when a scheduler starts; its loss means a wipe
 //	<prefix>:timers:wake            pub/sub channel: "a new earliest timer", for sleeping loops
 //
 // The tags are chosen so that the partitions' slots are evenly spaced, and
-// so spread over a cluster's masters. Two structures per timer, one entry
-// in each, and no key per timer: a key costs Redis ~70 bytes of its own,
+// so spread over a cluster's masters. Two structures per pending timer
+// (three once it has run), one entry in each, and no key per timer: a key costs Redis ~70 bytes of its own,
 // and the 50,000-timer target is ≤ 1,400 bytes per pending 1 KB timer.
 //
 // # Across partitions
@@ -189,7 +191,7 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (Timer, error)
 	}
 	home := partitionOf(r.name)
 	p := s.parts[home]
-	keys := []string{p.keys[0], p.keys[1], p.keys[2], p.gen}
+	keys := append(slices.Clip(p.keys), p.gen)
 	var others int64
 	if _, oneServer := s.client.(*redis.Client); oneServer {
 		for i, o := range s.parts {
@@ -247,15 +249,14 @@ func (s *RedisStore) countOthers(ctx context.Context, skip int) (int64, error) {
 }
 
 func (s *RedisStore) get(ctx context.Context, name string) (Timer, error) {
-	key := s.part(name).keys[1]
-	rec, err := s.client.HGet(ctx, key, name).Result()
-	if errors.Is(err, redis.Nil) {
+	ts, err := s.fetch(ctx, []string{name}, false)
+	if err != nil {
+		return Timer{}, err
+	}
+	if ts[0] == nil {
 		return Timer{}, fmt.Errorf("timer %q: %w", name, ErrNotFound)
 	}
-	if err != nil {
-		return Timer{}, fmt.Errorf("HGET %s: %w", key, err)
-	}
-	return decodeRecord(name, rec)
+	return *ts[0], nil
 }
 
 func (s *RedisStore) remove(ctx context.Context, name string) error {
