@@ -17,7 +17,7 @@ import (
 
 // claimShare is the fewest timers a claim asks one partition for, while
 // its most allows: see claim.
-const claimShare = 32
+const claimShare = 64
 
 // claim takes up to most due timers from the partitions that may have
 // some due (see claimPlan; every partition at least once a second). A

@@ -147,15 +147,29 @@ func classify(err error) string {
 // reportBatch is the most outcomes written in one round of store calls.
 const reportBatch = 512
 
+// reportGather is how many outcomes the reporter waits for, reportLinger
+// at most, while calls are still in flight: a store call costs Redis as
+// much as a few outcomes do, so in a burst outcomes are written a few
+// dozen at a time rather than one or two.
+const (
+	reportGather = 64
+	reportLinger = time.Millisecond
+)
+
 // report writes outcomes to the store until the workers are done. It takes
-// what is queued at once (up to reportBatch) and writes it in one
-// complete, one fail and one release call: under load that batches, and
-// when idle a lone outcome is written at once.
+// what is queued at once (up to reportBatch), and while calls are in
+// flight waits up to reportLinger for reportGather of them, then writes
+// them in one complete, one fail and one release call: under load that
+// batches, and a lone outcome with nothing else in flight is written at
+// once.
 func (l *loop) report() {
 	defer close(l.reported)
 	batch := make([]result, 0, reportBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for r := range l.results {
 		batch = append(batch[:0], r)
+		lingering := false
 	drain:
 		for len(batch) < reportBatch {
 			select {
@@ -164,9 +178,28 @@ func (l *loop) report() {
 					break drain
 				}
 				batch = append(batch, r)
+				continue
 			default:
+			}
+			if len(batch) >= reportGather || l.inFlight.Load() == 0 {
+				break
+			}
+			if !lingering {
+				lingering = true
+				linger.Reset(reportLinger)
+			}
+			select {
+			case r, ok := <-l.results:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			case <-linger.C:
 				break drain
 			}
+		}
+		if lingering {
+			linger.Stop()
 		}
 		l.settle(batch)
 		l.unsettled.Add(-int64(len(batch)))
