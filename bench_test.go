@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -118,15 +118,6 @@ func (r *loadResult) cpuPerReq() float64 {
 	return float64(r.cpu.Microseconds()) / float64(max(len(r.latencies), 1))
 }
 
-// processCPU is the CPU time this process has used so far.
-func processCPU() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
-}
-
 func (r *loadResult) p99() time.Duration {
 	if len(r.latencies) == 0 {
 		return 0
@@ -143,7 +134,7 @@ func runLoad(client *http.Client, base string, roundTrips int) (loadResult, erro
 	lat := make([][]time.Duration, benchWorkers)
 	errs := make(chan error, benchWorkers)
 	var wg sync.WaitGroup
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), testenv.ProcessCPU()
 	for w := range benchWorkers {
 		wg.Go(func() {
 			post := base + "/counters/bench-" + strconv.Itoa(w) + "/increase"
@@ -166,7 +157,7 @@ func runLoad(client *http.Client, base string, roundTrips int) (loadResult, erro
 		})
 	}
 	wg.Wait()
-	res := loadResult{elapsed: time.Since(start), cpu: processCPU() - cpu}
+	res := loadResult{elapsed: time.Since(start), cpu: testenv.ProcessCPU() - cpu}
 	close(errs)
 	if err := <-errs; err != nil {
 		return res, err

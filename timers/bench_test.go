@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -327,6 +328,9 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	pending := pendingInfo.usedMemory
 	st, _ := scheds[0].Stats(context.Background())
 	stopProfile := startFireProfile(b)
+	var mem0, mem1 goruntime.MemStats
+	goruntime.ReadMemStats(&mem0)
+	cpu0 := testenv.ProcessCPU()
 
 	waitFor(b, "every timer to run", func() bool {
 		action.mu.Lock()
@@ -338,6 +342,8 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 		return err == nil && st.Active == 0
 	})
 	allDone := time.Now()
+	goCPU := testenv.ProcessCPU() - cpu0
+	goruntime.ReadMemStats(&mem1)
 	stopProfile()
 	doneInfo := readRedisInfo(b, admin)
 
@@ -377,6 +383,9 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	b.Logf("  due times span %v; all done %v after the last due time, %v after the first",
 		lastDue.Sub(firstDue).Round(time.Millisecond), allDone.Sub(lastDue).Round(time.Millisecond), allDone.Sub(firstDue).Round(time.Millisecond))
 	b.Logf("  firing: %d calls in %v = %.0f calls/s", len(samples), firing.Round(time.Millisecond), float64(len(samples))/firing.Seconds())
+	b.Logf("  this process from the end of creation to all done: %v CPU (%.1f µs per timer), %.1f allocations per timer",
+		goCPU.Round(time.Millisecond), float64(goCPU.Microseconds())/float64(n), float64(mem1.Mallocs-mem0.Mallocs)/float64(n))
+	b.ReportMetric(float64(goCPU.Microseconds())/float64(n), "go-cpu-us/timer")
 	redisCPU := doneInfo.cpu - pendingInfo.cpu
 	b.Logf("  Redis from the end of creation to all done: %v CPU (%.1f µs per timer); %s",
 		redisCPU.Round(time.Millisecond), float64(redisCPU.Microseconds())/float64(n), doneInfo.commandsSince(pendingInfo))

@@ -3,6 +3,7 @@ package testenv
 import (
 	goruntime "runtime"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,4 +76,15 @@ func LineRoundTrip(n int) time.Duration {
 	d := time.Since(start)
 	<-done
 	return d / time.Duration(n)
+}
+
+// ProcessCPU is the CPU time (user and system) this process has used so
+// far: what a benchmark spent, steadier under load from elsewhere on the
+// machine than a rate.
+func ProcessCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
