@@ -85,6 +85,12 @@ end
 -- a limit), and returns the replies' elements in order. One call for many
 -- timers: each redis.call costs more than the command itself.
 local function callMany(cmd, key, list)
+	if #list == 0 then return {} end
+	if #list <= 1000 then
+		local r = redis.call(cmd, key, unpack(list))
+		if type(r) == 'table' then return r end
+		return {}
+	end
 	local out = {}
 	for i = 1, #list, 1000 do
 		local r = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
@@ -164,25 +170,37 @@ if #due > 0 then
 	local recs = callMany('HMGET', KEYS[2], names)
 	local states = callMany('HMGET', KEYS[4], names)
 	local leased = fmt(now + tonumber(ARGV[3]))
+	local nowText = fmt(now)
 	local written, leases, corrupt = {}, {}, {}
+	local w, o = 0, #out
 	for k, name in ipairs(names) do
-		local rec = recs[k]
-		local r = rec and stateOf(rec, states[k])
-		if not r then
+		local rec, st, dueMs = recs[k], states[k], nil
+		-- A timer's first claim (no state, and a record as create writes
+		-- it: no attempt, no error) takes only its generation and due time.
+		if rec and not st then
+			local gen, d = string.match(rec, '^(%d+):%d+:%d+:(%d+):0:0:0:')
+			if gen then
+				dueMs, st = d, gen .. ':' .. d .. ':1:' .. nowText .. ':0:'
+			end
+		end
+		if not dueMs then
+			local r = rec and stateOf(rec, st)
+			if r then
+				r.att = r.att + 1
+				r.last = nowText
+				dueMs, st = r.due, buildState(r)
+			end
+		end
+		if not dueMs then
 			redis.log(redis.LOG_WARNING, 'trellis timers: dropping corrupt timer ' .. name)
 			corrupt[#corrupt + 1] = name
 		else
-			r.att = r.att + 1
-			r.last = fmt(now)
-			local st = buildState(r)
-			written[#written + 1] = name
-			written[#written + 1] = st
-			leases[#leases + 1] = leased
-			leases[#leases + 1] = name
-			out[#out + 1] = name
-			out[#out + 1] = rec
-			out[#out + 1] = st
-			out[#out + 1] = (tonumber(due[2 * k]) > tonumber(r.due)) and 1 or 0
+			written[w + 1], written[w + 2] = name, st
+			leases[w + 1], leases[w + 2] = leased, name
+			w = w + 2
+			out[o + 1], out[o + 2], out[o + 3] = name, rec, st
+			out[o + 4] = (tonumber(due[2 * k]) > tonumber(dueMs)) and 1 or 0
+			o = o + 4
 		end
 	end
 	if #written > 0 then
