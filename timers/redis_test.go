@@ -514,3 +514,57 @@ func TestRedisRecordsOfEarlierVersions(t *testing.T) {
 		return errors.Is(err, ErrNotFound)
 	})
 }
+
+// TestRedisBurstClaimsFromFewPartitions: with every partition holding more
+// due timers than a claim's share, a claim of 128 takes them from two
+// partitions (a script call per 64 timers, not one per partition), and
+// claims go on until every due timer is claimed exactly once.
+func TestRedisBurstClaimsFromFewPartitions(t *testing.T) {
+	for _, kind := range redisTargets {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			clk := clockwork.NewFakeClock()
+			store := newRedisStoreOn(t, connect(t, kind), newTestPrefix(), clk)
+			s := newScheduler(t, store, newRecorder(clk), Config{})
+			perPartition := make([]int, redisPartitions)
+			n := 0
+			for i := 0; slices.Min(perPartition) < claimShare+10; i++ {
+				name := "t-" + strconv.Itoa(i)
+				mustCreate(t, s, name, 0, testCall(`1`))
+				perPartition[partitionOf(name)]++
+				n++
+			}
+			clk.Advance(time.Millisecond)
+
+			b, err := store.claim(t.Context(), 2*claimShare, time.Minute)
+			if err != nil || len(b.timers) != 2*claimShare {
+				t.Fatalf("first claim: %d timers, %v; want %d", len(b.timers), err, 2*claimShare)
+			}
+			from := map[int]int{}
+			for _, tm := range b.timers {
+				from[partitionOf(tm.Name)]++
+			}
+			if len(from) != 2 {
+				t.Errorf("first claim took timers from partitions %v, want two", from)
+			}
+			seen := map[string]bool{}
+			for claims := 0; ; claims++ {
+				for _, tm := range b.timers {
+					if seen[tm.Name] {
+						t.Fatalf("%s claimed twice", tm.Name)
+					}
+					seen[tm.Name] = true
+				}
+				if len(seen) == n {
+					break
+				}
+				if claims > 2*n/claimShare+redisPartitions {
+					t.Fatalf("%d claims took %d of %d timers", claims, len(seen), n)
+				}
+				if b, err = store.claim(t.Context(), 2*claimShare, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
