@@ -33,7 +33,10 @@ import (
 // here, no persistence, so used_memory is the timers' alone), with a no-op
 // timed action behind the real component client (or, in the -entity
 // scenario, an entity command). Besides the timers' own figures it prints
-// what Redis spent while they fired (CPU, INFO commandstats). Each
+// what Redis and this process spent while they fired (CPU, INFO
+// commandstats), and the same-instant bursts on one instance print their
+// yardstick from the same run: the same calls fired by a bare go-redis
+// loop (bareBurst). Each
 // scenario runs once whatever b.N is; run it with
 //
 //	go test -run '^$' -bench Timers -benchtime 1x ./timers/
@@ -398,6 +401,16 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	b.ReportMetric(float64(early), "early")
 	b.ReportMetric(float64((pending-before)/int64(n)), "redis-B/timer")
 	b.ReportMetric(allDone.Sub(lastDue).Seconds(), "done-after-due-s")
+	if sameInstant && instances == 1 {
+		calls := make([]components.DeferredCall, n)
+		for i := range calls {
+			calls[i] = benchCall(b, w.entity, i, arg)
+		}
+		bare := bareBurst(b, admin, newBenchAction(b, w.entity), calls)
+		b.Logf("  yardstick, the same calls fired by a bare go-redis loop (ZPOPMIN, HMGET+HDEL, %d workers): all done %v after due; the scheduler took %.2fx that",
+			bareWorkers, bare.Round(time.Millisecond), allDone.Sub(lastDue).Seconds()/bare.Seconds())
+		b.ReportMetric(bare.Seconds(), "bare-done-after-due-s")
+	}
 }
 
 // startFireProfile starts the CPU profile of -timers.fireprofile, if set;
