@@ -36,8 +36,7 @@ import (
 // what Redis and this process spent while they fired (CPU, INFO
 // commandstats), and the same-instant bursts on one instance print their
 // yardstick from the same run: the same calls fired by a bare go-redis
-// loop (bareBurst). Each
-// scenario runs once whatever b.N is; run it with
+// loop (bareBurst). Each scenario runs once whatever b.N is; run it with
 //
 //	go test -run '^$' -bench Timers -benchtime 1x ./timers/
 //

@@ -42,8 +42,9 @@ const DefaultRedisPrefix = keyspace.DefaultPrefix
 //
 // The tags are chosen so that the partitions' slots are evenly spaced, and
 // so spread over a cluster's masters. Two structures per pending timer
-// (three once it has run), one entry in each, and no key per timer: a key costs Redis ~70 bytes of its own,
-// and the 50,000-timer target is ≤ 1,400 bytes per pending 1 KB timer.
+// (three once it has run), one entry in each, and no key per timer: a key
+// costs Redis ~70 bytes of its own, and the 50,000-timer target is
+// ≤ 1,400 bytes per pending 1 KB timer.
 //
 // # Across partitions
 //

@@ -46,7 +46,7 @@ const (
 var (
 	// huffScratch holds huff0's tables between uses; a Scratch serves one
 	// goroutine at a time.
-	huffScratch = sync.Pool{New: func() any { return &huff0.Scratch{Reuse: huff0.ReusePolicyNone} }}
+	huffScratch = sync.Pool{New: func() any { return new(huff0.Scratch) }}
 
 	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
 	// inflated holds a call's JSON while it is decoded (DeferredCall
