@@ -339,8 +339,11 @@ func (c *consumer[A]) accept(m *SequencedMessage[A]) {
 	if c.outstanding || c.deliverTo == nil || c.stash.len() > 0 {
 		if c.stash.len() >= c.cfg.settings.FlowControlWindow {
 			// More than the window: the producer controller sent beyond
-			// the demand. Forget it; it is resent when its gap shows.
-			c.receivedSeqNr = m.SeqNr - 1
+			// the demand. With resending, forget it: it is resent when its
+			// gap shows. Without, it is lost like any other.
+			if !c.cfg.settings.OnlyFlowControl {
+				c.receivedSeqNr = m.SeqNr - 1
+			}
 			return
 		}
 		c.stash.push(m)
@@ -475,6 +478,17 @@ func (c *consumer[A]) onRetry() {
 
 func (c *consumer[A]) idleRetry() {
 	c.register()
+	if c.cfg.settings.OnlyFlowControl && c.stash.len() == 0 {
+		// Idle without resending: every message that came is done with,
+		// delivered or lost (a chunk of a message that lost another is
+		// lost too), and whatever is missing will never come. Ask for a
+		// whole window past what came; the producer controller opens it
+		// past what it sent (see Request.ViaTimeout). Confirming all that
+		// came keeps that a window, not a window plus every message lost
+		// since the last delivery.
+		c.confirmedSeqNr = max(c.confirmedSeqNr, c.receivedSeqNr)
+		c.requestedSeqNr = max(c.requestedSeqNr, c.receivedSeqNr+SeqNr(c.cfg.settings.FlowControlWindow))
+	}
 	switch {
 	case !c.associated:
 		if c.askedFirst {

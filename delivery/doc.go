@@ -116,6 +116,15 @@
 // next message (the oldest unconfirmed, or the next one the producer
 // sends) with nothing more from anyone. With OnlyFlowControl nothing is
 // resent: gaps are delivered and the producer controller keeps nothing.
+// A chunked message that lost a chunk is dropped as soon as the gap shows
+// (a later chunk, or the next message's first chunk) and never delivered;
+// one whose last chunk is lost with nothing after it is dropped too, and
+// the stream goes on: once the consumer controller is idle for
+// ResendIntervalMin it counts every message that came as done (delivered
+// or lost) and asks for a whole window past it, which the producer
+// controller opens past what it sent. A confirmation (the reply to
+// [MessageWithConfirmation]) then means the message was delivered and
+// confirmed, or lost.
 //
 // Where the reference implementation is weak this one does better: the head
 // of the unconfirmed messages is marked first before it is resent (one

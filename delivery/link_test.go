@@ -17,6 +17,18 @@ type faults struct {
 	dup      float64       // deliver it twice
 	delay    float64       // hold it back, so later messages overtake it
 	maxDelay time.Duration // the longest hold-back
+	// lag holds every message back for up to lag, keeping their order:
+	// a slow link, not a reordering one.
+	lag time.Duration
+
+	lagged   []laggedMessage // held by lag, in order
+	lagArmed bool            // a linkLagTick is due
+}
+
+// laggedMessage is a message that lag holds back until at.
+type laggedMessage struct {
+	at   time.Time
+	send func()
 }
 
 // linkStats counts what a faultLink did.
@@ -162,6 +174,12 @@ type linkDelayed[A any] struct{ msg any }
 func (linkDelayed[A]) consumerCommand(A) {}
 func (linkDelayed[A]) producerCommand(A) {}
 
+// linkLagTick says that the head of a direction's lagged messages is due.
+type linkLagTick[A any] struct{ f *faults }
+
+func (linkLagTick[A]) consumerCommand(A) {}
+func (linkLagTick[A]) producerCommand(A) {}
+
 // newFaultLink spawns the two actors of a link between pc and cc, with
 // random streams derived from seed.
 func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runtime.Ref[ProducerCommand[A]],
@@ -185,6 +203,8 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.toConsumer)
 			case linkDelayed[A]:
 				l.toConsumer(m.msg.(ConsumerCommand[A]))
+			case linkLagTick[A]:
+				releaseLagged[ConsumerCommand[A], A](ctx, m.f)
 			default:
 				l.cc.Tell(m)
 			}
@@ -204,6 +224,8 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.toProducer)
 			case linkDelayed[A]:
 				l.toProducer(m.msg.(ProducerCommand[A]))
+			case linkLagTick[A]:
+				releaseLagged[ProducerCommand[A], A](ctx, m.f)
 			default:
 				l.toProducer(m)
 			}
@@ -238,6 +260,41 @@ func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A
 			continue
 		}
 		st.passed.Add(1)
+		if f.lag > 0 {
+			lagSend[T, A](ctx, rng, f, func() { send(m) })
+			continue
+		}
 		send(m)
 	}
+}
+
+// lagSend holds send back for a random time up to f.lag, after every
+// message held before it.
+func lagSend[T, A any](ctx *runtime.Context[T], rng *rand.Rand, f *faults, send func()) {
+	at := time.Now().Add(time.Duration(rng.Int64N(int64(f.lag))))
+	if n := len(f.lagged); n > 0 && at.Before(f.lagged[n-1].at) {
+		at = f.lagged[n-1].at
+	}
+	f.lagged = append(f.lagged, laggedMessage{at: at, send: send})
+	armLag[T, A](ctx, f)
+}
+
+// releaseLagged sends, in order, the lagged messages that are due.
+func releaseLagged[T, A any](ctx *runtime.Context[T], f *faults) {
+	f.lagArmed = false
+	now := time.Now()
+	i := 0
+	for ; i < len(f.lagged) && !f.lagged[i].at.After(now); i++ {
+		f.lagged[i].send()
+	}
+	f.lagged = f.lagged[i:]
+	armLag[T, A](ctx, f)
+}
+
+func armLag[T, A any](ctx *runtime.Context[T], f *faults) {
+	if f.lagArmed || len(f.lagged) == 0 {
+		return
+	}
+	f.lagArmed = true
+	ctx.Timers().StartSingle(f, any(linkLagTick[A]{f: f}).(T), max(time.Until(f.lagged[0].at), 0))
 }

@@ -47,6 +47,13 @@ func TestRandomLossSharding(t *testing.T) {
 	}
 }
 
+func TestRandomLossFlowOnlyChunksPatterns(t *testing.T) {
+	for _, c := range flowOnlyChunkCases() {
+		t.Run("work pulling, "+c.name, func(t *testing.T) { runLossCase(t, c, runWorkPullingLossSeed) })
+		t.Run("sharding, "+c.name, func(t *testing.T) { runLossCase(t, c, runShardingLossSeed) })
+	}
+}
+
 // runWorkPullingLossSeed runs one case through a work-pulling producer
 // controller and 2-4 workers, each behind a lossy link of its own.
 func runWorkPullingLossSeed(c lossCase, seed uint64) (err error) {

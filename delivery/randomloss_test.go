@@ -33,17 +33,19 @@ var (
 // lossCase is one row of the acceptance test's table.
 type lossCase struct {
 	name     string
-	messages int        // jobs that must arrive
-	toCC     [2]float64 // range of the drop probability of SequencedMessage
-	toPC     [2]float64 // range of the drop probability of Request, Resend, Ack, RegisterConsumer
-	queue    [2]float64 // range of the durable queue's failure probability; zero: no queue
-	onlyFlow bool       // OnlyFlowControl: lost messages stay lost
-	chunk    int        // ChunkLargeMessages; 0: no chunking
-	dup      float64    // probability that the link repeats a message, each way
-	reorder  float64    // probability that the link delays a message, so others overtake it
-	delays   bool       // producer and consumer wait 0-40ms (scaled) per message
-	window   int        // flow control window; 0: 20, as in the spec
-	churn    bool       // work pulling only: a worker leaves, and another joins, mid-stream
+	messages int              // jobs that must arrive
+	toCC     [2]float64       // range of the drop probability of SequencedMessage
+	toPC     [2]float64       // range of the drop probability of Request, Resend, Ack, RegisterConsumer
+	queue    [2]float64       // range of the durable queue's failure probability; zero: no queue
+	onlyFlow bool             // OnlyFlowControl: lost messages stay lost
+	chunk    int              // ChunkLargeMessages; 0: no chunking
+	dup      float64          // probability that the link repeats a message, each way
+	reorder  float64          // probability that the link delays a message, so others overtake it
+	delays   bool             // producer and consumer wait 0-40ms (scaled) per message
+	window   int              // flow control window; 0: 20, as in the spec
+	churn    bool             // work pulling only: a worker leaves, and another joins, mid-stream
+	lag      time.Duration    // the link holds every message back up to this, keeping order
+	resend   [2]time.Duration // ResendIntervalMin and Max, unscaled; zero: the spec's, scaled
 }
 
 func lossCases() []lossCase {
@@ -68,6 +70,26 @@ func lossCases() []lossCase {
 
 func TestRandomLoss(t *testing.T) {
 	for _, c := range lossCases() {
+		t.Run(c.name, func(t *testing.T) { runLossCase(t, c, runLossSeed) })
+	}
+}
+
+// flowOnlyChunkCases are flow control only with every message in 3 to 4
+// chunks, at the smallest windows, through a slow link that keeps order
+// and loses and repeats messages each way: a chunk lost in the middle or at
+// the end of a message must neither stop the stream nor hold it for long.
+func flowOnlyChunkCases() []lossCase {
+	var out []lossCase
+	for _, w := range []int{2, 3, 4} {
+		out = append(out, lossCase{name: fmt.Sprintf("window %d, 3-byte chunks", w), messages: 100,
+			toCC: [2]float64{0.05, 0.2}, toPC: [2]float64{0.1, 0.25}, dup: 0.1, lag: 2 * time.Millisecond,
+			onlyFlow: true, chunk: 3, window: w, resend: [2]time.Duration{2 * time.Millisecond, 40 * time.Millisecond}})
+	}
+	return out
+}
+
+func TestRandomLossFlowOnlyChunks(t *testing.T) {
+	for _, c := range flowOnlyChunkCases() {
 		t.Run(c.name, func(t *testing.T) { runLossCase(t, c, runLossSeed) })
 	}
 }
@@ -177,6 +199,9 @@ func newLossRun(c lossCase, seed uint64) *lossRun {
 		ResendIntervalMax: scaled(2 * time.Second),
 		OnlyFlowControl:   c.onlyFlow,
 	}
+	if c.resend[0] > 0 {
+		r.cs.ResendIntervalMin, r.cs.ResendIntervalMax = c.resend[0], c.resend[1]
+	}
 	r.ps = ProducerSettings{
 		ChunkLargeMessages:         c.chunk,
 		ResendFirstInterval:        scaled(time.Second),
@@ -212,8 +237,8 @@ func (r *lossRun) queueOpts() []ProducerOption[job] {
 // faults are what a link does each way, from the case and the draws.
 func (r *lossRun) faults() (toCC, toPC faults) {
 	maxDelay := scaled(100 * time.Millisecond)
-	return faults{drop: r.pToCC, dup: r.c.dup, delay: r.c.reorder, maxDelay: maxDelay},
-		faults{drop: r.pToPC, dup: r.c.dup, delay: r.c.reorder, maxDelay: maxDelay}
+	return faults{drop: r.pToCC, dup: r.c.dup, delay: r.c.reorder, maxDelay: maxDelay, lag: r.c.lag},
+		faults{drop: r.pToPC, dup: r.c.dup, delay: r.c.reorder, maxDelay: maxDelay, lag: r.c.lag}
 }
 
 // consumerSpec and producerDelay are the drawn delays of consumer and

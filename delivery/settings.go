@@ -117,7 +117,11 @@ type ConsumerSettings struct {
 	RedeliverAfter time.Duration
 	// OnlyFlowControl turns off resending: lost messages stay lost, gaps
 	// are delivered, and the producer controller keeps nothing for
-	// resending.
+	// resending. A chunked message that lost a chunk is dropped whole, and
+	// an idle consumer controller asks for a window past all that came,
+	// so a lost message or chunk holds the stream for about one retry
+	// interval (ResendIntervalMin, longer when the retry is lost too; see
+	// the package doc).
 	OnlyFlowControl bool
 }
 

@@ -61,3 +61,15 @@ func (p *Probe[T]) ExpectNone(t testing.TB, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// Next returns the next message if one is waiting or arrives within d, and
+// false if none does.
+func (p *Probe[T]) Next(d time.Duration) (T, bool) {
+	select {
+	case m := <-p.msgs:
+		return m, true
+	case <-time.After(d):
+		var zero T
+		return zero, false
+	}
+}
