@@ -11,38 +11,73 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
-// guideModule is the outside module whose files the README's guide shows.
+// guideModule is the outside module whose files the guide shows.
 const guideModule = "testdata/cartservice"
+
+// guidePage is the guide: docs/guide.md, "Build your own service".
+const guidePage = "docs/guide.md"
 
 // guideBlock matches a block of the guide: its marker naming the file,
 // then the fenced code.
 var guideBlock = regexp.MustCompile("(?s)<!-- guide: ([^ ]+) -->\n```[a-z]*\n(.*?)\n```\n")
 
-// guideFiles returns the README guide's code blocks by file name.
+// guideFiles returns the guide's code blocks by file name.
 func guideFiles(t *testing.T) map[string]string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
+	guide, err := os.ReadFile(guidePage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, guide, ok := strings.Cut(string(readme), "## Build your own service\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Build your own service" section`)
-	}
-	guide, _, _ = strings.Cut(guide, "\n## ")
 	files := map[string]string{}
-	for _, m := range guideBlock.FindAllStringSubmatch(guide, -1) {
+	for _, m := range guideBlock.FindAllStringSubmatch(string(guide), -1) {
+		if _, dup := files[m[1]]; dup {
+			t.Fatalf("%s shows %s twice", guidePage, m[1])
+		}
 		files[m[1]] = m[2] + "\n"
 	}
 	if len(files) == 0 {
-		t.Fatal("the guide has no <!-- guide: FILE --> blocks")
+		t.Fatalf("%s has no <!-- guide: FILE --> blocks", guidePage)
 	}
 	return files
 }
 
-// TestBuildYourOwnService runs the README's guide: its code blocks are
+// tasteBlock matches the README's taste of a service: the Go block after
+// its marker.
+var tasteBlock = regexp.MustCompile("(?s)<!-- taste: excerpt of docs/guide.md -->\n```go\n(.*?)\n```\n")
+
+// The README's taste of a service is an excerpt of the guide: every line
+// of it but the elisions ("// …") is a line of one of the guide's files,
+// so that it compiles as far as the guide does.
+func TestReadmeTasteIsFromTheGuide(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tasteBlock.FindStringSubmatch(string(readme))
+	if m == nil {
+		t.Fatal("README.md has no <!-- taste: excerpt of docs/guide.md --> block")
+	}
+	lines := map[string]bool{}
+	for _, code := range guideFiles(t) {
+		for line := range strings.SplitSeq(code, "\n") {
+			lines[strings.TrimSpace(line)] = true
+		}
+	}
+	for i, line := range strings.Split(m[1], "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "// …") {
+			continue
+		}
+		if !lines[line] {
+			t.Errorf("README.md's taste, line %d, is in none of the guide's files: %s", i+1, line)
+		}
+	}
+}
+
+// TestBuildYourOwnService runs the guide (docs/guide.md): its code blocks are
 // the files of testdata/cartservice, and in a module of their own (that
 // module's go.mod and go.sum, with the replace pointing at this
 // repository) they generate, vet and pass their tests, and the program
@@ -123,5 +158,85 @@ func goCmd(t *testing.T, dir string, args ...string) {
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// docLink matches a Markdown link's target: [text](target).
+var docLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// fencedOrCode matches what holds no links: fenced blocks and code spans.
+var fencedOrCode = regexp.MustCompile("(?s)```.*?```|`[^`\n]*`")
+
+// headingAnchors returns the anchors GitHub gives a Markdown file's
+// headings: lower case, punctuation dropped, spaces as hyphens.
+func headingAnchors(md string) map[string]bool {
+	anchors := map[string]bool{}
+	for line := range strings.SplitSeq(fencedOrCode.ReplaceAllString(md, ""), "\n") {
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(title)) {
+			switch {
+			case r == ' ':
+				b.WriteByte('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		anchors[b.String()] = true
+	}
+	return anchors
+}
+
+// The README is the way in: it links every page under docs/, and every
+// relative link of the README and of those pages reaches a file that
+// exists (and, for a link to a heading, a heading that exists).
+func TestDocsLinks(t *testing.T) {
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		if !strings.Contains(string(readme), "]("+page+")") {
+			t.Errorf("README.md does not link %s", page)
+		}
+	}
+	for _, file := range append([]string{"README.md"}, pages...) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := fencedOrCode.ReplaceAllString(string(b), "")
+		for _, m := range docLink.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(target, "#")
+			dest := file
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(file), path)
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s links %s, which does not exist", file, target)
+					continue
+				}
+			}
+			if anchor == "" || !strings.HasSuffix(dest, ".md") {
+				continue
+			}
+			md, err := os.ReadFile(dest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !headingAnchors(string(md))[anchor] {
+				t.Errorf("%s links %s, but %s has no heading #%s", file, target, dest, anchor)
+			}
+		}
 	}
 }

@@ -6,7 +6,7 @@
 // duplicates while nothing crashes (ordered, but for work pulling, whose
 // messages go to any worker), flow control that keeps a fast producer from
 // flooding a slow consumer, chunking of large messages, and, with a durable
-// producer queue (package durable, and package durable/redisqueue for
+// producer queue (package durable, and package delivery/redisqueue for
 // Redis), at-least-once delivery across a crash of the producer's process.
 // A durable producer controller sends a message only once it is stored, but
 // asks for the next ones meanwhile, up to

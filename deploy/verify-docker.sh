@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Checks the image and the compose pair under a real Docker engine, as the
-# README's Deploy section describes them: builds the image, runs it alone
-# (user 65532, healthy, exit 0 on docker stop), then the compose pair with
-# each Compose found (v2 `docker compose`, v1 `docker-compose`): the README
-# walkthrough against both replicas, a Redis restart and `down`/`up` with
-# nothing lost. Run from anywhere: bash deploy/verify-docker.sh
+# Deploy section of docs/operations.md describes them: builds the image,
+# runs it alone (user 65532, healthy, exit 0 on docker stop), then the
+# compose pair with each Compose found (v2 `docker compose`, v1
+# `docker-compose`): the walkthrough of docs/samples.md against both
+# replicas, a Redis restart and `down`/`up` with nothing lost. Run from
+# anywhere: bash deploy/verify-docker.sh
 #
 # Without a Docker engine it says so and exits 0 having checked nothing:
 # scripts/test.sh does not call it, and CI has no engine. It uses ports
@@ -73,8 +74,8 @@ docker compose version >/dev/null 2>&1 && composes+=("docker compose")
 command -v docker-compose >/dev/null && composes+=("docker-compose")
 [ ${#composes[@]} -gt 0 ] || fail "neither docker compose nor docker-compose is installed"
 
-walkthrough() { # port: the README's walkthrough block against localhost:port
-	sed -n '/<!-- walkthrough:begin/,/<!-- walkthrough:end -->/p' README.md |
+walkthrough() { # port: the walkthrough block of docs/samples.md against localhost:port
+	sed -n '/<!-- walkthrough:begin/,/<!-- walkthrough:end -->/p' docs/samples.md |
 		sed '1,2d;$d' | sed '$d' | sed "s/localhost:9000/localhost:$1/g" | timeout 180 bash 2>&1
 }
 

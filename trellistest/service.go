@@ -154,7 +154,7 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 const maxLogDump = 64 << 10
 
 // Logs is what the service logged so far (JSON lines), unless
-// WithTestLogger sent it elsewhere.
+// WithLogger sent it elsewhere.
 func (ts *Service) Logs() string { return ts.logs.String() }
 
 // deleteKeys removes the keys under a test's own prefix.

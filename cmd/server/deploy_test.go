@@ -20,7 +20,7 @@ type composeService struct {
 	Environment map[string]string `yaml:"environment"`
 }
 
-// TestDeployFiles checks what the README's Deploy section says of the
+// TestDeployFiles checks what docs/operations.md's Deploy section says of the
 // deploy files, since CI has no Docker engine to run them: both replicas
 // run the one image docker build makes (image: trellis, nothing built by
 // Compose), publish on loopback only, and take the admin token and the

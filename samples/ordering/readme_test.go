@@ -11,42 +11,42 @@ import (
 	"time"
 )
 
-// The README's walkthrough, run as it is written: the shell block between
-// its walkthrough markers, in bash, against the real server started the
-// way the README starts it. Only the address changes (the README's
-// localhost:9000 becomes the test server's free port).
+// The walkthrough of docs/samples.md, run as it is written: the shell
+// block between its walkthrough markers, in bash, against the real server
+// started the way the page starts it. Only the address changes (the
+// page's localhost:9000 becomes the test server's free port).
 const (
-	readmePath        = "../../README.md"
+	walkthroughPage   = "../../docs/samples.md"
 	walkthroughBegin  = "<!-- walkthrough:begin"
 	walkthroughEnd    = "<!-- walkthrough:end -->"
 	walkthroughToken  = "walkthrough-admin-token"
 	walkthroughExpiry = 3 * time.Second
 )
 
-// walkthrough returns the README's walkthrough block, after checking that
-// the README starts the server with the settings this test uses.
+// walkthrough returns the page's walkthrough block, after checking that
+// the page starts the server with the settings this test uses.
 func walkthrough(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(readmePath)
+	b, err := os.ReadFile(walkthroughPage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
+	page := string(b)
 	// The Redis on a port of its own, in the foreground (a taken port then
 	// stops it with an error the reader sees), and the server on it.
 	for _, setting := range []string{"TRELLIS_ORDER_EXPIRY=3s", "TRELLIS_ADMIN_TOKEN=" + walkthroughToken,
 		"\nredis-server --port 6390 --appendonly yes --dir /tmp/trellis-walkthrough\n", "TRELLIS_REDIS_URL=redis://localhost:6390/0"} {
-		if !strings.Contains(readme, setting) {
-			t.Fatalf("the README no longer starts the server with %s; update this test with it", setting)
+		if !strings.Contains(page, setting) {
+			t.Fatalf("%s does not start the server with %s; update this test with it", walkthroughPage, setting)
 		}
 	}
-	_, rest, ok := strings.Cut(readme, walkthroughBegin)
+	_, rest, ok := strings.Cut(page, walkthroughBegin)
 	if !ok {
-		t.Fatalf("README.md has no %q marker", walkthroughBegin)
+		t.Fatalf("%s has no %q marker", walkthroughPage, walkthroughBegin)
 	}
 	block, _, ok := strings.Cut(rest, walkthroughEnd)
 	if !ok {
-		t.Fatalf("README.md has no %q marker", walkthroughEnd)
+		t.Fatalf("%s has no %q marker", walkthroughPage, walkthroughEnd)
 	}
 	_, block, ok = strings.Cut(block, "```sh\n")
 	if !ok {
@@ -59,8 +59,8 @@ func walkthrough(t *testing.T) string {
 	return block
 }
 
-// Every command of the README's walkthrough works and prints what its
-// comments say: against the server started as the README starts it, and
+// Every command of the walkthrough works and prints what its
+// comments say: against the server started as the page starts it, and
 // against one with another expiry and token, given to the block in
 // TRELLIS_ADMIN_TOKEN as the compose pair is (its waits must follow the
 // expiry, and its token must be the server's).
@@ -69,7 +69,7 @@ func TestE2EReadmeWalkthrough(t *testing.T) {
 	block := walkthrough(t)
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the README walkthrough needs %s (curl 7.84 or later): %v", tool, err)
+			t.Fatalf("the walkthrough needs %s (curl 7.84 or later): %v", tool, err)
 		}
 	}
 	other := "compose-like-" + rand.Text()
@@ -79,7 +79,7 @@ func TestE2EReadmeWalkthrough(t *testing.T) {
 		token  string        // the server's admin token
 		env    []string      // the block's TRELLIS_ variables
 	}{
-		{"as in the README", walkthroughExpiry, walkthroughToken, nil},
+		{"as written", walkthroughExpiry, walkthroughToken, nil},
 		{"another expiry and token", 2 * walkthroughExpiry, other, []string{"TRELLIS_ADMIN_TOKEN=" + other}},
 	}
 	for _, run := range runs {
@@ -126,7 +126,7 @@ func checkWalkthrough(t *testing.T, out string) {
 	}
 	id := order[1]
 	want := []struct {
-		what     string   // the command, as the README's comments name it
+		what     string   // the command, as the walkthrough's comments name it
 		contains []string // what its output line holds
 	}{
 		{"echo $ORDER", []string{"/orders/" + id}},
