@@ -1,0 +1,182 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trellis-go/trellis/internal/keyspace"
+)
+
+// ErrIDLive is returned by [Join] when a live member already has the id.
+var ErrIDLive = errors.New("cluster: a live member already has this id")
+
+// Member is a joined instance: its registration in Redis, the renewer that
+// keeps it alive, and its own view of its lease.
+type Member struct {
+	cfg   Config
+	keys  keys
+	inc   string // this incarnation's token, drawn at Join
+	lease *Lease
+	log   *slog.Logger
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed to stop the renewer
+	done     chan struct{} // closed when the renewer has returned
+	lost     chan struct{} // closed when the key was found gone
+}
+
+// MemberInfo is one live member as Redis holds it.
+type MemberInfo struct {
+	ID          string
+	Addr        string
+	Incarnation string
+	// Heartbeat is when Redis accepted the member's last renewal (Redis's
+	// clock).
+	Heartbeat time.Time
+}
+
+// Join registers an instance as a member with a fresh incarnation and
+// starts renewing its lease every Lease/3. It fails with ErrBadConfig
+// saying what is wrong, with ErrIDLive when the id is taken, or with the
+// Redis error. The member acts for shards only while [Member.Lease] is
+// valid; call [Member.Leave] to go.
+func Join(ctx context.Context, cfg Config) (*Member, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	m := &Member{
+		cfg:   cfg,
+		keys:  keys{keyspace.Must(cfg.Prefix)},
+		inc:   uuid.NewString(),
+		lease: newLease(cfg.Clock, cfg.Lease, cfg.Margin),
+		log:   cfg.Logger.With("member", cfg.ID),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		lost:  make(chan struct{}),
+	}
+	sent := cfg.Clock.Now()
+	ok, err := joinScript.Run(ctx, cfg.Client, []string{m.keys.member(cfg.ID), m.keys.index()},
+		cfg.ID, m.inc, cfg.Addr, cfg.Lease.Milliseconds()).Bool()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: join %s: %w", cfg.ID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("cluster: join %s: %w (wait for its lease of %v to expire, or use another id)",
+			cfg.ID, ErrIDLive, cfg.Lease)
+	}
+	m.lease.renewed(sent)
+	m.log.Info("cluster: joined", "addr", cfg.Addr, "incarnation", m.inc, "lease_ms", cfg.Lease.Milliseconds())
+	go m.renewLoop()
+	return m, nil
+}
+
+// ID returns the member's id.
+func (m *Member) ID() string { return m.cfg.ID }
+
+// Addr returns the member's advertised transport address.
+func (m *Member) Addr() string { return m.cfg.Addr }
+
+// Incarnation returns the token drawn at Join that shard records name.
+func (m *Member) Incarnation() string { return m.inc }
+
+// Lease returns the member's view of its own lease.
+func (m *Member) Lease() *Lease { return m.lease }
+
+// Lost is closed when a renewal found the member's key gone (its lease
+// expired in Redis): the incarnation is dead for good, and the instance
+// must Join again (a new incarnation) to serve.
+func (m *Member) Lost() <-chan struct{} { return m.lost }
+
+// renewLoop renews the lease every Lease/3 until stopped or lost. A failed
+// renewal (Redis unreachable) is tried again at the next tick; meanwhile
+// the local lease runs out on its own and the member stops serving.
+func (m *Member) renewLoop() {
+	defer close(m.done)
+	tick := m.cfg.Clock.NewTicker(m.cfg.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.Chan():
+		}
+		if !m.renewOnce() {
+			return
+		}
+	}
+}
+
+// renewOnce sends one renewal; false when the key is gone.
+func (m *Member) renewOnce() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Lease/3)
+	defer cancel()
+	sent := m.cfg.Clock.Now()
+	ok, err := renewScript.Run(ctx, m.cfg.Client, []string{m.keys.member(m.cfg.ID)},
+		m.inc, m.cfg.Lease.Milliseconds()).Bool()
+	switch {
+	case err != nil:
+		m.log.Warn("cluster: lease renewal failed; retrying", "err", err.Error(),
+			"serving", m.lease.Serving())
+		return true
+	case !ok:
+		m.lease.revoke()
+		close(m.lost)
+		m.log.Error("cluster: membership lost: the lease expired in Redis; join again to serve",
+			"incarnation", m.inc)
+		return false
+	}
+	m.lease.renewed(sent)
+	return true
+}
+
+// stopRenewing stops the renewer and waits for it, leaving the key and
+// the local lease to run out by themselves: what a crash does.
+func (m *Member) stopRenewing() {
+	m.stopOnce.Do(func() { close(m.stop) })
+	<-m.done
+}
+
+// Leave stops the renewer, stops serving, then deletes the member's key
+// (if it is still this incarnation's). Shards the member still owns are
+// taken over by others at once, since its key is gone: release them first
+// ([Rebalancer.Leave] does). Leaving twice is harmless.
+func (m *Member) Leave(ctx context.Context) error {
+	m.stopRenewing()
+	m.lease.revoke() // before the key goes: never serve past it
+	err := leaveScript.Run(ctx, m.cfg.Client, []string{m.keys.member(m.cfg.ID), m.keys.index()},
+		m.cfg.ID, m.inc).Err()
+	if err != nil {
+		return fmt.Errorf("cluster: leave %s: %w", m.cfg.ID, err)
+	}
+	m.log.Info("cluster: left")
+	return nil
+}
+
+// Members lists the live members (one script on the members' slot; ids
+// whose key expired are dropped from the index on the way).
+func (m *Member) Members(ctx context.Context) ([]MemberInfo, error) {
+	flat, err := membersScript.Run(ctx, m.cfg.Client, []string{m.keys.index()}, m.keys.memberPrefix()).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list members: %w", err)
+	}
+	if len(flat)%4 != 0 {
+		return nil, fmt.Errorf("cluster: list members: %d values, not 4 per member", len(flat))
+	}
+	out := make([]MemberInfo, 0, len(flat)/4)
+	for i := 0; i < len(flat); i += 4 {
+		ms, err := strconv.ParseInt(flat[i+3], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: list members: member %s: heartbeat %q: %w", flat[i], flat[i+3], err)
+		}
+		out = append(out, MemberInfo{ID: flat[i], Addr: flat[i+1], Incarnation: flat[i+2], Heartbeat: time.UnixMilli(ms)})
+	}
+	return out, nil
+}
