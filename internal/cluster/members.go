@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +26,8 @@ type Member struct {
 	inc   string // this incarnation's token, drawn at Join
 	lease *Lease
 	log   *slog.Logger
+
+	failures atomic.Int64 // renewals that got no answer, for tests and logs
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed to stop the renewer
@@ -124,7 +127,7 @@ func (m *Member) renewOnce() bool {
 	switch {
 	case err != nil:
 		m.log.Warn("cluster: lease renewal failed; retrying", "err", err.Error(),
-			"serving", m.lease.Serving())
+			"failures", m.failures.Add(1), "serving", m.lease.Serving())
 		return true
 	case !ok:
 		m.lease.revoke()

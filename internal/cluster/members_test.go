@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/testenv"
 )
@@ -124,4 +127,66 @@ func memberAddrs(list []MemberInfo) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestServingFollowsRenewals, on a fake clock and a Redis of the test's
+// own: every accepted renewal extends the lease from when it was sent;
+// while Redis does not answer the member keeps trying and stops serving
+// exactly at the end of its window; once Redis answers again (the key
+// had not expired) it serves again.
+func TestServingFollowsRenewals(t *testing.T) {
+	server := testenv.StartRedisServer(t)
+	client := redis.NewClient(&redis.Options{Addr: server.Addr(), MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() }) // after the member's Leave
+	clock := clockwork.NewFakeClock()
+	cfg := testConfig(client, "t", "a")
+	cfg.Lease = 3 * time.Second // the renewals are 1 s apart on the fake clock
+	cfg.Clock = clock
+	m := mustJoin(t, cfg)
+	if err := clock.BlockUntilContext(t.Context(), 1); err != nil { // the renewer's ticker
+		t.Fatal(err)
+	}
+	w := window(cfg.Lease, cfg.Margin)
+	if got, want := m.Lease().Until(), clock.Now().Add(w); !got.Equal(want) {
+		t.Fatalf("after Join the window ends at %v, want %v", got, want)
+	}
+
+	renewedAt := func(sent time.Time) {
+		t.Helper()
+		testenv.Eventually(t, 2*time.Second, "the renewal sent at "+sent.String(), func() bool {
+			return m.Lease().Until().Equal(sent.Add(w))
+		})
+	}
+	clock.Advance(time.Second)
+	renewedAt(clock.Now())
+	lastSent := clock.Now()
+
+	server.Freeze()
+	for i := range int64(2) { // two renewals fail (they time out in real time)
+		clock.Advance(time.Second)
+		testenv.Eventually(t, 2*time.Second, "a renewal to time out", func() bool { return m.failures.Load() > i })
+	}
+	clock.Advance(lastSent.Add(w).Sub(clock.Now()) - time.Millisecond)
+	if !m.Lease().Serving() {
+		t.Fatal("not serving 1 ms before the end of the window")
+	}
+	clock.Advance(time.Millisecond)
+	if m.Lease().Serving() {
+		t.Fatal("still serving at the end of the window while Redis did not answer")
+	}
+
+	server.Thaw()
+	clock.Advance(time.Second)
+	testenv.Eventually(t, 2*time.Second, "a renewal to be accepted after the thaw", func() bool {
+		return m.Lease().Until().After(lastSent.Add(w))
+	})
+	if !m.Lease().Serving() {
+		t.Fatal("not serving after a renewal was accepted again")
+	}
+	select {
+	case <-m.Lost():
+		t.Fatal("the membership was lost over a short outage")
+	default:
+	}
 }
