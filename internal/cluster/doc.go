@@ -8,7 +8,8 @@
 //
 //   - [Join] registers a [Member]: an id, an advertised transport address
 //     and a lease that Redis expires by itself (PEXPIRE), renewed every
-//     lease/3 by a background renewer. [Member.Leave] deletes it.
+//     lease/3 by a background renewer. [Member.Drain] marks it as leaving,
+//     [Member.Leave] deletes it.
 //   - [ShardOf] maps an entity to one of [NumShards] shards; [ShardTag]
 //     is the hash tag of a shard, so that state keys can share the slot
 //     of their shard's record.
@@ -26,7 +27,7 @@
 //
 // # Key layout
 //
-//	<p>:cluster:{members}:member:<id>   hash addr, inc, beat; PEXPIRE lease   (one per live member)
+//	<p>:cluster:{members}:member:<id>   hash addr, inc, beat[, leaving]; PEXPIRE lease   (one per live member)
 //	<p>:cluster:{members}:index         set of member ids (may hold dead ids until the next listing)
 //	<p>:cluster:{<shard tag>}:shard     hash owner, inc, epoch                (one per shard)
 //	<p>:entity:{<shard tag>}:…          (later) the state of the shard's entities

@@ -43,6 +43,9 @@ type MemberInfo struct {
 	// Heartbeat is when Redis accepted the member's last renewal (Redis's
 	// clock).
 	Heartbeat time.Time
+	// Leaving: the member is handing its shards over ([Member.Drain]);
+	// no one should give it more.
+	Leaving bool
 }
 
 // Join registers an instance as a member with a fresh incarnation and
@@ -170,16 +173,33 @@ func (m *Member) Members(ctx context.Context) ([]MemberInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: list members: %w", err)
 	}
-	if len(flat)%4 != 0 {
-		return nil, fmt.Errorf("cluster: list members: %d values, not 4 per member", len(flat))
+	const fields = 5 // id, addr, inc, beat, leaving
+	if len(flat)%fields != 0 {
+		return nil, fmt.Errorf("cluster: list members: %d values, not %d per member", len(flat), fields)
 	}
-	out := make([]MemberInfo, 0, len(flat)/4)
-	for i := 0; i < len(flat); i += 4 {
+	out := make([]MemberInfo, 0, len(flat)/fields)
+	for i := 0; i < len(flat); i += fields {
 		ms, err := strconv.ParseInt(flat[i+3], 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: list members: member %s: heartbeat %q: %w", flat[i], flat[i+3], err)
 		}
-		out = append(out, MemberInfo{ID: flat[i], Addr: flat[i+1], Incarnation: flat[i+2], Heartbeat: time.UnixMilli(ms)})
+		out = append(out, MemberInfo{ID: flat[i], Addr: flat[i+1], Incarnation: flat[i+2],
+			Heartbeat: time.UnixMilli(ms), Leaving: flat[i+4] == "1"})
 	}
 	return out, nil
+}
+
+// Drain marks the member as leaving in Redis: the others stop preferring
+// it ([Assign] leaves it out) and take each shard as soon as it releases
+// it, instead of after it has left. It still owns, and serves, what it
+// has not released.
+func (m *Member) Drain(ctx context.Context) error {
+	ok, err := drainScript.Run(ctx, m.cfg.Client, []string{m.keys.member(m.cfg.ID)}, m.inc).Bool()
+	if err != nil {
+		return fmt.Errorf("cluster: drain %s: %w", m.cfg.ID, err)
+	}
+	if !ok {
+		return fmt.Errorf("cluster: drain %s: the membership is gone", m.cfg.ID)
+	}
+	return nil
 }

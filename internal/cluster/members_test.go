@@ -17,7 +17,8 @@ import (
 // TestMembers, on one Redis and on a Redis Cluster: joined members are
 // listed with their address and a recent heartbeat; an id cannot join
 // twice while live; Leave removes a member at once, and a member that
-// stops renewing (a crash) drops out when its lease expires in Redis.
+// stops renewing (a crash) drops out when its lease expires in Redis;
+// Drain shows as Leaving.
 func TestMembers(t *testing.T) {
 	for _, target := range testenv.RedisTargets {
 		t.Run(target.Name, func(t *testing.T) {
@@ -48,6 +49,18 @@ func TestMembers(t *testing.T) {
 				t.Errorf("second Join of a = %v, want ErrIDLive", err)
 			}
 
+			if err := b.Drain(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			list, err = a.Members(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mi := range list {
+				if mi.Leaving != (mi.ID == "b") {
+					t.Errorf("%s: Leaving = %v after b drained", mi.ID, mi.Leaving)
+				}
+			}
 			if err := b.Leave(t.Context()); err != nil {
 				t.Fatal(err)
 			}

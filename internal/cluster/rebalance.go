@@ -18,8 +18,9 @@ type Hooks struct {
 	// writes still pass the fence). An error keeps the shard for now: it
 	// is tried again at the next pass (or given up anyway by Leave).
 	BeforeRelease func(ctx context.Context, shard int) error
-	// OnChange is called, from the rebalancer's goroutine, with every
-	// shard whose entry in the local table changed.
+	// OnChange is called with every shard whose entry in the local table
+	// changed, from the goroutine that changed it (the loop, or a caller
+	// of Refresh), never with a lock held.
 	OnChange func(Ownership)
 }
 
@@ -84,15 +85,17 @@ func (r *Rebalancer) Shutdown() {
 }
 
 // Leave hands every owned shard over, one at a time (Hooks.BeforeRelease
-// first), then leaves the membership. Errors are joined; the member
-// leaves even if a release failed (its shards are then taken over at
-// once, since its key is gone and it has stopped serving).
+// first), then leaves the membership. It first marks the member as
+// leaving ([Member.Drain]), so that the others take each shard as soon as
+// it is released. Errors are joined; the member leaves even if a release
+// failed (its shards are then taken over at once, since its key is gone
+// and it has stopped serving).
 func (r *Rebalancer) Leave(ctx context.Context) error {
 	r.mu.Lock()
 	r.leaving = true
 	r.mu.Unlock()
 	r.Shutdown()
-	var errs []error
+	errs := []error{r.m.Drain(ctx)}
 	for _, s := range r.ownedShards() {
 		errs = append(errs, r.release(ctx, s))
 	}
@@ -191,20 +194,37 @@ func (r *Rebalancer) pass(ctx context.Context) {
 	}
 	r.reconcileOwned(recs)
 	r.notify(r.updateTable(members, recs))
-	if _, listed := members[r.m.ID()]; !listed || !r.m.lease.Serving() {
-		return // not surely a member: make no moves
+	if me, listed := members[r.m.ID()]; !listed || me.Incarnation != r.m.inc || me.Leaving || !r.m.lease.Serving() {
+		return // not surely a member, or leaving: make no moves
 	}
-	preferred := Assign(slices.Collect(maps.Keys(members)))
+	preferred := Assign(candidates(members))
+	released, acquired := 0, 0
 	for _, s := range r.ownedShards() {
-		if preferred[s] != r.m.ID() && ctx.Err() == nil {
-			_ = r.release(ctx, s)
+		if preferred[s] != r.m.ID() && ctx.Err() == nil && r.release(ctx, s) == nil {
+			released++
 		}
 	}
 	for s, rec := range recs {
-		if preferred[s] == r.m.ID() && ctx.Err() == nil && takeable(rec, members) {
-			r.acquire(ctx, s)
+		if preferred[s] == r.m.ID() && ctx.Err() == nil && takeable(rec, members) && r.acquire(ctx, s) {
+			acquired++
 		}
 	}
+	if released+acquired > 0 {
+		r.log.Info("cluster: rebalanced", "released", released, "acquired", acquired,
+			"owned", len(r.ownedShards()), "members", len(members))
+	}
+}
+
+// candidates are the ids of the members that may be given shards: the
+// live ones that are not leaving. This member is one (pass checked it).
+func candidates(members map[string]MemberInfo) []string {
+	var ids []string
+	for id, mi := range members {
+		if !mi.Leaving {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // takeable: the record is free, or its owner's incarnation is not live.
@@ -281,25 +301,26 @@ func (r *Rebalancer) release(ctx context.Context, shard int) error {
 		r.log.Warn("cluster: release failed", "shard", shard, "epoch", f.Epoch, "err", err.Error())
 		return err
 	}
-	r.log.Info("cluster: shard released", "shard", shard, "epoch", f.Epoch)
+	r.log.Debug("cluster: shard released", "shard", shard, "epoch", f.Epoch)
 	r.notify(r.setEntry(Ownership{Shard: shard, Epoch: f.Epoch}))
 	return nil
 }
 
-// acquire takes shard and starts serving it.
-func (r *Rebalancer) acquire(ctx context.Context, shard int) {
+// acquire takes shard and starts serving it; false if it could not.
+func (r *Rebalancer) acquire(ctx context.Context, shard int) bool {
 	f, err := r.m.Acquire(ctx, shard)
 	if err != nil {
 		if !errors.Is(err, ErrOwned) && !errors.Is(err, ErrChanged) && ctx.Err() == nil {
 			r.log.Warn("cluster: acquire failed", "shard", shard, "err", err.Error())
 		}
-		return
+		return false
 	}
 	r.mu.Lock()
 	r.owned[shard] = f
 	r.mu.Unlock()
 	r.log.Debug("cluster: shard acquired", "shard", shard, "epoch", f.Epoch)
 	r.notify(r.setEntry(Ownership{Shard: shard, Owner: r.m.ID(), Addr: r.m.Addr(), Epoch: f.Epoch}))
+	return true
 }
 
 // setEntry sets one table entry; it returns it if it changed.

@@ -22,6 +22,10 @@ var (
 	leaveLua    string
 	leaveScript = redis.NewScript(leaveLua)
 
+	//go:embed drain.lua
+	drainLua    string
+	drainScript = redis.NewScript(drainLua)
+
 	//go:embed members.lua
 	membersLua    string
 	membersScript = redis.NewScript(membersLua)
