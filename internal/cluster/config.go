@@ -30,7 +30,7 @@ const DefaultMargin = 200 * time.Millisecond
 // MaxIDLen bounds a member id; a uuid has 36 characters.
 const MaxIDLen = 64
 
-// ErrBadConfig is wrapped by every error of [Config.check].
+// ErrBadConfig is wrapped by every configuration error of [Join].
 var ErrBadConfig = errors.New("cluster: invalid configuration")
 
 // Config is what [Join] needs to register an instance.

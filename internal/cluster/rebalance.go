@@ -16,7 +16,9 @@ type Hooks struct {
 	// new commands for the shard, finishes those that run and passivates
 	// its entities. The member still serves the shard while it runs (its
 	// writes still pass the fence). An error keeps the shard for now: it
-	// is tried again at the next pass (or given up anyway by Leave).
+	// is tried again at the next pass (or given up anyway by Leave). It
+	// may run twice for one shard (a release whose answer was lost is
+	// tried again), so it must be idempotent. Releases run one at a time.
 	BeforeRelease func(ctx context.Context, shard int) error
 	// OnChange is called with every shard whose entry in the local table
 	// changed, from the goroutine that changed it (the loop, or a caller
@@ -42,6 +44,10 @@ type Ownership struct {
 // every Lease/3, and at once after [Rebalancer.Trigger]. Its local table
 // answers [Rebalancer.Owner]; [Rebalancer.Serving] says whether its member
 // may act for a shard now.
+//
+// It makes no moves while its member's lease is not valid, and none ever
+// again once the membership is lost ([Member.Lost]): the service then
+// joins again, with a new Member and a new Rebalancer.
 type Rebalancer struct {
 	m        *Member
 	hooks    Hooks
