@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -199,4 +200,39 @@ func TestTakeoverAfterKill(t *testing.T) {
 		t.Error("the killed instance still considers itself serving")
 	}
 	waitBalanced(t, 5*time.Second, a, b)
+}
+
+// TestBeforeReleaseErrorKeepsTheShard: while BeforeRelease refuses, the
+// owner keeps serving the shards it should hand over (the joiner waits);
+// once it agrees, they move.
+func TestBeforeReleaseErrorKeepsTheShard(t *testing.T) {
+	client := testenv.Redis(t)
+	prefix := testPrefix(t, client)
+	a := startNode(t, client, prefix, "a")
+	waitAllServed(t, 5*time.Second, a)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var refused atomic.Int64
+	a.r.mu.Lock() // the loop reads the hooks
+	a.r.hooks.BeforeRelease = func(context.Context, int) error {
+		if refuse.Load() {
+			refused.Add(1)
+			return errors.New("still busy")
+		}
+		return nil
+	}
+	a.r.mu.Unlock()
+	b := startNode(t, client, prefix, "b")
+	testenv.Eventually(t, 5*time.Second, "a to refuse a release", func() bool { return refused.Load() > 0 })
+	a.r.Trigger()
+	if got := a.serving(); got != NumShards {
+		t.Fatalf("a serves %d shards while it refuses to release, want all %d", got, NumShards)
+	}
+	if got := b.serving(); got != 0 {
+		t.Fatalf("b serves %d shards while a refuses to release them", got)
+	}
+	refuse.Store(false)
+	b.r.Trigger()
+	counts := waitBalanced(t, 5*time.Second, a, b)
+	t.Logf("after a agreed: %v", counts)
 }
