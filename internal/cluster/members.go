@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,13 +24,7 @@ type Member struct {
 	inc   string // this incarnation's token, drawn at Join
 	lease *Lease
 	log   *slog.Logger
-
-	failures atomic.Int64 // renewals that got no answer, for tests and logs
-
-	stopOnce sync.Once
-	stop     chan struct{} // closed to stop the renewer
-	done     chan struct{} // closed when the renewer has returned
-	lost     chan struct{} // closed when the key was found gone
+	renew *renewer
 }
 
 // MemberInfo is one live member as Redis holds it.
@@ -64,10 +56,8 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 		inc:   uuid.NewString(),
 		lease: newLease(cfg.Clock, cfg.Lease, cfg.Margin),
 		log:   cfg.Logger.With("member", cfg.ID),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-		lost:  make(chan struct{}),
 	}
+	m.renew = newRenewer(m)
 	sent := cfg.Clock.Now()
 	ok, err := joinScript.Run(ctx, cfg.Client, []string{m.keys.member(cfg.ID), m.keys.index()},
 		cfg.ID, m.inc, cfg.Addr, cfg.Lease.Milliseconds()).Bool()
@@ -80,7 +70,7 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 	}
 	m.lease.renewed(sent)
 	m.log.Info("cluster: joined", "addr", cfg.Addr, "incarnation", m.inc, "lease_ms", cfg.Lease.Milliseconds())
-	go m.renewLoop()
+	m.renew.start()
 	return m, nil
 }
 
@@ -99,56 +89,11 @@ func (m *Member) Lease() *Lease { return m.lease }
 // Lost is closed when a renewal found the member's key gone (its lease
 // expired in Redis): the incarnation is dead for good, and the instance
 // must Join again (a new incarnation) to serve.
-func (m *Member) Lost() <-chan struct{} { return m.lost }
-
-// renewLoop renews the lease every Lease/3 until stopped or lost. A failed
-// renewal (Redis unreachable) is tried again at the next tick; meanwhile
-// the local lease runs out on its own and the member stops serving.
-func (m *Member) renewLoop() {
-	defer close(m.done)
-	tick := m.cfg.Clock.NewTicker(m.cfg.Lease / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-tick.Chan():
-		}
-		if !m.renewOnce() {
-			return
-		}
-	}
-}
-
-// renewOnce sends one renewal; false when the key is gone.
-func (m *Member) renewOnce() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Lease/3)
-	defer cancel()
-	sent := m.cfg.Clock.Now()
-	ok, err := renewScript.Run(ctx, m.cfg.Client, []string{m.keys.member(m.cfg.ID)},
-		m.inc, m.cfg.Lease.Milliseconds()).Bool()
-	switch {
-	case err != nil:
-		m.log.Warn("cluster: lease renewal failed; retrying", "err", err.Error(),
-			"failures", m.failures.Add(1), "serving", m.lease.Serving())
-		return true
-	case !ok:
-		m.lease.revoke()
-		close(m.lost)
-		m.log.Error("cluster: membership lost: the lease expired in Redis; join again to serve",
-			"incarnation", m.inc)
-		return false
-	}
-	m.lease.renewed(sent)
-	return true
-}
+func (m *Member) Lost() <-chan struct{} { return m.renew.lost }
 
 // stopRenewing stops the renewer and waits for it, leaving the key and
 // the local lease to run out by themselves: what a crash does.
-func (m *Member) stopRenewing() {
-	m.stopOnce.Do(func() { close(m.stop) })
-	<-m.done
-}
+func (m *Member) stopRenewing() { m.renew.shutdown() }
 
 // Leave stops the renewer, stops serving, then deletes the member's key
 // (if it is still this incarnation's). Shards the member still owns are

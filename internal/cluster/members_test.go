@@ -178,7 +178,7 @@ func TestServingFollowsRenewals(t *testing.T) {
 	server.Freeze()
 	for i := range int64(2) { // two renewals fail (they time out in real time)
 		clock.Advance(time.Second)
-		testenv.Eventually(t, 2*time.Second, "a renewal to time out", func() bool { return m.failures.Load() > i })
+		testenv.Eventually(t, 2*time.Second, "a renewal to time out", func() bool { return m.renew.failures.Load() > i })
 	}
 	clock.Advance(lastSent.Add(w).Sub(clock.Now()) - time.Millisecond)
 	if !m.Lease().Serving() {
