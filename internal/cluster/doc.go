@@ -86,7 +86,11 @@
 // Fencing closes what timing cannot: a write from a deposed owner that
 // was paused between its lease check and its write reaches Redis with an
 // old (incarnation, epoch) and the fence in the write's own script refuses
-// it, atomically, because the state key shares the record's slot.
+// it, atomically, because the state key shares the record's slot. The
+// fence compares the incarnation as well as the epoch, so a write is
+// refused after a release too (the epoch stays, the owner is cleared),
+// and even a record wiped by an operator, whose epochs start over, never
+// matches an old owner's fence.
 //
 // An owner whose renewals fail (Redis unreachable) keeps trying and stops
 // serving at the end of its window; it serves again once a renewal is
