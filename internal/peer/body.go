@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 // readAll reads r to its end into a buffer sized from hint (a
 // Content-Length, -1 when unknown), failing with KindTooLarge past limit
 // bytes. what names the body in that error ("argument", "reply").
+// (io.ReadAll and bytes.Buffer would not take the hint: both grow by
+// at least 512 bytes before they see the end.)
 func readAll(r io.Reader, hint, limit int64, what string) ([]byte, error) {
 	if hint > limit {
 		return nil, tooLarge(what, limit)
@@ -17,14 +18,25 @@ func readAll(r io.Reader, hint, limit int64, what string) ([]byte, error) {
 	if hint < 0 {
 		hint = 512
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, hint+1)) // +1: ReadFrom wants room to see EOF
-	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
-		return nil, fmt.Errorf("read the %s: %w", what, err)
+	r = io.LimitReader(r, limit+1)
+	b := make([]byte, 0, hint+1) // +1: room to see the end without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the %s: %w", what, err)
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(b)) > limit {
 		return nil, tooLarge(what, limit)
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 // tooLarge is the error of a body over its limit.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -49,9 +50,6 @@ type Handler func(ctx context.Context, c Call) (Reply, error)
 // /peer/v1/forward/{component}/{method}/{entity}.
 const forwardPrefix = "/peer/v1/forward/"
 
-// forwardPattern is forwardPrefix as a ServeMux pattern.
-const forwardPattern = "POST " + forwardPrefix + "{component}/{method}/{entity...}"
-
 // headerTimeout carries the time the caller has left, as a Go duration
 // ("1.5s"). A duration, not an instant: the peers' clocks need not agree
 // for deadlines to hold.
@@ -74,4 +72,26 @@ func forwardPath(c Call) (string, error) {
 	b.WriteByte('/')
 	b.WriteString(url.PathEscape(c.EntityID))
 	return b.String(), nil
+}
+
+// parseForwardPath reads the names of a call from its request URI, as
+// sent and signed (not as net/url re-read it).
+func parseForwardPath(uri string) (Call, error) {
+	rest, ok := strings.CutPrefix(uri, forwardPrefix)
+	comp, rest, ok1 := strings.Cut(rest, "/")
+	method, entity, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok1 || !ok2 || comp == "" || method == "" {
+		return Call{}, fmt.Errorf("path %q is not %s{component}/{method}/{entity}", uri, forwardPrefix)
+	}
+	var c Call
+	var err error
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{{&c.ComponentID, comp}, {&c.Method, method}, {&c.EntityID, entity}} {
+		if *f.dst, err = url.PathUnescape(f.src); err != nil {
+			return Call{}, fmt.Errorf("path %q: %w", uri, err)
+		}
+	}
+	return c, nil
 }

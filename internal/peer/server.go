@@ -80,7 +80,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{})}
 
 	mux := http.NewServeMux()
-	mux.HandleFunc(forwardPattern, s.serveForward)
+	mux.HandleFunc("POST "+forwardPrefix, s.serveForward)
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true) // HTTP/2 with prior knowledge; no HTTP/1
 	s.srv = &http.Server{
@@ -174,12 +174,12 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	call := Call{
-		ComponentID: r.PathValue("component"),
-		Method:      r.PathValue("method"),
-		EntityID:    r.PathValue("entity"),
-		Argument:    body,
+	call, err := parseForwardPath(r.RequestURI)
+	if err != nil {
+		s.fail(w, sig, NewError(KindBadRequest, "", "%v", err))
+		return
 	}
+	call.Argument = body
 	ctx := r.Context()
 	if timeout != "" {
 		d, err := time.ParseDuration(timeout)
