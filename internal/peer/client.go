@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -33,6 +34,9 @@ type ClientConfig struct {
 	// Health is the HTTP/2 ping health check of the connections (zero
 	// fields: DefaultHealth).
 	Health Health
+	// TellQueue is how many told messages wait per peer (default
+	// DefaultTellQueue); past it Tell fails.
+	TellQueue int
 	// Logger is for the client's own troubles (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock that stamps requests (default time.Now).
@@ -47,7 +51,15 @@ type Client struct {
 	signer *signer
 	tr     *http.Transport
 	hc     *http.Client
+	id     string // names this client's tell streams
+
+	ctx    context.Context // canceled by Close: stops the senders
+	cancel context.CancelFunc
 	closed atomic.Bool
+
+	mu      sync.Mutex         // guards senders
+	senders map[string]*sender // by peer address
+	wg      sync.WaitGroup     // the senders
 }
 
 // NewClient checks cfg and makes a client. A secret of 1 to
@@ -65,6 +77,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.TellQueue <= 0 {
+		cfg.TellQueue = DefaultTellQueue
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -91,7 +106,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		DisableCompression: true,             // the signature covers the bytes as sent
 		// Proxy stays nil: peers talk directly, whatever HTTP_PROXY says.
 	}
-	return &Client{cfg: cfg, signer: sg, tr: tr, hc: &http.Client{Transport: tr}}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{cfg: cfg, signer: sg, tr: tr, hc: &http.Client{Transport: tr}, id: newClientID(),
+		ctx: ctx, cancel: cancel, senders: map[string]*sender{}}, nil
 }
 
 // Forward sends call to the peer at addr ("host:port") and returns its
@@ -189,11 +206,16 @@ func transportError(ctx context.Context, err error) *Error {
 	return e
 }
 
-// Close makes later calls fail with ErrUnavailable and closes the idle
-// connections; calls in flight finish first, and the last of them on a
-// connection closes it.
+// Close makes later calls fail with ErrUnavailable, stops the senders
+// (what they still queue is dropped; what they wrote may still arrive)
+// and closes the idle connections; forwards in flight finish first, and
+// the last of them on a connection closes it.
 func (c *Client) Close() error {
+	c.mu.Lock() // no Tell is between its check and its queuing
 	c.closed.Store(true)
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
 	c.tr.CloseIdleConnections()
 	return nil
 }

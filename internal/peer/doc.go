@@ -66,27 +66,28 @@
 // "conflict"); this package does not import components, which will import
 // it.
 //
-// # Tell: one-way actor messages (design; not built yet)
+// # Tell: one-way actor messages
 //
-// Remote actor refs and reliable delivery need Tell(addr, actorPath,
-// bytes): one-way, ordered per sender–receiver pair, at most once (the
-// delivery protocol above it resends and deduplicates). The plan, on the
-// same connection and the same secret:
+// Remote actor refs and reliable delivery need [Client.Tell](addr,
+// actorPath, msg): one-way, in order per sender–receiver pair, at most
+// once (the delivery protocol above it resends and deduplicates). Tell
+// queues the message (bounded: TellQueue, past which it fails at once
+// with ErrUnavailable) for the peer's sender, a goroutine that writes the
+// queue on one long-lived stream on the same connection,
 //
-//	func (c *Client) Tell(ctx context.Context, addr, actorPath string, msg []byte) error
-//	ServerConfig.Receive func(actorPath string, msg []byte)   // in arrival order, one peer at a time
+//	POST /peer/v1/tell/{client id}/{epoch}   Trellis-Time, Trellis-Signature (no body digest: the body is a stream)
+//	{"seq":1,"to":"actor/path","msg":"<base64>","sig":"<HMAC chained to the stream's signature and seq>"}\n ...
 //
-// One sender goroutine per peer address owns a bounded queue and one
-// long-lived stream, POST /peer/v1/tell, whose body is JSON lines written
-// by an encoding/json Encoder and read by a Decoder on the other side (no
-// framing of our own): {"seq":n,"to":path,"msg":bytes,"sig":hmac}. Order
-// holds because one stream carries one sender's messages in sequence; the
-// per-line HMAC chains the stream's id and seq, so a line cannot be
-// forged, dropped or replayed unseen. Tell returns once the message is
-// queued (it fails with ErrUnavailable when the queue is full or the peer
-// is unreachable); a broken stream is redialed with backoff and what was
-// queued but unwritten is sent on the new one — messages in flight when
-// it broke may be lost, which is what at-most-once allows and what the
-// delivery protocol's resend covers. Shutdown ends the streams after the
-// forwards have drained.
+// JSON lines from an encoding/json Encoder, read back with a
+// bufio.Scanner (whose buffer bounds a line) and json.Unmarshal: no
+// framing of our own. A line that fails its signature or comes out of
+// place ends the stream, so lines cannot be forged, dropped, reordered or
+// replayed within it unseen. The server hands each line to
+// ServerConfig.Receive in order; when a stream breaks, the sender opens a
+// new one (backoff while the peer cannot be reached) and the server,
+// seeing the newer epoch, delivers nothing more from the older: what
+// arrives arrives in the order told, and what was in flight on a broken
+// stream may be lost. A sender ends after 10 minutes without messages;
+// Client.Close stops all of them (what they still queue is dropped);
+// Server.Shutdown ends the streams at once, then drains the forwards.
 package peer

@@ -22,6 +22,9 @@ type ServerConfig struct {
 	Secret []byte
 	// Handler runs the forwarded calls. Required.
 	Handler Handler
+	// Receive takes the told messages (see Client.Tell); nil: tells are
+	// answered KindNotFound.
+	Receive Receiver
 	// MaxBodyBytes is the largest argument accepted; a larger one is
 	// answered KindTooLarge (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -39,14 +42,18 @@ type ServerConfig struct {
 	Now func() time.Time
 }
 
-// Server is the internal port: it answers forwarded calls from peers that
-// hold the cluster secret, over cleartext HTTP/2 only. Start it once;
-// Shutdown stops it.
+// Server is the internal port: it answers forwarded calls, and takes told
+// messages, from peers that hold the cluster secret, over cleartext HTTP/2
+// only. Start it once; Shutdown stops it.
 type Server struct {
 	cfg    ServerConfig
 	signer *signer
 	log    *slog.Logger
 	srv    *http.Server
+
+	tellOrder  tellOrders
+	stopping   context.Context // canceled when Shutdown starts: ends the tell streams
+	stopCancel context.CancelFunc
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -78,9 +85,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Secret = nil // the signer holds its own copy
 	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{})}
+	s.stopping, s.stopCancel = context.WithCancel(context.Background())
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+forwardPrefix, s.serveForward)
+	mux.HandleFunc("POST "+tellPrefix, s.serveTell)
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true) // HTTP/2 with prior knowledge; no HTTP/1
 	s.srv = &http.Server{
@@ -90,6 +99,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	s.srv.RegisterOnShutdown(s.stopCancel) // a tell stream never ends by itself
 	return s, nil
 }
 
@@ -128,15 +138,17 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Shutdown stops listening, lets the calls in flight finish, then closes
-// the connections. If ctx ends first it closes them at once, which
-// cancels the handlers' contexts, and returns ctx's error.
+// Shutdown stops listening, ends the tell streams (delivering what was
+// read), lets the forwards in flight finish, then closes the connections.
+// If ctx ends first it closes them at once, which cancels the handlers'
+// contexts, and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	started := s.started
 	s.started = true // a later Start fails
 	s.mu.Unlock()
 	if !started {
+		s.stopCancel()
 		return nil
 	}
 	err := s.srv.Shutdown(ctx)
@@ -150,17 +162,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // serveForward authenticates a forwarded call, runs it under the caller's
 // deadline and answers the signed reply.
 func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
-	if !s.signer.enabled {
-		s.refuse(w, r, errNoSecret)
-		return
-	}
-	ts, sig := r.Header.Get(headerTime), r.Header.Get(headerSignature)
-	if err := checkTime(ts, s.cfg.Now(), s.cfg.MaxSkew); err != nil {
-		s.refuse(w, r, err)
-		return
-	}
-	if len(sig) != signatureLen {
-		s.refuse(w, r, fmt.Errorf("%s header missing or malformed", headerSignature))
+	ts, sig, ok := s.checkHeaders(w, r)
+	if !ok {
 		return
 	}
 	body, err := readAll(r.Body, r.ContentLength, s.cfg.MaxBodyBytes, "argument")
@@ -199,6 +202,25 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answer(w, sig, http.StatusOK, reply.Value)
+}
+
+// checkHeaders does the checks that come before the signature's: the
+// server has a secret, the timestamp is within MaxSkew, a signature is
+// there. It answers 401 and returns false when one fails.
+func (s *Server) checkHeaders(w http.ResponseWriter, r *http.Request) (ts, sig string, ok bool) {
+	ts, sig = r.Header.Get(headerTime), r.Header.Get(headerSignature)
+	err := errNoSecret
+	if s.signer.enabled {
+		err = checkTime(ts, s.cfg.Now(), s.cfg.MaxSkew)
+	}
+	if err == nil && len(sig) != signatureLen {
+		err = fmt.Errorf("%s header missing or malformed", headerSignature)
+	}
+	if err != nil {
+		s.refuse(w, r, err)
+		return "", "", false
+	}
+	return ts, sig, true
 }
 
 // run calls the handler, turning a panic into an internal error.
