@@ -172,12 +172,20 @@ func TestAuthShortSecretRefused(t *testing.T) {
 
 // TestAuthReplyMustBeSigned: an answer that does not carry the cluster's
 // signature (a stranger at the address) fails with ErrUnauthorized, and
-// the outcome is unknown.
+// the outcome is unknown; a redirect is not followed.
 func TestAuthReplyMustBeSigned(t *testing.T) {
+	var redirected atomic.Int32
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/elsewhere"):
+			redirected.Add(1)
+		case strings.Contains(r.URL.Path, "/redirect/"):
+			http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+			return
+		}
 		w.Write([]byte(`{"fake":true}`))
 	})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -188,9 +196,15 @@ func TestAuthReplyMustBeSigned(t *testing.T) {
 	go func() { defer close(done); srv.Serve(ln) }()
 	defer func() { srv.Close(); <-done }()
 
-	_, err = newClient(t, ClientConfig{}).Forward(within(t, 5*time.Second), ln.Addr().String(), Call{ComponentID: "c", Method: "m"})
-	if !errors.Is(err, ErrUnauthorized) || !errors.Is(err, ErrOutcomeUnknown) {
-		t.Fatalf("Forward to a stranger: %v", err)
+	c := newClient(t, ClientConfig{})
+	for _, method := range []string{"answer", "redirect"} {
+		_, err = c.Forward(within(t, 5*time.Second), ln.Addr().String(), Call{ComponentID: "c", Method: method})
+		if !errors.Is(err, ErrUnauthorized) || !errors.Is(err, ErrOutcomeUnknown) {
+			t.Errorf("%s from a stranger: %v", method, err)
+		}
+	}
+	if redirected.Load() != 0 {
+		t.Error("the client followed a redirect")
 	}
 }
 

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -131,4 +134,34 @@ func startBare(b *testing.B) (string, *http.Client) {
 		<-done
 	})
 	return ln.Addr().String(), &http.Client{Transport: tr}
+}
+
+// BenchmarkTell measures told messages of 256 bytes from one client to
+// one peer, from Tell to Receive: the stream's throughput, one message
+// per op.
+func BenchmarkTell(b *testing.B) {
+	msg := bytes.Repeat([]byte("m"), 256)
+	var got atomic.Int64
+	all := make(chan struct{}, 1)
+	var want atomic.Int64
+	s := startServer(b, ServerConfig{Handler: echo, Receive: func(string, []byte) {
+		if got.Add(1) == want.Load() {
+			all <- struct{}{}
+		}
+	}}, &logBuffer{}, nil)
+	c := newClient(b, ClientConfig{TellQueue: 4096})
+	want.Store(got.Load() + int64(b.N))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		if err := c.Tell(s.Addr(), "actor/a", msg); err != nil {
+			if errors.Is(err, ErrUnavailable) { // the queue is full: let the sender catch up
+				runtime.Gosched()
+				continue
+			}
+			b.Fatal(err)
+		}
+		i++
+	}
+	recv(b, all, time.Minute)
 }

@@ -18,6 +18,9 @@ func readAll(r io.Reader, hint, limit int64, what string) ([]byte, error) {
 	if hint < 0 {
 		hint = 512
 	}
+	// A Content-Length is read before the signature is checked: it sizes
+	// the buffer only up to 64 KiB, beyond which the body has to arrive.
+	hint = min(hint, 64<<10)
 	r = io.LimitReader(r, limit+1)
 	b := make([]byte, 0, hint+1) // +1: room to see the end without growing
 	for {

@@ -107,7 +107,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		// Proxy stays nil: peers talk directly, whatever HTTP_PROXY says.
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{cfg: cfg, signer: sg, tr: tr, hc: &http.Client{Transport: tr}, id: newClientID(),
+	hc := &http.Client{
+		Transport: tr,
+		// A peer never redirects; whatever does is not one, and the
+		// call goes nowhere else.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Client{cfg: cfg, signer: sg, tr: tr, hc: hc, id: newClientID(),
 		ctx: ctx, cancel: cancel, senders: map[string]*sender{}}, nil
 }
 

@@ -190,9 +190,14 @@ func (s *sender) open() (*stream, error) {
 	sig := s.c.signer.signRequest(http.MethodPost, req.URL.RequestURI(), ts, "", nil)
 	req.Header = http.Header{"Content-Type": {"application/jsonl"}, headerTime: {ts}, headerSignature: {sig}}
 
+	// The request's context lives as long as the stream, so the wait for
+	// the answer is bounded by a timer instead.
 	timer := time.AfterFunc(s.c.cfg.DialTimeout+s.c.cfg.Health.withDefaults().Timeout, cancel)
 	resp, err := s.c.hc.Do(req)
-	timer.Stop()
+	if !timer.Stop() && err == nil { // it fired just after the answer
+		resp.Body.Close()
+		err = errors.New("no answer to the stream's opening in time")
+	}
 	if err == nil && resp.StatusCode != http.StatusOK {
 		body, _ := readAll(resp.Body, resp.ContentLength, 64<<10, "refusal")
 		resp.Body.Close()

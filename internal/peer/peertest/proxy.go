@@ -168,8 +168,8 @@ func (p *Proxy) accept() {
 		p.links[l] = struct{}{}
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(l, l.server, l.client)
-		go p.pipe(l, l.client, l.server)
+		go p.pipe(l, s, c) // not l's fields: Cut may clear them already
+		go p.pipe(l, c, s)
 	}
 }
 
