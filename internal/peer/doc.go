@@ -35,6 +35,13 @@
 // also canceled when the caller cancels (HTTP/2 RST_STREAM) or the
 // connection breaks.
 //
+// gRPC (with a JSON codec and a hand-written ServiceDesc) was the other
+// choice. It would bring a large dependency and its own conventions for
+// deadlines, keepalives and status codes, for what net/http's HTTP/2
+// already does here: multiplexing and flow control, cancellation by
+// RST_STREAM, PING health checks, and full-duplex streams for Tell.
+// Nothing this package needs is missing from net/http.
+//
 // # Authentication
 //
 // The peers share a secret (setting EnvSecret, at least 32 bytes) and

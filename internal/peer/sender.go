@@ -78,7 +78,7 @@ type tellMsg struct {
 
 // sender writes one peer's queue on a stream, opening a new one when the
 // last broke (with backoff while the peer cannot be reached), and ends
-// when the client closes or after IdleConnTimeout without messages.
+// when the client closes or after senderIdle without messages.
 type sender struct {
 	c     *Client
 	addr  string

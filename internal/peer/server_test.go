@@ -44,8 +44,10 @@ func TestServerBodyTooLarge(t *testing.T) {
 	}
 }
 
-// TestServerShutdownDrains: Shutdown stops taking connections at once,
-// lets the call in flight finish and answer, and only then returns.
+// TestServerShutdownDrains: Shutdown stops taking connections and calls
+// at once (a new call fails, surely not run, so the caller may retry it
+// elsewhere), lets the call in flight finish and answer, and only then
+// returns.
 func TestServerShutdownDrains(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	s, err := NewServer(ServerConfig{Secret: testSecret, Handler: blocking(started, release), Logger: (&logBuffer{}).logger()})
@@ -72,6 +74,10 @@ func TestServerShutdownDrains(t *testing.T) {
 	case err := <-shut:
 		t.Fatalf("Shutdown returned (%v) with a call in flight", err)
 	default:
+	}
+	_, err = c.Forward(within(t, 5*time.Second), s.Addr(), Call{ComponentID: "c", Method: "m"})
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("a new call while shutting down: %v, want unavailable, surely not run", err)
 	}
 	close(release)
 	if err := recv(t, errc, 5*time.Second); err != nil {
