@@ -240,3 +240,21 @@ func TestAuthSecretNeverLogged(t *testing.T) {
 		t.Fatalf("the log holds the secret or an argument:\n%s", out)
 	}
 }
+
+// TestAuthRefusalLogLimited: a peer with a wrong secret calling in a
+// loop does not flood the log: at most refusalLogMax lines a second.
+func TestAuthRefusalLogLimited(t *testing.T) {
+	logs := &logBuffer{}
+	s := startServer(t, ServerConfig{Handler: echo}, logs, nil)
+	c := newClient(t, ClientConfig{Secret: bytes.Repeat([]byte("w"), MinSecretLen)})
+	const n = 100
+	start := time.Now()
+	for range n {
+		c.Forward(within(t, 5*time.Second), s.Addr(), Call{ComponentID: "c", Method: "m"})
+	}
+	windows := int(time.Since(start)/time.Second) + 2 // the calls touch at most this many
+	lines := strings.Count(logs.String(), "peer: call refused")
+	if lines == 0 || lines > refusalLogMax*windows || lines >= n {
+		t.Fatalf("%d refusals logged for %d refused calls over %d windows of a second", lines, n, windows)
+	}
+}

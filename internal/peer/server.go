@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// refusalLogMax is how many refused requests a second are logged.
+const refusalLogMax = 20
+
 // DefaultMaxBodyBytes is the largest argument a server reads and the
 // largest reply a client reads: 4 MiB.
 const DefaultMaxBodyBytes = 4 << 20
@@ -51,6 +54,7 @@ type Server struct {
 	log    *slog.Logger
 	srv    *http.Server
 
+	refusals   logLimit // of the "call refused" lines
 	tellOrder  tellOrders
 	stopping   context.Context // canceled when Shutdown starts: ends the tell streams
 	stopCancel context.CancelFunc
@@ -84,7 +88,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Secret = nil // the signer holds its own copy
-	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{})}
+	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{}),
+		refusals: logLimit{max: refusalLogMax, window: time.Second}}
 	s.stopping, s.stopCancel = context.WithCancel(context.Background())
 
 	mux := http.NewServeMux()
@@ -236,8 +241,15 @@ func (s *Server) run(ctx context.Context, call Call) (reply Reply, err error) {
 
 // refuse answers 401 to a request that did not authenticate, and logs
 // why (never the secret, which is not in the request anyway).
+// At most refusalLogMax lines a second are logged.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why error) {
-	s.log.Warn("peer: call refused", "remote", r.RemoteAddr, "reason", why.Error())
+	if ok, leftOut := s.refusals.allow(time.Now()); ok {
+		args := []any{"remote", r.RemoteAddr, "reason", why.Error()}
+		if leftOut > 0 {
+			args = append(args, "refusals_not_logged", leftOut)
+		}
+		s.log.Warn("peer: call refused", args...)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	w.Write(mustJSON(wireError{Kind: KindUnauthorized.String(), Message: "not authenticated as a peer of this cluster; the server's log says why"}))
