@@ -102,6 +102,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Protocols:         &protocols,
 		HTTP2:             cfg.Health.withDefaults().http2Config(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       15 * time.Minute, // longer than the client's, which hangs up first
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	s.srv.RegisterOnShutdown(s.stopCancel) // a tell stream never ends by itself
