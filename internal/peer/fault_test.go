@@ -76,7 +76,7 @@ func TestFaultHeldConnection(t *testing.T) {
 	if !errors.Is(err, ErrDeadline) || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("over a held connection: %v, want deadline exceeded, outcome unknown", err)
 	}
-	if took := time.Since(start); took < 300*time.Millisecond || took > 2*time.Second {
+	if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second { // not hung: bounded by the deadline, give or take a loaded machine
 		t.Fatalf("failed after %v, want the 300ms deadline", took)
 	}
 }

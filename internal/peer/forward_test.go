@@ -80,8 +80,9 @@ func TestForwardDeadlinePropagates(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		// The timeout travels as a duration, so the server's deadline is
-		// the caller's plus the time on the way there.
-		if off := recv(t, got, 5*time.Second).Sub(want); off < -100*time.Millisecond || off > 100*time.Millisecond {
+		// the caller's plus the time on the way there (bounded loosely:
+		// a loaded machine may take a while to run the server).
+		if off := recv(t, got, 5*time.Second).Sub(want); off < -10*time.Millisecond || off > time.Second {
 			t.Errorf("%s: the server's deadline is %v off the caller's", tc.name, off)
 		}
 	}
@@ -130,7 +131,7 @@ func TestForwardDeadlineExceeded(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrDeadline) {
 		t.Fatalf("Forward: %v, want deadline exceeded", err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
+	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("Forward took %v past a 200ms deadline", took)
 	}
 }
