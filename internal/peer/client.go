@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,21 +70,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer client: %w", err)
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.DefaultTimeout <= 0 {
-		cfg.DefaultTimeout = DefaultTimeout
-	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = 5 * time.Second
-	}
-	if cfg.TellQueue <= 0 {
-		cfg.TellQueue = DefaultTellQueue
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.MaxBodyBytes = positiveOr(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.DefaultTimeout = positiveOr(cfg.DefaultTimeout, DefaultTimeout)
+	cfg.DialTimeout = positiveOr(cfg.DialTimeout, 5*time.Second)
+	cfg.TellQueue = positiveOr(cfg.TellQueue, DefaultTellQueue)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -21,13 +21,7 @@ type Health struct {
 var DefaultHealth = Health{Idle: 5 * time.Second, Timeout: 5 * time.Second}
 
 func (h Health) withDefaults() Health {
-	if h.Idle <= 0 {
-		h.Idle = DefaultHealth.Idle
-	}
-	if h.Timeout <= 0 {
-		h.Timeout = DefaultHealth.Timeout
-	}
-	return h
+	return Health{Idle: positiveOr(h.Idle, DefaultHealth.Idle), Timeout: positiveOr(h.Timeout, DefaultHealth.Timeout)}
 }
 
 // http2Config is the health check as net/http's HTTP/2 settings.
