@@ -1,0 +1,116 @@
+package peer
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// EnvSecret is the setting that holds the cluster secret. The caller reads
+// it (from the environment, a file, a vault) and passes the bytes in;
+// errors name the setting, never the value.
+const EnvSecret = "TRELLIS_CLUSTER_SECRET"
+
+// MinSecretLen is the shortest secret accepted: 32 bytes, the HMAC-SHA256
+// key size.
+const MinSecretLen = 32
+
+// DefaultMaxSkew is how far a request's timestamp may be from the
+// server's clock.
+const DefaultMaxSkew = 30 * time.Second
+
+// The headers of the scheme. The secret itself is never sent.
+const (
+	headerTime      = "Trellis-Time"      // the sender's clock, Unix milliseconds
+	headerSignature = "Trellis-Signature" // base64url HMAC-SHA256, see signer
+)
+
+// errNoSecret is why every request is refused when no secret is set.
+var errNoSecret = errors.New(EnvSecret + " is not set: the peer transport refuses every call")
+
+// signer signs and checks requests and replies with the cluster secret.
+//
+// A request's signature is HMAC-SHA256(secret, "trellis-peer/1 request\n"
+// method "\n" request-URI "\n" time "\n" timeout "\n" body): it binds the
+// target (component, method, entity are in the URI), the deadline and the
+// argument, and the time limits a replay to MaxSkew. A reply's is
+// HMAC-SHA256(secret, "trellis-peer/1 reply\n" request-signature "\n"
+// status "\n" body): the caller knows the answer comes from a holder of
+// the secret and belongs to its own request. The fields before the body
+// hold no newline, so the message reads one way only.
+type signer struct {
+	enabled bool // false: no secret; every check fails
+	pool    sync.Pool
+}
+
+// newSigner checks the secret's length; an empty secret makes a signer
+// that refuses everything.
+func newSigner(secret []byte) (*signer, error) {
+	s := &signer{enabled: len(secret) > 0}
+	if s.enabled && len(secret) < MinSecretLen {
+		return nil, fmt.Errorf("%s: the cluster secret is %d bytes; at least %d are needed", EnvSecret, len(secret), MinSecretLen)
+	}
+	key := append([]byte(nil), secret...) // the caller may wipe its copy
+	s.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
+	return s, nil
+}
+
+// signatureLen is the length of a signature in base64url without padding.
+var signatureLen = base64.RawURLEncoding.EncodedLen(sha256.Size)
+
+// signRequest returns the request's signature, base64url.
+func (s *signer) signRequest(method, uri, unixMilli, timeout string, body []byte) string {
+	return s.sign(body, "trellis-peer/1 request\n", method, "\n", uri, "\n", unixMilli, "\n", timeout, "\n")
+}
+
+// signReply returns the reply's signature, base64url.
+func (s *signer) signReply(requestSig string, status int, body []byte) string {
+	return s.sign(body, "trellis-peer/1 reply\n", requestSig, "\n", strconv.Itoa(status), "\n")
+}
+
+// macState is a pooled HMAC and the scratch it writes the fields from.
+type macState struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func (s *signer) sign(body []byte, parts ...string) string {
+	m := s.pool.Get().(*macState)
+	m.h.Reset()
+	m.buf = m.buf[:0]
+	for _, p := range parts {
+		m.buf = append(m.buf, p...)
+	}
+	m.h.Write(m.buf)
+	m.h.Write(body)
+	m.buf = m.h.Sum(m.buf[:0])
+	sig := base64.RawURLEncoding.EncodeToString(m.buf)
+	s.pool.Put(m)
+	return sig
+}
+
+// equal compares a received signature with the expected one in constant
+// time.
+func equal(got, want string) bool {
+	return len(got) == signatureLen && hmac.Equal([]byte(got), []byte(want))
+}
+
+// checkTime reports whether a request's timestamp is within maxSkew of
+// now, and why not.
+func checkTime(unixMilli string, now time.Time, maxSkew time.Duration) error {
+	ms, err := strconv.ParseInt(unixMilli, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s header missing or malformed", headerTime)
+	}
+	skew := now.Sub(time.UnixMilli(ms))
+	if skew > maxSkew || skew < -maxSkew {
+		return fmt.Errorf("timestamp %v from the server's clock (max %v): an old request replayed, or clocks apart", skew.Round(time.Millisecond), maxSkew)
+	}
+	return nil
+}

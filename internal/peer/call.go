@@ -1,0 +1,97 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Call is one forwarded component call: what components.DeferredCall
+// names, plus the caller's deadline.
+type Call struct {
+	ComponentID string
+	Method      string
+	EntityID    string // empty for a component without entities
+	Argument    json.RawMessage
+	// Deadline is the caller's deadline as the server applied it to the
+	// handler's context (zero: none). The client takes it from its ctx
+	// and ignores this field.
+	Deadline time.Time
+}
+
+// String names the call as component.method[entity] for logs and errors;
+// never the argument.
+func (c Call) String() string {
+	if c.EntityID == "" {
+		return c.ComponentID + "." + c.Method
+	}
+	return c.ComponentID + "." + c.Method + "[" + c.EntityID + "]"
+}
+
+// Reply is a forwarded call's answer: the method's JSON reply.
+type Reply struct {
+	Value json.RawMessage
+}
+
+// Handler runs a forwarded call on the owner. Its ctx carries the
+// caller's deadline and is canceled when the caller gives up or the
+// connection breaks. To answer a kind other than KindInternal it returns
+// an [*Error] (see [NewError]) or wraps a sentinel such as ErrMoved; a
+// context error becomes KindDeadline or KindCanceled. The Argument is the
+// handler's to keep.
+type Handler func(ctx context.Context, c Call) (Reply, error)
+
+// forwardPrefix starts a forward's path; the rest is the component id,
+// the method and the entity id, each path-escaped:
+// /peer/v1/forward/{component}/{method}/{entity}.
+const forwardPrefix = "/peer/v1/forward/"
+
+// headerTimeout carries the time the caller has left, as a Go duration
+// ("1.5s"). A duration, not an instant: the peers' clocks need not agree
+// for deadlines to hold.
+const headerTimeout = "Trellis-Timeout"
+
+// errEmptyName: a call names its component and method.
+var errEmptyName = errors.New("component id and method must not be empty")
+
+// forwardPath is the call's request path, escaped.
+func forwardPath(c Call) (string, error) {
+	if c.ComponentID == "" || c.Method == "" {
+		return "", errEmptyName
+	}
+	var b strings.Builder
+	b.Grow(len(forwardPrefix) + len(c.ComponentID) + len(c.Method) + len(c.EntityID) + 2)
+	b.WriteString(forwardPrefix)
+	b.WriteString(url.PathEscape(c.ComponentID))
+	b.WriteByte('/')
+	b.WriteString(url.PathEscape(c.Method))
+	b.WriteByte('/')
+	b.WriteString(url.PathEscape(c.EntityID))
+	return b.String(), nil
+}
+
+// parseForwardPath reads the names of a call from its request URI, as
+// sent and signed (not as net/url re-read it).
+func parseForwardPath(uri string) (Call, error) {
+	rest, ok := strings.CutPrefix(uri, forwardPrefix)
+	comp, rest, ok1 := strings.Cut(rest, "/")
+	method, entity, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok1 || !ok2 || comp == "" || method == "" {
+		return Call{}, fmt.Errorf("path %q is not %s{component}/{method}/{entity}", uri, forwardPrefix)
+	}
+	var c Call
+	var err error
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{{&c.ComponentID, comp}, {&c.Method, method}, {&c.EntityID, entity}} {
+		if *f.dst, err = url.PathUnescape(f.src); err != nil {
+			return Call{}, fmt.Errorf("path %q: %w", uri, err)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,224 @@
+package peer
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultTimeout bounds a forward whose context has no deadline.
+const DefaultTimeout = 30 * time.Second
+
+// ClientConfig configures a [Client]. Zero fields take their defaults.
+type ClientConfig struct {
+	// Secret is the cluster secret (EnvSecret), at least MinSecretLen
+	// bytes. Empty: every Forward fails with ErrUnauthorized, unsent.
+	Secret []byte
+	// MaxBodyBytes is the largest reply read; a larger one fails with
+	// KindTooLarge (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// DefaultTimeout bounds a forward whose context has no deadline
+	// (default DefaultTimeout): no call waits forever.
+	DefaultTimeout time.Duration
+	// DialTimeout bounds connecting to a peer (default 5 s).
+	DialTimeout time.Duration
+	// Health is the HTTP/2 ping health check of the connections (zero
+	// fields: DefaultHealth).
+	Health Health
+	// TellQueue is how many told messages wait per peer (default
+	// DefaultTellQueue); past it Tell fails.
+	TellQueue int
+	// Logger is for the client's own troubles (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock that stamps requests (default time.Now).
+	Now func() time.Time
+}
+
+// Client forwards calls to peers: one HTTP/2 connection per peer address,
+// multiplexing every call to it, dialed on first use and again after it
+// breaks. It is safe for concurrent use; one per instance.
+type Client struct {
+	cfg    ClientConfig
+	signer *signer
+	tr     *http.Transport
+	hc     *http.Client
+	id     string // names this client's tell streams
+
+	ctx    context.Context // canceled by Close: stops the senders
+	cancel context.CancelFunc
+	closed atomic.Bool
+
+	mu      sync.Mutex         // guards senders
+	senders map[string]*sender // by peer address
+	wg      sync.WaitGroup     // the senders
+}
+
+// NewClient checks cfg and makes a client. A secret of 1 to
+// MinSecretLen-1 bytes is an error naming EnvSecret.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	sg, err := newSigner(cfg.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("peer client: %w", err)
+	}
+	cfg.MaxBodyBytes = positiveOr(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.DefaultTimeout = positiveOr(cfg.DefaultTimeout, DefaultTimeout)
+	cfg.DialTimeout = positiveOr(cfg.DialTimeout, 5*time.Second)
+	cfg.TellQueue = positiveOr(cfg.TellQueue, DefaultTellQueue)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Secret = nil // the signer holds its own copy
+
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true) // http:// URLs speak HTTP/2 with prior knowledge
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}
+	h2 := cfg.Health.withDefaults().http2Config()
+	// One connection per peer: calls made while it is being dialed wait
+	// for it rather than dial their own, and calls past the peer's stream
+	// limit wait for a stream rather than open a second connection.
+	h2.StrictMaxConcurrentRequests = true
+	tr := &http.Transport{
+		Protocols:          &protocols,
+		DialContext:        dialer.DialContext,
+		MaxConnsPerHost:    1,
+		HTTP2:              h2,
+		IdleConnTimeout:    10 * time.Minute, // a peer not called for this long is hung up on
+		DisableCompression: true,             // the signature covers the bytes as sent
+		// Proxy stays nil: peers talk directly, whatever HTTP_PROXY says.
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hc := &http.Client{
+		Transport: tr,
+		// A peer never redirects; whatever does is not one, and the
+		// call goes nowhere else.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Client{cfg: cfg, signer: sg, tr: tr, hc: hc, id: newClientID(),
+		ctx: ctx, cancel: cancel, senders: map[string]*sender{}}, nil
+}
+
+// Forward sends call to the peer at addr ("host:port") and returns its
+// reply. The call runs there under ctx's deadline (DefaultTimeout when
+// ctx has none); canceling ctx cancels it there. A failure is an *Error:
+// test it with errors.Is and a sentinel (ErrMoved: re-route once;
+// ErrUnavailable without ErrOutcomeUnknown: it did not run, safe to
+// retry; ErrOutcomeUnknown: it may have run).
+func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, error) {
+	fail := func(e *Error) (Reply, error) {
+		e.Op, e.Addr = "forward "+call.String(), addr
+		return Reply{}, e
+	}
+	if c.closed.Load() {
+		return fail(&Error{Kind: KindUnavailable, Message: "the client is closed"})
+	}
+	defer c.closeIdleIfClosed() // a call that was in flight at Close hangs up after it
+	if !c.signer.enabled {
+		return fail(&Error{Kind: KindUnauthorized, Message: errNoSecret.Error()})
+	}
+	path, err := forwardPath(call)
+	if err != nil {
+		return fail(&Error{Kind: KindBadRequest, Message: err.Error()})
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.DefaultTimeout)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	left := time.Until(deadline)
+	if left <= 0 {
+		return fail(&Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded})
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(call.Argument))
+	if err != nil {
+		return fail(&Error{Kind: KindBadRequest, Message: "bad peer address: " + err.Error(), cause: err})
+	}
+	ts, timeout := strconv.FormatInt(c.cfg.Now().UnixMilli(), 10), left.String()
+	sig := c.signer.signRequest(http.MethodPost, req.URL.RequestURI(), ts, timeout, call.Argument)
+	req.Header = http.Header{
+		"Content-Type":  {"application/json"},
+		headerTime:      {ts},
+		headerTimeout:   {timeout},
+		headerSignature: {sig},
+	}
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fail(transportError(ctx, err))
+	}
+	defer resp.Body.Close()
+	body, err := readAll(resp.Body, resp.ContentLength, c.cfg.MaxBodyBytes, "reply")
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = transportError(ctx, err)
+		}
+		e.OutcomeUnknown = true
+		return fail(e)
+	}
+	if !equal(resp.Header.Get(headerSignature), c.signer.signReply(sig, resp.StatusCode, body)) {
+		if resp.StatusCode == http.StatusUnauthorized { // refused before running
+			return fail(decodeWireError(resp.StatusCode, body))
+		}
+		return fail(&Error{Kind: KindUnauthorized, OutcomeUnknown: true,
+			Message: fmt.Sprintf("HTTP %d without a valid signature: not a peer of this cluster", resp.StatusCode)})
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fail(decodeWireError(resp.StatusCode, body))
+	}
+	return Reply{Value: body}, nil
+}
+
+// transportError is the *Error of a request that got no (whole) answer:
+// the caller's deadline or cancellation, a peer that could not be
+// reached (the call did not run), or a connection that broke (it may
+// have).
+func transportError(ctx context.Context, err error) *Error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the URL repeats what Op and Addr say
+	}
+	e := &Error{Kind: KindUnavailable, Message: err.Error(), OutcomeUnknown: true, cause: err}
+	var oe *net.OpError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		e.Kind, e.Message = KindDeadline, "no reply within the caller's deadline"
+	case errors.Is(ctx.Err(), context.Canceled):
+		e.Kind, e.Message = KindCanceled, "the caller canceled"
+	case errors.As(err, &oe) && oe.Op == "dial":
+		e.Message, e.OutcomeUnknown = "cannot connect: "+err.Error(), false
+	}
+	return e
+}
+
+// Close makes later calls fail with ErrUnavailable, stops the senders
+// (what they still queue is dropped; what they wrote may still arrive)
+// and closes the idle connections; forwards in flight finish first, and
+// the last of them on a connection closes it.
+func (c *Client) Close() error {
+	c.mu.Lock() // no Tell is between its check and its queuing
+	c.closed.Store(true)
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	c.tr.CloseIdleConnections()
+	return nil
+}
+
+func (c *Client) closeIdleIfClosed() {
+	if c.closed.Load() {
+		c.tr.CloseIdleConnections()
+	}
+}

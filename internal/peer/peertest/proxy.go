@@ -1,0 +1,258 @@
+// Package peertest holds test helpers for code that talks to peers over
+// TCP: a fault-injecting proxy.
+package peertest
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy is a TCP proxy on loopback in front of a target address, that
+// tests put between a client and a server to break the network on
+// demand: Cut resets the connections, Hold stalls them, Drop blackholes
+// them, Refuse turns new ones away. It counts the connections it accepts
+// and those open. Close (run by the test's cleanup) stops it and waits
+// for its goroutines.
+type Proxy struct {
+	target   string
+	ln       net.Listener
+	accepted atomic.Int64
+	refuse   atomic.Bool
+
+	mu     sync.Mutex
+	links  map[*link]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// link is one proxied connection: the accepted one and the one to the
+// target.
+type link struct {
+	client, server net.Conn
+
+	ended   atomic.Int32 // directions that have ended, of two
+	dropped atomic.Bool  // bytes read are thrown away
+
+	mu   sync.Mutex
+	held chan struct{} // non-nil while held; closed on release
+}
+
+// NewProxy starts a proxy to target on 127.0.0.1 and registers its Close
+// with tb.Cleanup.
+func NewProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("peertest: proxy listen: %v", err)
+	}
+	p := &Proxy{target: target, ln: ln, links: map[*link]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the address to dial instead of the target.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Accepted is how many connections the proxy has accepted so far.
+func (p *Proxy) Accepted() int { return int(p.accepted.Load()) }
+
+// Open is how many proxied connections are open now: a side that hangs up
+// is seen at once, except on a held connection (see Hold).
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links)
+}
+
+// Refuse makes the proxy close new connections at once (on) or carry them
+// again (off). Open connections are not touched.
+func (p *Proxy) Refuse(on bool) { p.refuse.Store(on) }
+
+// Cut resets every open connection, both sides, as a crashed peer or a
+// broken network would. New connections are carried as before.
+func (p *Proxy) Cut() {
+	for _, l := range p.snapshot() {
+		l.close()
+	}
+}
+
+// Hold stalls every open connection: it stays open, and nothing more
+// passes either way, until Release; the proxy stops reading it, so the
+// senders' buffers fill up and a side hanging up goes unseen. New
+// connections are carried as before.
+func (p *Proxy) Hold() {
+	for _, l := range p.snapshot() {
+		l.mu.Lock()
+		if l.held == nil {
+			l.held = make(chan struct{})
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Drop blackholes every open connection for good, as a partition does:
+// it stays open, and what either side sends is read and thrown away, so a
+// side hanging up is seen (see Open). New connections are carried as
+// before.
+func (p *Proxy) Drop() {
+	for _, l := range p.snapshot() {
+		l.dropped.Store(true)
+	}
+}
+
+// Release lets the held connections carry bytes again.
+func (p *Proxy) Release() {
+	for _, l := range p.snapshot() {
+		l.release()
+	}
+}
+
+// Close stops accepting, closes every connection and waits until the
+// proxy's goroutines have returned. It may be called more than once.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.ln.Close()
+	for _, l := range p.snapshot() {
+		l.close()
+		l.release()
+	}
+	p.wg.Wait()
+}
+
+func (p *Proxy) snapshot() []*link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ls := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		p.accepted.Add(1)
+		if p.refuse.Load() {
+			resetClose(c)
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			resetClose(c)
+			continue
+		}
+		l := &link{client: c, server: s}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			l.close()
+			return
+		}
+		p.links[l] = struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(l, s, c) // not l's fields: Cut may clear them already
+		go p.pipe(l, c, s)
+	}
+}
+
+// pipe copies src to dst, waiting before each write while the link is
+// held and throwing the bytes away once it is dropped. An orderly end
+// (EOF) is passed on as a half-close, except on a dropped link; any other
+// end resets both sides. The link is forgotten once both directions ended.
+func (p *Proxy) pipe(l *link, dst, src net.Conn) {
+	defer p.wg.Done()
+	defer func() {
+		if l.ended.Add(1) == 2 {
+			l.close()
+			p.mu.Lock()
+			delete(p.links, l)
+			p.mu.Unlock()
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !l.wait() {
+			return
+		}
+		if n > 0 && !l.dropped.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				l.close()
+				return
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if tc, ok := dst.(*net.TCPConn); ok && errors.Is(err, io.EOF) && !l.dropped.Load() {
+			tc.CloseWrite()
+		} else {
+			l.close()
+		}
+		return
+	}
+}
+
+// wait blocks while the link is held; false when the link closed
+// meanwhile.
+func (l *link) wait() bool {
+	l.mu.Lock()
+	held := l.held
+	l.mu.Unlock()
+	if held == nil {
+		return true
+	}
+	<-held
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.client != nil
+}
+
+func (l *link) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held != nil {
+		close(l.held)
+		l.held = nil
+	}
+}
+
+// close resets both connections; a pipe waiting on a hold is let go.
+func (l *link) close() {
+	l.mu.Lock()
+	c, s := l.client, l.server
+	l.client, l.server = nil, nil
+	l.mu.Unlock()
+	if c != nil {
+		resetClose(c)
+		resetClose(s)
+	}
+	l.release()
+}
+
+// resetClose closes c with a TCP reset rather than a FIN, so that the
+// other side sees a broken connection, not an orderly end.
+func resetClose(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}

@@ -1,0 +1,139 @@
+package peertest
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echo starts a TCP server that writes back what it reads, closed at the
+// test's end.
+func echo(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// roundTrip writes msg and reads as many bytes back within limit.
+func roundTrip(c net.Conn, msg string, limit time.Duration) (string, error) {
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return "", err
+	}
+	c.SetReadDeadline(time.Now().Add(limit))
+	buf := make([]byte, len(msg))
+	_, err := io.ReadFull(c, buf)
+	return string(buf), err
+}
+
+// eventually polls cond every millisecond for at most limit.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(limit); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("not true within %v: %s", limit, what)
+		}
+	}
+}
+
+func TestProxyCarriesAndCounts(t *testing.T) {
+	p := NewProxy(t, echo(t))
+	c := dial(t, p.Addr())
+	if got, err := roundTrip(c, "hello", 5*time.Second); err != nil || got != "hello" {
+		t.Fatalf("round trip: %q, %v", got, err)
+	}
+	if p.Accepted() != 1 || p.Open() != 1 {
+		t.Fatalf("accepted %d, open %d; want 1, 1", p.Accepted(), p.Open())
+	}
+	c.Close()
+	eventually(t, 5*time.Second, "the closed connection is forgotten", func() bool { return p.Open() == 0 })
+}
+
+func TestProxyCutResets(t *testing.T) {
+	p := NewProxy(t, echo(t))
+	c := dial(t, p.Addr())
+	roundTrip(c, "x", 5*time.Second)
+	p.Cut()
+	if _, err := roundTrip(c, "y", 5*time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after Cut: %v, want a reset or EOF", err)
+	}
+	if got, err := roundTrip(dial(t, p.Addr()), "z", 5*time.Second); err != nil || got != "z" {
+		t.Fatalf("a new connection after Cut: %q, %v", got, err)
+	}
+}
+
+func TestProxyHoldStallsUntilRelease(t *testing.T) {
+	p := NewProxy(t, echo(t))
+	c := dial(t, p.Addr())
+	roundTrip(c, "x", 5*time.Second)
+	p.Hold()
+	if _, err := roundTrip(c, "y", 50*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("held: %v, want the read deadline", err)
+	}
+	p.Release()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(c, buf); err != nil || buf[0] != 'y' {
+		t.Fatalf("after Release: %q, %v", buf, err)
+	}
+}
+
+func TestProxyDropBlackholes(t *testing.T) {
+	p := NewProxy(t, echo(t))
+	c := dial(t, p.Addr())
+	roundTrip(c, "x", 5*time.Second)
+	p.Drop()
+	if _, err := roundTrip(c, "y", 50*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("dropped: %v, want the read deadline", err)
+	}
+	c.Close()
+	eventually(t, 5*time.Second, "a dropped connection's hang-up is seen", func() bool { return p.Open() == 0 })
+}
+
+func TestProxyRefuse(t *testing.T) {
+	p := NewProxy(t, echo(t))
+	p.Refuse(true)
+	c, err := net.Dial("tcp", p.Addr()) // the reset may come back during the dial already
+	if err == nil {
+		_, err = roundTrip(c, "x", 5*time.Second)
+		c.Close()
+	}
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("refused: %v, want a reset or EOF", err)
+	}
+	p.Refuse(false)
+	if got, err := roundTrip(dial(t, p.Addr()), "x", 5*time.Second); err != nil || got != "x" {
+		t.Fatalf("after Refuse(false): %q, %v", got, err)
+	}
+}
