@@ -8,8 +8,8 @@ import (
 )
 
 // TestBadAdminQuery: a query string that does not parse is a 400 naming
-// the parameter, once the token has been checked; before, limit=%ZZ was
-// dropped by url.Values and the default limit served.
+// the parameter, once the token has been checked, rather than a value
+// that url.Values drops (limit=%ZZ) and a default served in its place.
 func TestBadAdminQuery(t *testing.T) {
 	ts := fixture.Start(t, fixture.AdminToken)
 	tests := []struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,12 +14,14 @@ import (
 
 // go-redis has one logger for the whole process, which writes plain text
 // to stderr. Open replaces it, once, with slogRedis, which writes each
-// message as JSON to the logger of the service whose client it is about:
-// every client Open makes carries a hook that puts its service's logger
-// into the context of its commands, dials and pipelines, and go-redis
-// logs with that context. The few messages logged without one (a panic
-// in a pool goroutine) go to the logger of the client opened last that
-// is still open.
+// message as JSON to the logger of the service whose client it is about.
+// Every client Open makes carries a hook that tells: it puts the client's
+// logger into the context of its commands and pipelines, which go-redis
+// logs with, and into the errors of its dials (the message most often
+// logged, a failed dial, is logged with a context of the pool's own, but
+// quotes the dial's error). The few messages that carry neither (a panic
+// in a pool goroutine) go to the logger of the client opened last that is
+// still open.
 
 // loggerKey is the context key of a client's logger.
 type loggerKey struct{}
@@ -70,6 +73,12 @@ type slogRedis struct{}
 // logs only what went wrong (a dial that failed, a connection dropped).
 func (slogRedis) Printf(ctx context.Context, format string, v ...any) {
 	l, _ := ctx.Value(loggerKey{}).(*slog.Logger)
+	for _, arg := range v {
+		var de *dialError
+		if err, ok := arg.(error); ok && l == nil && errors.As(err, &de) {
+			l = de.log
+		}
+	}
 	if l == nil {
 		l = fallback()
 	}
@@ -90,9 +99,27 @@ func (h loggerHook) with(ctx context.Context) context.Context {
 
 func (h loggerHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return next(h.with(ctx), network, addr)
+		conn, err := next(h.with(ctx), network, addr)
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			err = &dialError{err: ne, log: h.log}
+		}
+		return conn, err
 	}
 }
+
+// dialError is a failed dial of a client, with the client's logger. It is
+// the net.Error it holds in every other way: its message, its timeout,
+// what it wraps.
+type dialError struct {
+	err net.Error
+	log *slog.Logger
+}
+
+func (e *dialError) Error() string   { return e.err.Error() }
+func (e *dialError) Timeout() bool   { return e.err.Timeout() }
+func (e *dialError) Temporary() bool { return e.err.Temporary() } // still part of net.Error
+func (e *dialError) Unwrap() error   { return e.err }
 
 func (h loggerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
