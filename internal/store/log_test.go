@@ -1,39 +1,20 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/testenv"
 	"go.uber.org/goleak"
 )
-
-// syncBuffer is a bytes.Buffer safe for the goroutines of go-redis.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLogPerClient: the Redis client's own messages go to the logger of
 // the service whose client it is, not to that of the one opened last.
 func TestLogPerClient(t *testing.T) {
-	var bufA, bufB syncBuffer
+	var bufA, bufB testenv.LogBuffer
 	// Port 1 on loopback: nothing listens there, every dial is refused.
 	a, err := Open("redis://127.0.0.1:1/0", "", slog.New(slog.NewJSONHandler(&bufA, nil)))
 	if err != nil {
