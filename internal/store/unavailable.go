@@ -51,3 +51,14 @@ type unavailableError struct{ err error }
 
 func (e unavailableError) Error() string   { return e.err.Error() }
 func (e unavailableError) Unwrap() []error { return []error{e.err, components.ErrUnavailable} }
+
+// Reply is the error Redis answered, when err holds one (a database index
+// out of range, a login refused, still loading): words an operator needs
+// to fix the setting. false for an error of the connection.
+func Reply(err error) (string, bool) {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return reply.Error(), true
+	}
+	return "", false
+}
