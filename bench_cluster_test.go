@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -23,11 +24,11 @@ import (
 func BenchmarkClusterHTTPEntityRoundTrip(b *testing.B) {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	info := trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo })
-	one := trellistest.Start(b, (&counterApp{}).setup, trellistest.WithRedisURL(trellistest.RedisURL(b)),
+	one := trellistest.Start(b, (&fixture.CounterApp{}).Setup, trellistest.WithRedisURL(trellistest.RedisURL(b)),
 		trellistest.WithLogger(logger), info)
 	cl := testenv.StartCluster(b)
 	url := cl.URL()
-	onCluster := trellistest.Start(b, (&counterApp{}).setup, trellistest.WithLogger(logger), info,
+	onCluster := trellistest.Start(b, (&fixture.CounterApp{}).Setup, trellistest.WithLogger(logger), info,
 		trellistest.WithStorePrefix("trellis-bench-"+rand.Text()),
 		trellistest.WithConfig(func(c *trellis.Config) { c.RedisClusterURL = url }))
 	stats := cl.Client(b)

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -52,7 +53,7 @@ func BenchmarkHTTPEntityRoundTrip(b *testing.B) {
 	// The stack logs its access lines as in production (JSON at info), into
 	// io.Discard, so that their cost is counted.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	stack := trellistest.Start(b, (&counterApp{}).setup, trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
+	stack := trellistest.Start(b, (&fixture.CounterApp{}).Setup, trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
 		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
 	bareURL := startBare(b, url)
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -82,10 +83,10 @@ func TestOneAtATimePerID(t *testing.T) {
 		{name: "one id", ids: 1},
 		{name: "ten ids", ids: 10},
 	}
-	for _, sc := range stores {
+	for _, sc := range fixture.Stores {
 		for _, tt := range tests {
-			t.Run(sc.name+"/"+tt.name, func(t *testing.T) {
-				ts := start(t, &counterApp{}, sc.store(t)...)
+			t.Run(sc.Name+"/"+tt.name, func(t *testing.T) {
+				ts := fixture.StartCounter(t, &fixture.CounterApp{}, sc.Opts(t)...)
 				replies := increaseAll(t, goroutines, perGoroutine, func(g, i int) (*trellistest.Service, string) {
 					return ts, fmt.Sprintf("serial-%d", (g+i)%tt.ids)
 				})
@@ -93,7 +94,7 @@ func TestOneAtATimePerID(t *testing.T) {
 				for n := range tt.ids {
 					id := fmt.Sprintf("serial-%d", n)
 					checkSerial(t, id, replies[id], want)
-					if c := counterOf(t, ts.Get(t, "/counters/"+id)); c.Value != int64(want) {
+					if c := fixture.Counter(t, ts.Get(t, "/counters/"+id)); c.Value != int64(want) {
 						t.Errorf("counter %s = %d, want %d", id, c.Value, want)
 					}
 				}
@@ -114,8 +115,8 @@ func TestTwoInstancesOnOneRedis(t *testing.T) {
 	// Conflicts are what this test is about: let a command survive many in
 	// a row, so that the outcome does not hang on scheduling luck.
 	opts := []trellistest.Option{trellistest.WithRedisURL(url), trellistest.WithStorePrefix(prefix)}
-	a := start(t, &counterApp{maxConflicts: 1000}, opts...)
-	b := start(t, &counterApp{maxConflicts: 1000}, opts...)
+	a := fixture.StartCounter(t, &fixture.CounterApp{MaxConflicts: 1000}, opts...)
+	b := fixture.StartCounter(t, &fixture.CounterApp{MaxConflicts: 1000}, opts...)
 	both := []*trellistest.Service{a, b}
 	// A command that conflicts again and again pauses on its service's
 	// clock before it retries.
@@ -128,7 +129,7 @@ func TestTwoInstancesOnOneRedis(t *testing.T) {
 		})
 		checkSerial(t, "shared", replies["shared"], goroutines*perGoroutine)
 		for i, ts := range both {
-			if c := counterOf(t, ts.Get(t, "/counters/shared")); c.Value != goroutines*perGoroutine {
+			if c := fixture.Counter(t, ts.Get(t, "/counters/shared")); c.Value != goroutines*perGoroutine {
 				t.Errorf("instance %d reads %d, want %d", i, c.Value, goroutines*perGoroutine)
 			}
 		}
@@ -139,18 +140,18 @@ func TestTwoInstancesOnOneRedis(t *testing.T) {
 		for i := range 10 {
 			writer, reader := both[i%2], both[(i+1)%2]
 			want++
-			if c := counterOf(t, writer.Post(t, "/counters/fresh/increase", map[string]int{"by": 1})); c.Value != want {
+			if c := fixture.Counter(t, writer.Post(t, "/counters/fresh/increase", map[string]int{"by": 1})); c.Value != want {
 				t.Fatalf("write %d: value %d, want %d", i, c.Value, want)
 			}
-			if c := counterOf(t, reader.Get(t, "/counters/fresh")); c.Value != want {
+			if c := fixture.Counter(t, reader.Get(t, "/counters/fresh")); c.Value != want {
 				t.Fatalf("read %d through the other instance: value %d, want %d", i, c.Value, want)
 			}
 		}
 		// A delete through one is seen by the other too.
-		if c := counterOf(t, a.Delete(t, "/counters/fresh")); c.Value != want {
+		if c := fixture.Counter(t, a.Delete(t, "/counters/fresh")); c.Value != want {
 			t.Fatalf("delete replied %d, want the last state %d", c.Value, want)
 		}
-		if c := counterOf(t, b.Get(t, "/counters/fresh")); c.Value != 0 {
+		if c := fixture.Counter(t, b.Get(t, "/counters/fresh")); c.Value != 0 {
 			t.Fatalf("read after delete through the other instance: %d, want 0", c.Value)
 		}
 	})

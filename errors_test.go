@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/fixture"
 )
 
 // TestClientErrors pins every 4xx the service answers: status,
 // application/problem+json, and that the problem names the field at fault
 // (or, where no field is at fault, says what is wrong).
 func TestClientErrors(t *testing.T) {
-	ts := start(t, &counterApp{})
+	ts := fixture.StartCounter(t, &fixture.CounterApp{})
 	tooLarge := `{"by":1,"pad":"` + strings.Repeat("x", api.DefaultMaxBodyBytes) + `"}`
 	tests := []struct {
 		name        string // case name
@@ -119,9 +120,9 @@ func namesField(p api.Problem, field, message string) bool {
 // TestCommandError: an entity's error(message) is a 400 with that message,
 // and the state is unchanged.
 func TestCommandError(t *testing.T) {
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) {
-			ts := start(t, &counterApp{}, sc.store(t)...)
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) {
+			ts := fixture.StartCounter(t, &fixture.CounterApp{}, sc.Opts(t)...)
 			// Put the counter just below the maximum through the store, as a
 			// long-lived counter would be, rather than with 1,000 requests.
 			ctx := context.Background()
@@ -137,10 +138,10 @@ func TestCommandError(t *testing.T) {
 			if p.Detail != "counter nearly-full would exceed 1000000000" {
 				t.Errorf("detail %q, want the command's message", p.Detail)
 			}
-			if c := counterOf(t, ts.Get(t, "/counters/nearly-full")); c.Value != 999999999 {
+			if c := fixture.Counter(t, ts.Get(t, "/counters/nearly-full")); c.Value != 999999999 {
 				t.Errorf("value %d after a refused command, want 999999999", c.Value)
 			}
-			if c := counterOf(t, ts.Post(t, "/counters/nearly-full/increase", map[string]int{"by": 1})); c.Value != 1000000000 {
+			if c := fixture.Counter(t, ts.Post(t, "/counters/nearly-full/increase", map[string]int{"by": 1})); c.Value != 1000000000 {
 				t.Errorf("value %d, want 1000000000", c.Value)
 			}
 		})
@@ -151,7 +152,7 @@ func TestCommandError(t *testing.T) {
 // body carries only the request id as its correlation id; the panic and
 // its stack are in the log under that id.
 func TestPanicIsA500WithCorrelationID(t *testing.T) {
-	ts := start(t, &counterApp{panicID: "explode"})
+	ts := fixture.StartCounter(t, &fixture.CounterApp{PanicID: "explode"})
 	tests := []struct {
 		name      string // case name
 		requestID string // X-Request-Id sent ("" for none)
@@ -197,7 +198,7 @@ func TestPanicIsA500WithCorrelationID(t *testing.T) {
 		})
 	}
 	// The server survived: the next request is served.
-	if c := counterOf(t, ts.Get(t, "/counters/fine")); c.Value != 0 {
+	if c := fixture.Counter(t, ts.Get(t, "/counters/fine")); c.Value != 0 {
 		t.Errorf("value %d, want 0", c.Value)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestPassivationAndReload: an entity idle for PassivateAfter (on the fake
@@ -11,15 +14,15 @@ import (
 // store again.
 func TestPassivationAndReload(t *testing.T) {
 	const after = time.Minute
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) {
-			app := &counterApp{passivateAfter: after}
-			ts := start(t, app, sc.store(t)...)
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) {
+			app := &fixture.CounterApp{PassivateAfter: after}
+			ts := fixture.StartCounter(t, app, sc.Opts(t)...)
 
-			if c := counterOf(t, ts.Post(t, "/counters/sleepy/increase", map[string]int{"by": 5})); c.Value != 5 {
+			if c := fixture.Counter(t, ts.Post(t, "/counters/sleepy/increase", map[string]int{"by": 5})); c.Value != 5 {
 				t.Fatalf("value %d, want 5", c.Value)
 			}
-			if n := app.running.Active(); n != 1 {
+			if n := app.Running.Active(); n != 1 {
 				t.Fatalf("%d entities in memory after a command, want 1", n)
 			}
 
@@ -31,15 +34,15 @@ func TestPassivationAndReload(t *testing.T) {
 				t.Fatalf("the idle timer was not armed: %v", err)
 			}
 			ts.Clock.Advance(after + time.Second)
-			eventually(t, 5*time.Second, "the idle entity is passivated", func() bool { return app.running.Active() == 0 })
+			trellistest.Eventually(t, 5*time.Second, "the idle entity is passivated", func() bool { return app.Running.Active() == 0 })
 
-			if c := counterOf(t, ts.Get(t, "/counters/sleepy")); c.Value != 5 {
+			if c := fixture.Counter(t, ts.Get(t, "/counters/sleepy")); c.Value != 5 {
 				t.Fatalf("value %d after passivation, want 5 (reloaded from the store)", c.Value)
 			}
-			if n := app.running.Active(); n != 1 {
+			if n := app.Running.Active(); n != 1 {
 				t.Fatalf("%d entities in memory after the reload, want 1", n)
 			}
-			if c := counterOf(t, ts.Post(t, "/counters/sleepy/increase", map[string]int{"by": 1})); c.Value != 6 {
+			if c := fixture.Counter(t, ts.Post(t, "/counters/sleepy/increase", map[string]int{"by": 1})); c.Value != 6 {
 				t.Fatalf("value %d after the reload, want 6", c.Value)
 			}
 		})

@@ -19,6 +19,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/httpserver"
+	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
 )
@@ -85,7 +86,7 @@ type Service struct {
 	handler http.Handler
 	metrics *httpserver.Metrics
 	srv     *http.Server
-	timers  *timerStarter
+	conn    *store.Conn // the Redis client's connection; nil with the embedded store
 
 	mu      sync.Mutex
 	ln      net.Listener  // set by Start or Serve
@@ -122,18 +123,19 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	}
 	o := newOptions(cfg, opts)
 	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger}
-	if err := openStore(h); err != nil {
+	conn, err := openStore(h)
+	if err != nil {
 		return nil, err
 	}
 	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
 	h.Client = components.NewClient(components.NewRegistry())
 	if err := openTimers(h, o); err != nil {
-		releaseHost(h)
+		releaseHost(h, conn)
 		return nil, err
 	}
 	metrics, err := httpserver.NewMetrics(h.Timers.Collector())
 	if err != nil {
-		releaseHost(h)
+		releaseHost(h, conn)
 		return nil, fmt.Errorf("trellis: %w", err)
 	}
 	h.Metrics = metrics.Registry
@@ -152,11 +154,11 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		err = setup(h, r)
 	})
 	if err != nil {
-		releaseHost(h)
+		releaseHost(h, conn)
 		return nil, fmt.Errorf("trellis: setup: %w", err)
 	}
-	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, timers: &timerStarter{sched: h.Timers, log: o.logger}}
-	s.timers.start()
+	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, conn: conn}
+	h.Timers.StartRetrying(timerRetry)
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -169,27 +171,43 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	return s, nil
 }
 
-// openStore makes h's store, and its Redis client when there is one.
-func openStore(h *Host) error {
-	client, desc, err := newRedisClient(h.Config)
-	if err != nil {
-		return err
+// timerRetry is how long the service waits between attempts to start the
+// timer scheduler when its store cannot be reached.
+const timerRetry = time.Second
+
+// openStore makes h's store, and its Redis client when there is one. A
+// Redis that refuses the URL's settings is a *ConfigError naming the
+// variable: the service does not start. A Redis that does not answer yet
+// is only logged: the service starts unready, and /readyz says why until
+// Redis answers.
+func openStore(h *Host) (*store.Conn, error) {
+	env, flag := EnvRedisURL, "-redis-url"
+	if h.Config.RedisClusterURL != "" {
+		env, flag = EnvRedisClusterURL, "-redis-cluster-url"
 	}
-	if client == nil {
+	conn, err := store.Open(h.Config.RedisURL, h.Config.RedisClusterURL, h.Logger)
+	if err != nil { // Validate checked the URL; this is belt and braces
+		return nil, fmt.Errorf("trellis: %w", &ConfigError{Var: env, Reason: err.Error()})
+	}
+	if conn == nil {
 		h.Store = entities.NewMemoryStore()
 		h.Logger.Warn("TRELLIS_REDIS_URL is not set: using the embedded in-memory store, which is NOT durable; " +
 			"all state is lost when the process stops. Set TRELLIS_REDIS_URL (or TRELLIS_REDIS_CLUSTER_URL) to keep it in Redis.")
-		return nil
+		return nil, nil
 	}
-	logRedisTo(h.Logger)
-	h.Redis = client
-	if err := checkRedis(context.Background(), h); err != nil {
-		_ = h.Redis.Close()
-		return fmt.Errorf("trellis: %w", err)
+	var refused *store.RefusedError
+	switch err := store.Check(context.Background(), conn.Client); {
+	case errors.As(err, &refused):
+		_ = conn.Close()
+		return nil, fmt.Errorf("trellis: %w", &ConfigError{Var: env, Flag: flag, Reason: refused.Error()})
+	case err != nil:
+		h.Logger.Warn("the state store's Redis does not answer yet: starting unready; /readyz says why until it does",
+			"err", store.Redact(err, h.Config.RedisURL, h.Config.RedisClusterURL))
 	}
+	h.Redis = conn.Client
 	h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
-	h.Logger.Info("state store: Redis", append(desc, "prefix", h.Config.RedisPrefix)...)
-	return nil
+	h.Logger.Info("state store: Redis", append(conn.Desc, "prefix", h.Config.RedisPrefix)...)
+	return conn, nil
 }
 
 // openTimers makes h's timer scheduler on the same store as the entities.
@@ -213,7 +231,7 @@ func openTimers(h *Host, o options) error {
 }
 
 // releaseHost stops what New started, when New fails.
-func releaseHost(h *Host) {
+func releaseHost(h *Host, conn *store.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if h.Timers != nil {
@@ -222,8 +240,8 @@ func releaseHost(h *Host) {
 	if h.System != nil {
 		_ = h.System.Shutdown(ctx)
 	}
-	if h.Redis != nil {
-		_ = h.Redis.Close()
+	if conn != nil {
+		_ = conn.Close()
 	}
 }
 
@@ -343,15 +361,15 @@ func (s *Service) shutdown(ctx context.Context) error {
 	// calls in flight finish (or are released for another instance) while
 	// those can still answer.
 	s.log.Info("shutting down: stopping the timer scheduler")
-	if err := s.timers.shutdown(ctx); err != nil {
+	if err := s.host.Timers.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop the timer scheduler: %w", err))
 	}
 	s.log.Info("shutting down: stopping entities")
 	if err := s.host.System.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop the actor system: %w", err))
 	}
-	if s.host.Redis != nil {
-		if err := s.host.Redis.Close(); err != nil {
+	if s.conn != nil {
+		if err := s.conn.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close Redis: %w", err))
 		}
 	}

@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/samples/contract"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestShutdownDrains: a request in flight when Shutdown starts completes
 // with 200; from the moment Shutdown starts, new connections are refused;
 // Shutdown returns once the request is done.
 func TestShutdownDrains(t *testing.T) {
-	app := &counterApp{blockID: "slow", entered: make(chan struct{}), release: make(chan struct{})}
-	ts := start(t, app)
+	app := &fixture.CounterApp{BlockID: "slow", Entered: make(chan struct{}), Release: make(chan struct{})}
+	ts := fixture.StartCounter(t, app)
 	addr := ts.Addr().String()
 
 	type result struct {
@@ -32,7 +34,7 @@ func TestShutdownDrains(t *testing.T) {
 		inflight <- result{status: resp.Status, body: resp.Body}
 	}()
 	select {
-	case <-app.entered:
+	case <-app.Entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request did not reach the handler")
 	}
@@ -43,14 +45,14 @@ func TestShutdownDrains(t *testing.T) {
 		defer cancel()
 		shutdown <- ts.Shutdown(ctx)
 	}()
-	eventually(t, 5*time.Second, "new connections are refused once Shutdown starts", func() bool { return refused(addr) })
+	trellistest.Eventually(t, 5*time.Second, "new connections are refused once Shutdown starts", func() bool { return refused(addr) })
 	select {
 	case err := <-shutdown:
 		t.Fatalf("Shutdown returned (%v) while a request was in flight", err)
 	default:
 	}
 
-	close(app.release)
+	close(app.Release)
 	r := <-inflight
 	if r.err != nil || r.status != http.StatusOK {
 		t.Fatalf("in-flight request: status %d, err %v, body %s; want 200", r.status, r.err, r.body)

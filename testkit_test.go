@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/timedactions"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"
@@ -31,7 +32,7 @@ func clockApp(h *trellis.Host, r chi.Router) error {
 	if _, err := clockAction.Start(h.Client); err != nil {
 		return err
 	}
-	return (&counterApp{}).setup(h, r)
+	return (&fixture.CounterApp{}).Setup(h, r)
 }
 
 // TestTestClockExactDelay pins that trellistest.Start's clock starts at a whole
@@ -40,9 +41,9 @@ func clockApp(h *trellis.Host, r chi.Router) error {
 // now down) leaves nothing for a test to add as a margin.
 func TestTestClockExactDelay(t *testing.T) {
 	const delay = 1500 * time.Millisecond
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) {
-			ts := trellistest.Start(t, clockApp, sc.store(t)...)
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) {
+			ts := trellistest.Start(t, clockApp, sc.Opts(t)...)
 			start := ts.Clock.Now()
 			call, err := clockFired.Deferred(components.Done{})
 			if err != nil {

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/timers"
 )
 
 // StoreUnavailableDetail is the detail of the 503 that answers a request
@@ -72,20 +70,22 @@ func InvalidField(field, message string) error {
 //   - a *components.CommandError, a component's business refusal: the
 //     status of its kind (see [KindStatus]) with the message as the
 //     detail;
-//   - entities.ErrConflict, a command that met a write conflict too many
-//     times in a row: 409, to be retried;
+//   - components.ErrConflict (entities.ErrConflict), a command that met a
+//     write conflict too many times in a row: 409, to be retried;
 //   - an error with an HTTPStatus() int method: that status, with
 //     err.Error() as the detail for a 4xx;
 //   - context.DeadlineExceeded (the request timeout): 504;
 //   - context.Canceled (the client went away, or the server is stopping):
 //     503;
-//   - the state store unavailable (unreachable, or answering that it
-//     cannot serve now; see storeUnavailable), from an entity, a timer or
+//   - components.ErrLimit (a *timers.LimitError): a limit on what the
+//     store holds, which also wraps components.ErrUnavailable (the active
+//     timers), is 503 (timers fire and make room again), a limit on the
+//     call (a timer's name, its payload) 400; the detail is the message
+//     of the error that wraps ErrLimit, which names the limit;
+//   - components.ErrUnavailable, the state store unavailable (unreachable,
+//     or answering that it cannot serve now), from an entity, a timer or
 //     the component client: 503 "the state store is not available", its
 //     cause in the log;
-//   - a *timers.LimitError: the active-timers limit is 503 (timers fire
-//     and make room again), a limit on one timer (its name, its payload)
-//     400; the detail names the limit either way;
 //   - anything else: 500 "Unexpected error". Its body carries only the
 //     request id as a correlation id; err itself goes to the log (the
 //     logger in the request's context) under the same id, since its text may
@@ -107,7 +107,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &cmdErr):
 		WriteProblem(w, r, KindStatus(cmdErr.Kind), cmdErr.Message)
 		return
-	case errors.Is(err, entities.ErrConflict):
+	case errors.Is(err, components.ErrConflict):
 		logAt(r, slog.LevelWarn, "write conflicts", err)
 		WriteProblem(w, r, http.StatusConflict, "the entity was changed concurrently too many times; retry the request")
 		return
@@ -122,18 +122,17 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		logAt(r, slog.LevelInfo, "request cancelled", err)
 		WriteProblem(w, r, http.StatusServiceUnavailable, "the request was cancelled")
 		return
-	case storeUnavailable(err):
-		logAt(r, slog.LevelWarn, "state store unavailable", err)
-		WriteProblem(w, r, http.StatusServiceUnavailable, StoreUnavailableDetail)
-		return
-	}
-	if limit, ok := timerLimit(err); ok {
+	case errors.Is(err, components.ErrLimit):
 		status := http.StatusBadRequest
-		if limit.Limit == timers.LimitActive {
+		if errors.Is(err, components.ErrUnavailable) {
 			status = http.StatusServiceUnavailable
 		}
-		logAt(r, slog.LevelWarn, "timer limit", err)
-		WriteProblem(w, r, status, limit.Error())
+		logAt(r, slog.LevelWarn, "limit exceeded", err)
+		WriteProblem(w, r, status, limitRefusal(err).Error())
+		return
+	case errors.Is(err, components.ErrUnavailable):
+		logAt(r, slog.LevelWarn, "state store unavailable", err)
+		WriteProblem(w, r, http.StatusServiceUnavailable, StoreUnavailableDetail)
 		return
 	}
 	status := http.StatusInternalServerError

@@ -19,6 +19,7 @@ import (
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -40,14 +41,16 @@ func TestWriteErrorStatuses(t *testing.T) {
 		{name: "write conflicts", err: fmt.Errorf("save: %w", entities.ErrConflict), status: 409, detail: "the entity was changed concurrently too many times; retry the request"},
 		{name: "request timeout", err: fmt.Errorf("invoke: %w", context.DeadlineExceeded), status: 504, detail: "the request did not finish in time"},
 		{name: "cancelled", err: fmt.Errorf("invoke: %w", context.Canceled), status: 503, detail: "the request was cancelled"},
-		{name: "store refused the connection", err: fmt.Errorf("load: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), status: 503, detail: api.StoreUnavailableDetail},
-		{name: "store connection dropped", err: fmt.Errorf("save: %w", io.EOF), status: 503, detail: api.StoreUnavailableDetail},
-		{name: "store client closed", err: fmt.Errorf("list: %w", redis.ErrClosed), status: 503, detail: api.StoreUnavailableDetail},
-		{name: "store pool exhausted", err: fmt.Errorf("get: %w", redis.ErrPoolTimeout), status: 503, detail: api.StoreUnavailableDetail},
+		{name: "store refused the connection", err: fmt.Errorf("load: %w", store.Classify(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})), status: 503, detail: api.StoreUnavailableDetail},
+		{name: "store connection dropped", err: fmt.Errorf("save: %w", store.Classify(io.EOF)), status: 503, detail: api.StoreUnavailableDetail},
+		{name: "store client closed", err: fmt.Errorf("list: %w", store.Classify(redis.ErrClosed)), status: 503, detail: api.StoreUnavailableDetail},
+		{name: "store pool exhausted", err: fmt.Errorf("get: %w", store.Classify(redis.ErrPoolTimeout)), status: 503, detail: api.StoreUnavailableDetail},
+		{name: "store unavailable", err: fmt.Errorf("get: %w", components.ErrUnavailable), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "active-timers limit", err: fmt.Errorf("create: %w", &timers.LimitError{Limit: timers.LimitActive, Value: 50000, Max: 50000}), status: 503,
 			detail: "active timers limit exceeded: 50000 timers are active, the limit is 50000 (replacing an existing name does not count)"},
 		{name: "timer name limit", err: fmt.Errorf("create: %w", &timers.LimitError{Limit: timers.LimitName, Value: 300, Max: 256}), status: 400,
 			detail: "name length limit exceeded: the name is 300 bytes, the limit is 256"},
+		{name: "a store error that is not unavailability", err: fmt.Errorf("get: %w", store.Classify(redis.Nil)), status: 500, detail: "Unexpected error"},
 		{name: "anything else", err: errors.New("db password is hunter2"), status: 500, detail: "Unexpected error"},
 	}
 	for _, tt := range tests {

@@ -21,7 +21,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }
 
 // Acct is the test entity's state: a balance that commands move.
 type Acct struct {

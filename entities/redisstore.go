@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/store"
 )
 
 // DefaultRedisPrefix is the key prefix [NewRedisStore] uses when given "".
@@ -117,10 +118,10 @@ return {1, found}
 func (s *RedisStore) Load(ctx context.Context, entityType, id string) (Record, error) {
 	vals, err := s.client.HMGet(ctx, s.key(entityType, id), "data", "rev").Result()
 	if err != nil {
-		return Record{}, opErr("load", entityType, id, err)
+		return Record{}, redisErr("load", entityType, id, err)
 	}
 	if len(vals) != 2 {
-		return Record{}, opErr("load", entityType, id, fmt.Errorf("HMGET returned %d values, want 2", len(vals)))
+		return Record{}, redisErr("load", entityType, id, fmt.Errorf("HMGET returned %d values, want 2", len(vals)))
 	}
 	if vals[0] == nil && vals[1] == nil {
 		return Record{}, nil // never written, or a tombstone
@@ -129,12 +130,12 @@ func (s *RedisStore) Load(ctx context.Context, entityType, id string) (Record, e
 	revText, ok2 := vals[1].(string)
 	if !ok1 || !ok2 {
 		// Only the scripts write these hashes, and always both fields.
-		return Record{}, opErr("load", entityType, id,
+		return Record{}, redisErr("load", entityType, id,
 			fmt.Errorf("corrupt document at %s: data %T, rev %T", s.key(entityType, id), vals[0], vals[1]))
 	}
 	rev, err := parseRevision(revText)
 	if err != nil {
-		return Record{}, opErr("load", entityType, id, err)
+		return Record{}, redisErr("load", entityType, id, err)
 	}
 	return Record{Data: []byte(data), Revision: rev}, nil
 }
@@ -146,11 +147,11 @@ func (s *RedisStore) Revision(ctx context.Context, entityType, id string) (uint6
 		return 0, nil
 	}
 	if err != nil {
-		return 0, opErr("revision", entityType, id, err)
+		return 0, redisErr("revision", entityType, id, err)
 	}
 	rev, err := parseRevision(revText)
 	if err != nil {
-		return 0, opErr("revision", entityType, id, err)
+		return 0, redisErr("revision", entityType, id, err)
 	}
 	return rev, nil
 }
@@ -163,11 +164,11 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10), data).Slice()
 	if err != nil {
-		return 0, opErr("save", entityType, id, err)
+		return 0, redisErr("save", entityType, id, err)
 	}
 	ok, rev, err := parseScriptResult(res)
 	if err != nil {
-		return 0, opErr("save", entityType, id, fmt.Errorf("saveIfRevision: %w", err))
+		return 0, redisErr("save", entityType, id, fmt.Errorf("saveIfRevision: %w", err))
 	}
 	if !ok {
 		return 0, conflictErr("save", entityType, id, expected, rev)
@@ -181,11 +182,11 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10)).Slice()
 	if err != nil {
-		return opErr("delete", entityType, id, err)
+		return redisErr("delete", entityType, id, err)
 	}
 	ok, found, err := parseScriptResult(res)
 	if err != nil {
-		return opErr("delete", entityType, id, fmt.Errorf("deleteIfRevision: %w", err))
+		return redisErr("delete", entityType, id, fmt.Errorf("deleteIfRevision: %w", err))
 	}
 	if !ok {
 		return conflictErr("delete", entityType, id, expected, found)
@@ -197,7 +198,7 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 // an entity may live on any of them).
 func (s *RedisStore) Ping(ctx context.Context) error {
 	if err := keyspace.Ping(ctx, s.client); err != nil {
-		return fmt.Errorf("ping redis: %w", err)
+		return fmt.Errorf("ping redis: %w", store.Classify(err))
 	}
 	return nil
 }
@@ -225,4 +226,10 @@ func parseRevision(text string) (uint64, error) {
 		return 0, fmt.Errorf("corrupt revision %q: %w", text, err)
 	}
 	return rev, nil
+}
+
+// redisErr is opErr for an error of Redis, marked as
+// components.ErrUnavailable when Redis could not serve the call.
+func redisErr(op, entityType, id string, err error) error {
+	return opErr(op, entityType, id, store.Classify(err))
 }

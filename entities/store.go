@@ -2,7 +2,8 @@ package entities
 
 import (
 	"context"
-	"errors"
+
+	"github.com/trellis-go/trellis/components"
 )
 
 // Store keeps key-value entity state: one JSON document per (entity type,
@@ -46,5 +47,7 @@ type Record struct {
 }
 
 // ErrConflict is wrapped by Save and Delete when the stored revision is not
-// the expected one: someone else wrote first.
-var ErrConflict = errors.New("revision conflict")
+// the expected one: someone else wrote first. It is
+// components.ErrConflict, so that callers can test for it without
+// importing this package.
+var ErrConflict = components.ErrConflict

@@ -1,7 +1,6 @@
 package timers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +8,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // inFlightCases: what happens around a call in flight — replacement,
@@ -305,16 +304,7 @@ func waitSleepingUntil(t *testing.T, s *Scheduler, at time.Time) {
 }
 
 // firingLog keeps a scheduler's JSON log lines; safe for its goroutines.
-type firingLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *firingLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type firingLog struct{ testenv.LogBuffer }
 
 // firingLine is what a "timer firing" log line says.
 type firingLine struct {
@@ -328,10 +318,8 @@ type firingLine struct {
 // firings returns the "timer firing" lines logged so far.
 func (l *firingLog) firings(t *testing.T) []firingLine {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []firingLine
-	for line := range strings.Lines(l.buf.String()) {
+	for line := range strings.Lines(l.String()) {
 		var f firingLine
 		if err := json.Unmarshal([]byte(line), &f); err != nil {
 			t.Fatalf("log line %q: %v", line, err)

@@ -13,6 +13,8 @@
 //	sched, err := timers.New(store, componentClient, timers.Config{})
 //	err = sched.Start(ctx)              // run due timers on this instance
 //	defer sched.Shutdown(ctx)
+//	// or sched.StartRetrying(time.Second): start now, or keep trying in
+//	// the background while the store cannot be reached
 //
 //	call, _ := ExpireOrder.Deferred(orderID)
 //	_, err = sched.Create(ctx, "order-expiration-"+orderID, 10*time.Second, call)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/trellis-go/trellis/components"
 )
 
 // Errors of the scheduler. Each is wrapped with the operation and the
@@ -39,7 +41,8 @@ const (
 
 // LimitError is a Create refused because it would break a limit. It names
 // the limit, the value that broke it and the maximum, and wraps
-// ErrLimitExceeded:
+// ErrLimitExceeded and components.ErrLimit; the active-timers limit also
+// wraps components.ErrUnavailable, since room comes back as timers fire:
 //
 //	var le *timers.LimitError
 //	if errors.As(err, &le) && le.Limit == timers.LimitActive { … }
@@ -64,8 +67,14 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("%s limit exceeded: %d, the limit is %d", e.Limit, e.Value, e.Max)
 }
 
-// Unwrap returns ErrLimitExceeded.
-func (e *LimitError) Unwrap() error { return ErrLimitExceeded }
+// Unwrap returns ErrLimitExceeded and components.ErrLimit, and
+// components.ErrUnavailable for the active-timers limit.
+func (e *LimitError) Unwrap() []error {
+	if e.Limit == LimitActive {
+		return []error{ErrLimitExceeded, components.ErrLimit, components.ErrUnavailable}
+	}
+	return []error{ErrLimitExceeded, components.ErrLimit}
+}
 
 // WipedError says the store lost its state: a marker key the scheduler
 // wrote when it started is gone, so Redis (or, on a cluster, the master of

@@ -19,7 +19,7 @@ import (
 	"github.com/trellis-go/trellis/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }
 
 // storeKind names a Store implementation under test.
 type storeKind string

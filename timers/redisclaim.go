@@ -43,7 +43,8 @@ const claimShare = 64
 // master can cost a round the client's retries, and the partitions not
 // yet asked are left to the next claim rather than risked on another
 // such round.
-func (s *RedisStore) claim(ctx context.Context, most int, lease time.Duration) (claimBatch, error) {
+func (s *RedisStore) claim(ctx context.Context, most int, lease time.Duration) (_ claimBatch, err error) {
+	defer markUnavailable(&err)
 	n := len(s.parts)
 	clk := s.clock()
 	ask, seen := s.plan.round(clk.Now())
@@ -221,7 +222,8 @@ func (s *RedisStore) settleEach(ctx context.Context, script *redis.Script, fs []
 	return out, nil
 }
 
-func (s *RedisStore) complete(ctx context.Context, fs []Firing) ([]bool, error) {
+func (s *RedisStore) complete(ctx context.Context, fs []Firing) (_ []bool, err error) {
+	defer markUnavailable(&err)
 	res, err := s.settleEach(ctx, completeTimers, fs, nil, func(i int) []any {
 		return []any{fs[i].Name, fs[i].Generation}
 	})
@@ -235,7 +237,8 @@ func (s *RedisStore) complete(ctx context.Context, fs []Firing) ([]bool, error) 
 	return ok, nil
 }
 
-func (s *RedisStore) fail(ctx context.Context, fails []failure) ([]failOutcome, error) {
+func (s *RedisStore) fail(ctx context.Context, fails []failure) (_ []failOutcome, err error) {
+	defer markUnavailable(&err)
 	fs := make([]Firing, len(fails))
 	for i, f := range fails {
 		fs[i] = f.firing
@@ -262,11 +265,12 @@ func (s *RedisStore) fail(ctx context.Context, fails []failure) ([]failOutcome, 
 	return out, nil
 }
 
-func (s *RedisStore) release(ctx context.Context, fs []Firing) error {
+func (s *RedisStore) release(ctx context.Context, fs []Firing) (err error) {
+	defer markUnavailable(&err)
 	for _, f := range fs {
 		s.plan.touch(partitionOf(f.Name))
 	}
-	_, err := s.settleEach(ctx, releaseTimers, fs, []any{s.now(false)}, func(i int) []any {
+	_, err = s.settleEach(ctx, releaseTimers, fs, []any{s.now(false)}, func(i int) []any {
 		return []any{fs[i].Name, fs[i].Generation, fs[i].Attempt}
 	})
 	if err != nil {

@@ -72,7 +72,8 @@ func (st *stream) take(zs []redis.Z, count int) {
 	st.done = len(zs) < count
 }
 
-func (s *RedisStore) list(ctx context.Context, q listQuery) (Page, error) {
+func (s *RedisStore) list(ctx context.Context, q listQuery) (_ Page, err error) {
+	defer markUnavailable(&err)
 	maxScore := "+inf"
 	if q.upcoming > 0 {
 		now, err := s.nowMs(ctx)
@@ -264,7 +265,8 @@ func (s *RedisStore) nowMs(ctx context.Context) (int64, error) {
 }
 
 // stats sums the partitions' counts, each read at one instant of its own.
-func (s *RedisStore) stats(ctx context.Context) (storeStats, error) {
+func (s *RedisStore) stats(ctx context.Context) (_ storeStats, err error) {
+	defer markUnavailable(&err)
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
 		calls[i] = scriptCall{keys: p.keys, args: []any{s.now(false), time.Minute.Milliseconds()}}

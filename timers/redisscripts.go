@@ -1,6 +1,10 @@
 package timers
 
-import "github.com/redis/go-redis/v9"
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The Redis store's scripts. Every change that touches more than one key
 // (or reads then writes) is one script, so Redis runs it with nothing in
@@ -35,79 +39,9 @@ import "github.com/redis/go-redis/v9"
 // state, and copies the record through to the claim's reply). Records
 // that earlier versions rewrote in place (attempts in the header, no
 // state) read the same way.
-const luaPrelude = `
-local function fmt(n) return string.format('%.0f', n) end
-local function now_ms(arg, round_up)
-	if arg ~= '' then return tonumber(arg) end
-	local t = redis.call('TIME')
-	local ms = tonumber(t[1]) * 1000
-	local us = tonumber(t[2])
-	if round_up then return ms + math.ceil(us / 1000) end
-	return ms + math.floor(us / 1000)
-end
-local function build(r)
-	return table.concat({r.gen, r.created, r.maxr, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err .. r.call
-end
--- stateOf is the state of a timer whose record is rec and whose state is
--- st (false when it has none): nil for a corrupt record.
-local function stateOf(rec, st)
-	local gen, _, _, due, att, last, elen, pos =
-		string.match(rec, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):()')
-	if not gen then return nil end
-	if st then
-		local sgen, sdue, satt, slast, selen, spos = string.match(st, '^(%d+):(%d+):(%d+):(%d+):(%d+):()')
-		if sgen == gen then
-			selen = tonumber(selen)
-			return {gen = gen, due = sdue, att = tonumber(satt), last = slast, err = string.sub(st, spos, spos + selen - 1)}
-		end
-	end
-	elen = tonumber(elen)
-	return {gen = gen, due = due, att = tonumber(att), last = last, err = string.sub(rec, pos, pos + elen - 1)}
-end
-local function buildState(r)
-	return table.concat({r.gen, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err
-end
--- genOf is the generation of a timer: from its state st when it has one,
--- else from its record in the data hash (nil when there is none).
-local function genOf(name, st)
-	if st then return string.match(st, '^(%d+):') end
-	local rec = redis.call('HGET', KEYS[2], name)
-	return rec and string.match(rec, '^(%d+):')
-end
-local function forget(name)
-	redis.call('HDEL', KEYS[2], name)
-	redis.call('HDEL', KEYS[4], name)
-	redis.call('ZREM', KEYS[1], name)
-	redis.call('SREM', KEYS[3], name)
-end
--- callMany runs cmd on key with the values of list as its arguments, in
--- calls of at most 1,000 (an even number, so pairs stay whole: unpack has
--- a limit), and returns the replies' elements in order. One call for many
--- timers: each redis.call costs more than the command itself.
-local function callMany(cmd, key, list)
-	if #list == 0 then return {} end
-	if #list <= 1000 then
-		local r = redis.call(cmd, key, unpack(list))
-		if type(r) == 'table' then return r end
-		return {}
-	end
-	local out = {}
-	for i = 1, #list, 1000 do
-		local r = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
-		if type(r) == 'table' then
-			for k = 1, #r do out[#out + 1] = r[k] end
-		end
-	end
-	return out
-end
-local function forgetMany(names)
-	if #names == 0 then return end
-	callMany('HDEL', KEYS[2], names)
-	callMany('HDEL', KEYS[4], names)
-	callMany('ZREM', KEYS[1], names)
-	callMany('SREM', KEYS[3], names)
-end
-`
+//
+//go:embed lua/prelude.lua
+var luaPrelude string
 
 // Every script runs on one partition: it gets KEYS[1] the partition's due
 // sorted set, KEYS[2] its data hash, KEYS[3] its failing set, KEYS[4] its
@@ -124,27 +58,7 @@ var (
 	// when the new timer is now the earliest, so that sleeping loops on
 	// other instances re-plan. Returns {'ok', gen, nowMs, dueMs} or
 	// {'limit', active}.
-	createTimerWithLimit = redis.NewScript(luaPrelude + `
-local name = ARGV[5]
-if redis.call('HEXISTS', KEYS[2], name) == 0 then
-	local n = redis.call('HLEN', KEYS[2]) + tonumber(ARGV[8])
-	for i = 6, #KEYS do n = n + redis.call('HLEN', KEYS[i]) end
-	if n >= tonumber(ARGV[3]) then return {'limit', n} end
-end
-local now = now_ms(ARGV[1], true)
-local due = now + tonumber(ARGV[2])
-local gen = redis.call('INCR', KEYS[5])
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), maxr = ARGV[4], due = fmt(due),
-	att = 0, last = '0', err = '', call = ARGV[6]}))
-redis.call('HDEL', KEYS[4], name)
-redis.call('ZADD', KEYS[1], fmt(due), name)
-redis.call('SREM', KEYS[3], name)
-if first[2] == nil or due < tonumber(first[2]) then
-	redis.call('PUBLISH', ARGV[7], ARGV[9] .. ':' .. fmt(due))
-end
-return {'ok', fmt(gen), fmt(now), fmt(due)}
-`)
+	createTimerWithLimit = script(createSrc)
 
 	// claimDueTimers: KEYS[5] marker; ARGV[1] now, ARGV[2] max (may be
 	// 0), ARGV[3] leaseMs. Takes up to max timers due by now, counts the
@@ -156,83 +70,12 @@ return {'ok', fmt(gen), fmt(now), fmt(due)}
 	// leaseExpired is 1 when the timer's score was past its due time:
 	// every write but a claim puts the score at the due time, so that is a
 	// lease that ran out.
-	claimDueTimers = redis.NewScript(luaPrelude + `
-local marker = redis.call('EXISTS', KEYS[5])
-local now = now_ms(ARGV[1], false)
-local due = {}
-if tonumber(ARGV[2]) > 0 then
-	due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-end
-local out = {fmt(now), '-1', marker}
-if #due > 0 then
-	local names = {}
-	for i = 1, #due, 2 do names[#names + 1] = due[i] end
-	local recs = callMany('HMGET', KEYS[2], names)
-	local states = callMany('HMGET', KEYS[4], names)
-	local leased = fmt(now + tonumber(ARGV[3]))
-	local nowText = fmt(now)
-	local written, leases, corrupt = {}, {}, {}
-	local w, o = 0, #out
-	for k, name in ipairs(names) do
-		local rec, st, dueMs = recs[k], states[k], nil
-		-- A timer's first claim (no state, and a record as create writes
-		-- it: no attempt, no error) takes only its generation and due time.
-		if rec and not st then
-			local gen, d = string.match(rec, '^(%d+):%d+:%d+:(%d+):0:0:0:')
-			if gen then
-				dueMs, st = d, gen .. ':' .. d .. ':1:' .. nowText .. ':0:'
-			end
-		end
-		if not dueMs then
-			local r = rec and stateOf(rec, st)
-			if r then
-				r.att = r.att + 1
-				r.last = nowText
-				dueMs, st = r.due, buildState(r)
-			end
-		end
-		if not dueMs then
-			redis.log(redis.LOG_WARNING, 'trellis timers: dropping corrupt timer ' .. name)
-			corrupt[#corrupt + 1] = name
-		else
-			written[w + 1], written[w + 2] = name, st
-			leases[w + 1], leases[w + 2] = leased, name
-			w = w + 2
-			out[o + 1], out[o + 2], out[o + 3] = name, rec, st
-			out[o + 4] = (tonumber(due[2 * k]) > tonumber(dueMs)) and 1 or 0
-			o = o + 4
-		end
-	end
-	if #written > 0 then
-		callMany('HSET', KEYS[4], written)
-		callMany('ZADD', KEYS[1], leases)
-	end
-	forgetMany(corrupt)
-end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if first[2] then out[2] = fmt(math.max(tonumber(first[2]) - now, 0)) end
-return out
-`)
+	claimDueTimers = script(claimSrc)
 
 	// completeTimers: ARGV pairs of name, generation. Removes each timer
 	// whose generation still matches: a replaced timer has a new one, so
 	// the old run's success cannot delete it. Returns 1 or 0 per pair.
-	completeTimers = redis.NewScript(luaPrelude + `
-local names = {}
-for i = 1, #ARGV, 2 do names[#names + 1] = ARGV[i] end
-local states = callMany('HMGET', KEYS[4], names)
-local out, gone = {}, {}
-for k, name in ipairs(names) do
-	local ok = 0
-	if genOf(name, states[k]) == ARGV[2 * k] then
-		gone[#gone + 1] = name
-		ok = 1
-	end
-	out[k] = ok
-end
-forgetMany(gone)
-return out
-`)
+	completeTimers = script(completeSrc)
 
 	// rescheduleFailedTimers: ARGV[1] now, then groups of name,
 	// generation, attempt, retryAfterMs ('-1': give up and remove), error.
@@ -240,65 +83,39 @@ return out
 	// lease expired and was claimed again (attempt moved on), or whose
 	// timer was replaced (generation moved on), changes nothing. Returns
 	// per group 0 (stale), 1 (rescheduled) or 2 (gave up, removed).
-	rescheduleFailedTimers = redis.NewScript(luaPrelude + `
-local now = now_ms(ARGV[1], false)
-local out = {}
-for i = 2, #ARGV, 5 do
-	local name = ARGV[i]
-	local rec = redis.call('HGET', KEYS[2], name)
-	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], name))
-	local res = 0
-	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
-		if ARGV[i + 3] == '-1' then
-			forget(name)
-			res = 2
-		else
-			r.err = ARGV[i + 4]
-			r.due = fmt(now + tonumber(ARGV[i + 3]))
-			redis.call('HSET', KEYS[4], name, buildState(r))
-			redis.call('ZADD', KEYS[1], r.due, name)
-			redis.call('SADD', KEYS[3], name)
-			res = 1
-		end
-	end
-	out[#out + 1] = res
-end
-return out
-`)
+	rescheduleFailedTimers = script(rescheduleSrc)
 
 	// releaseTimers: ARGV[1] now, then triples of name, generation,
 	// attempt. Makes each still-current attempt due now again, without
 	// recording a failure: a stopping instance hands its work back. Returns
 	// 1 or 0 per triple: released, or no longer that attempt.
-	releaseTimers = redis.NewScript(luaPrelude + `
-local now = now_ms(ARGV[1], false)
-local out = {}
-for i = 2, #ARGV, 3 do
-	local rec = redis.call('HGET', KEYS[2], ARGV[i])
-	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], ARGV[i]))
-	local ok = 0
-	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
-		r.due = fmt(now)
-		redis.call('HSET', KEYS[4], ARGV[i], buildState(r))
-		redis.call('ZADD', KEYS[1], r.due, ARGV[i])
-		ok = 1
-	end
-	out[#out + 1] = ok
-end
-return out
-`)
+	releaseTimers = script(releaseSrc)
 
 	// deleteTimer: ARGV[1] name. Removes it from all four keys.
-	deleteTimer = redis.NewScript(luaPrelude + `
-forget(ARGV[1])
-return 1
-`)
+	deleteTimer = script(deleteSrc)
 
 	// countTimers: ARGV[1] now, ARGV[2] horizonMs. Returns {active,
 	// failing, due within the horizon}, read at one instant.
-	countTimers = redis.NewScript(luaPrelude + `
-local now = now_ms(ARGV[1], false)
-return {redis.call('ZCARD', KEYS[1]), redis.call('SCARD', KEYS[3]),
-	redis.call('ZCOUNT', KEYS[1], '-inf', fmt(now + tonumber(ARGV[2])))}
-`)
+	countTimers = script(countSrc)
 )
+
+// The scripts' source, each run after luaPrelude.
+var (
+	//go:embed lua/create.lua
+	createSrc string
+	//go:embed lua/claim.lua
+	claimSrc string
+	//go:embed lua/complete.lua
+	completeSrc string
+	//go:embed lua/reschedule.lua
+	rescheduleSrc string
+	//go:embed lua/release.lua
+	releaseSrc string
+	//go:embed lua/delete.lua
+	deleteSrc string
+	//go:embed lua/count.lua
+	countSrc string
+)
+
+// script is the Redis script of src after luaPrelude.
+func script(src string) *redis.Script { return redis.NewScript(luaPrelude + src) }

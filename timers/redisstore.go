@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/store"
 )
 
 // DefaultRedisPrefix is the key prefix [NewRedisStore] uses when given "".
@@ -129,7 +130,8 @@ func (s *RedisStore) part(name string) partition { return s.parts[partitionOf(na
 
 // open writes every partition's marker unless it exists, and returns the
 // markers that did not.
-func (s *RedisStore) open(ctx context.Context) ([]string, error) {
+func (s *RedisStore) open(ctx context.Context) (_ []string, err error) {
+	defer markUnavailable(&err)
 	pipe := s.client.Pipeline()
 	cmds := make([]*redis.BoolCmd, len(s.parts))
 	for i, p := range s.parts {
@@ -147,7 +149,8 @@ func (s *RedisStore) open(ctx context.Context) ([]string, error) {
 	return missing, nil
 }
 
-func (s *RedisStore) resetMarker(ctx context.Context) error {
+func (s *RedisStore) resetMarker(ctx context.Context) (err error) {
+	defer markUnavailable(&err)
 	pipe := s.client.Pipeline()
 	for _, p := range s.parts {
 		pipe.Set(ctx, p.marker, markerValue(), 0)
@@ -165,7 +168,8 @@ func markerValue() string {
 
 // ping checks one Redis, or every master of a cluster: the partitions are
 // on all of them.
-func (s *RedisStore) ping(ctx context.Context) error {
+func (s *RedisStore) ping(ctx context.Context) (err error) {
+	defer markUnavailable(&err)
 	if err := keyspace.Ping(ctx, s.client); err != nil {
 		return fmt.Errorf("ping redis: %w", err)
 	}
@@ -185,7 +189,8 @@ func (s *RedisStore) ping(ctx context.Context) error {
 // overshoot the limit by at most their number minus one: with k creates
 // in flight at once across all instances, the store holds at most
 // MaxActive+k-1 timers. (Within one partition the script serialises them.)
-func (s *RedisStore) create(ctx context.Context, r createRequest) (Timer, error) {
+func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err error) {
+	defer markUnavailable(&err)
 	call, err := encodeCall(r.call)
 	if err != nil {
 		return Timer{}, fmt.Errorf("encode call: %w", err)
@@ -249,7 +254,8 @@ func (s *RedisStore) countOthers(ctx context.Context, skip int) (int64, error) {
 	return n, nil
 }
 
-func (s *RedisStore) get(ctx context.Context, name string) (Timer, error) {
+func (s *RedisStore) get(ctx context.Context, name string) (_ Timer, err error) {
+	defer markUnavailable(&err)
 	ts, err := s.fetch(ctx, []string{name}, false)
 	if err != nil {
 		return Timer{}, err
@@ -260,7 +266,8 @@ func (s *RedisStore) get(ctx context.Context, name string) (Timer, error) {
 	return *ts[0], nil
 }
 
-func (s *RedisStore) remove(ctx context.Context, name string) error {
+func (s *RedisStore) remove(ctx context.Context, name string) (err error) {
+	defer markUnavailable(&err)
 	if err := deleteTimer.Run(ctx, s.client, s.part(name).keys, name).Err(); err != nil {
 		return fmt.Errorf("deleteTimer: %w", err)
 	}
@@ -317,3 +324,7 @@ func stringFields(vals []any, n int) ([]string, error) {
 	}
 	return out, nil
 }
+
+// markUnavailable marks *err as components.ErrUnavailable when Redis could not
+// serve the call: every method of the store's protocol defers it.
+func markUnavailable(err *error) { *err = store.Classify(*err) }

@@ -41,8 +41,9 @@ type Scheduler struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu   sync.Mutex
-	loop *loop // nil when not running
+	mu    sync.Mutex
+	loop  *loop   // nil when not running
+	retry retrier // the background starts of StartRetrying
 
 	wiped      atomic.Pointer[WipedError]
 	wipeLogged atomic.Int64 // UnixNano of the last wipe log line, on clk
@@ -266,8 +267,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // cancelled and released; the outcomes are written to the store; the
 // wake-up subscription is closed. No goroutine of the scheduler is left.
 // It returns ctx's error if calls had to be cancelled. Shutting down a
-// scheduler that is not running does nothing.
+// scheduler that is not running does nothing but stop the retries of
+// StartRetrying.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.stopRetrying()
 	s.mu.Lock()
 	l := s.loop
 	s.loop = nil

@@ -13,8 +13,10 @@ import (
 const RedisURLEnv = testenv.RedisURLEnv
 
 // RedisURL returns the Redis URL of TRELLIS_TEST_REDIS_URL, for
-// WithRedisURL. If the variable is empty it fails the test, saying how to
-// run it: a test that needs Redis never skips.
+// WithRedisURL; when the variable is empty, that of a throwaway
+// redis-server the test binary starts (redis-server from PATH) and its
+// tests share (see Servers). If neither is possible it fails the test,
+// saying why: a test that needs Redis never skips.
 func RedisURL(t testing.TB) string {
 	t.Helper()
 	return testenv.RedisURL(t)
@@ -33,8 +35,10 @@ func Redis(t testing.TB) *redis.Client {
 const RedisClusterURLEnv = testenv.RedisClusterURLEnv
 
 // RedisClusterURL returns the cluster URL of TRELLIS_TEST_REDIS_CLUSTER_URL,
-// for a Config's RedisClusterURL. If the variable is empty it fails the
-// test, saying how to run it.
+// for a Config's RedisClusterURL; when the variable is empty, that of a
+// throwaway Redis Cluster (3 masters, 3 replicas) the test binary starts
+// and its tests share (see Servers). If neither is possible it fails the
+// test, saying why.
 func RedisClusterURL(t testing.TB) string {
 	t.Helper()
 	return testenv.RedisClusterURL(t)
@@ -66,3 +70,12 @@ func KeysPerMaster(t testing.TB, client *redis.ClusterClient, pattern string) ma
 	t.Helper()
 	return testenv.KeysPerMaster(t, client, pattern)
 }
+
+// Servers runs a package's tests and then stops the throwaway Redis and
+// Redis Cluster they started (RedisURL, RedisClusterURL):
+//
+//	func TestMain(m *testing.M) { os.Exit(trellistest.Servers(m).Run()) }
+//
+// or goleak.VerifyTestMain(trellistest.Servers(m)). Without it the
+// kernel still stops them when the test binary exits.
+func Servers(m *testing.M) interface{ Run() int } { return testenv.Servers(m) }

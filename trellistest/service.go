@@ -8,12 +8,10 @@
 package trellistest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // Service is a whole service running in-process for a test, on a free
@@ -39,7 +38,7 @@ type Service struct {
 	// HTTP is a keep-alive client for the service.
 	HTTP *http.Client
 
-	logs *lockedBuffer
+	logs *testenv.LogBuffer
 }
 
 // Option configures Start.
@@ -107,7 +106,7 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	// epoch, so that the times the service stores and reports (timer
 	// records, the admin API) sit next to the real ones in a shared Redis
 	// and in the logs, whose own timestamps are real.
-	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &lockedBuffer{}}
+	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{}}
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
@@ -177,22 +176,4 @@ func deleteKeys(ctx context.Context, url, prefix string) error {
 		return nil
 	}
 	return c.Del(ctx, keys...).Err()
-}
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/trellis-go/trellis/trellistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(trellistest.Servers(m)) }
 
 // ran records the names the test action was called with; "fail" fails.
 var (

@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(trellistest.Servers(m))
 }
 
 // TestSetup runs the server's own setup in the test kit, on both stores:

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trellis-go/trellis/internal/console"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"
@@ -231,16 +232,16 @@ func (b *browser) screenshot(name string, wholePage bool) {
 // stats follow; a timer created meanwhile appears without a reload; the
 // page fits 1440 and 320 px wide; signing out forgets the token.
 func TestConsoleInBrowser(t *testing.T) {
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) { walkConsole(t, sc.name, sc.opts(t)...) })
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) { walkConsole(t, sc.Name, sc.Opts(t)...) })
 	}
 }
 
 // walkConsole is TestConsoleInBrowser on one store; its screenshots are
 // named console-<store>-<width>.png.
 func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
-	ts := startService(t, adminToken, opts...)
-	fixture(t, ts)
+	ts := fixture.Start(t, fixture.AdminToken, opts...)
+	createTimers(t, ts)
 	b := newBrowser(t)
 	home := ts.URL + "/admin/console/"
 	// step runs one step of the walk as a subtest; once one failed, the
@@ -274,7 +275,7 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 	})
 
 	step("stats and chart", func(t *testing.T) {
-		b.do("sign in", chromedp.SendKeys(chromedp.ID("token"), adminToken), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
+		b.do("sign in", chromedp.SendKeys(chromedp.ID("token"), fixture.AdminToken), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
 		b.waitFor("the console", visible("console-view"))
 		b.waitText("#stat-active .value", "28")
 		for sel, want := range map[string]string{
@@ -292,7 +293,7 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 		if got := eval[string](b, `location.href`); got != home {
 			t.Errorf("after signing in the address is %s, want %s: the token must never be in a URL", got, home)
 		}
-		if got := eval[string](b, `sessionStorage.getItem("trellis.console.adminToken")`); got != adminToken {
+		if got := eval[string](b, `sessionStorage.getItem("trellis.console.adminToken")`); got != fixture.AdminToken {
 			t.Errorf("session storage holds %q, want the token", got)
 		}
 	})
@@ -353,7 +354,7 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 		b.do("open "+name, chromedp.Click(chromedp.CSS(`tr[data-name="`+name+`"] button`)))
 		b.waitText("#d-method", "expireOrder")
 		for sel, want := range map[string]string{
-			"#detail-name": name, "#d-component": "console-test-orders", "#d-entity": "—",
+			"#detail-name": name, "#d-component": fixture.ActionID, "#d-entity": "—",
 			"#d-last-error": "—", "#d-last-attempt": "—",
 		} {
 			if got := b.text(sel); got != want {
@@ -400,7 +401,7 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 		// A mark on the page's window: a reload would lose it.
 		b.do("refresh every second", chromedp.Evaluate[chromedp.Void](
 			`window.consoleTestMark = 1; (s => { s.value = "1000"; s.dispatchEvent(new Event("change")); })(document.getElementById("refresh"))`))
-		create(t, ts, "order-expiration-o-00", 30*time.Second, call(t, false, "o-00"))
+		create(t, ts, "order-expiration-o-00", 30*time.Second, fixture.Call(t, false, "o-00"))
 		b.waitText("#stat-active .value", "28")
 		b.waitFor("the chart's first bar counts the new timer", `+document.querySelectorAll("#chart-svg rect")[1].dataset.count === 8`)
 		if !eval[bool](b, `window.consoleTestMark === 1`) {
@@ -458,7 +459,7 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 	})
 
 	b.checkNoProblems()
-	if strings.Contains(ts.Logs(), adminToken) {
+	if strings.Contains(ts.Logs(), fixture.AdminToken) {
 		t.Error("the service log holds the admin token")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trellis-go/trellis/internal/fixture"
 )
 
 // consolePolicy is the Content-Security-Policy every console response
@@ -18,9 +20,9 @@ const consolePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; 
 // the token and what does not, the security headers, and that the page
 // holds no inline code and no secret.
 func TestConsoleHTTP(t *testing.T) {
-	ts := startService(t, adminToken)
-	fixture(t, ts)
-	bearer := "Bearer " + adminToken
+	ts := fixture.Start(t, fixture.AdminToken)
+	createTimers(t, ts)
+	bearer := "Bearer " + fixture.AdminToken
 
 	routes := []struct {
 		name     string // subtest name
@@ -48,9 +50,10 @@ func TestConsoleHTTP(t *testing.T) {
 			if method == "" {
 				method = http.MethodGet
 			}
-			resp, body := send(t, ts, method, rt.path, rt.authz)
-			if resp.StatusCode != rt.status {
-				t.Fatalf("GET %s: %d, want %d: %s", rt.path, resp.StatusCode, rt.status, body)
+			resp := fixture.Send(t, ts, method, rt.path, rt.authz)
+			body := resp.Body
+			if resp.Status != rt.status {
+				t.Fatalf("GET %s: %d, want %d: %s", rt.path, resp.Status, rt.status, body)
 			}
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, rt.mimeType) {
 				t.Errorf("Content-Type %q, want %s", ct, rt.mimeType)
@@ -63,14 +66,14 @@ func TestConsoleHTTP(t *testing.T) {
 					t.Errorf("%s %q, want %q", h, got, want)
 				}
 			}
-			if strings.Contains(string(body), adminToken) {
+			if strings.Contains(string(body), fixture.AdminToken) {
 				t.Errorf("the response carries the admin token: %s", body)
 			}
 		})
 	}
 
 	t.Run("page has no inline code", func(t *testing.T) {
-		_, body := get(t, ts, "/admin/console/", "")
+		body := get(t, ts, "/admin/console/", "").Body
 		page := string(body)
 		scripts := regexp.MustCompile(`(?is)<script\b([^>]*)>(.*?)</script>`).FindAllStringSubmatch(page, -1)
 		if len(scripts) != 1 {
@@ -99,26 +102,28 @@ func TestConsoleHTTP(t *testing.T) {
 	})
 
 	t.Run("without trailing slash", func(t *testing.T) {
-		resp, _ := get(t, ts, "/admin/console", "")
-		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != "/admin/console/" {
-			t.Fatalf("GET /admin/console: %d Location %q, want 308 to /admin/console/", resp.StatusCode, resp.Header.Get("Location"))
+		resp := get(t, ts, "/admin/console", "")
+		if resp.Status != http.StatusPermanentRedirect || resp.Header.Get("Location") != "/admin/console/" {
+			t.Fatalf("GET /admin/console: %d Location %q, want 308 to /admin/console/", resp.Status, resp.Header.Get("Location"))
 		}
 	})
 
 	t.Run("asset revalidation", func(t *testing.T) {
-		resp, _ := get(t, ts, "/admin/console/assets/console.js", "")
+		resp := get(t, ts, "/admin/console/assets/console.js", "")
 		etag := resp.Header.Get("ETag")
 		if etag == "" {
 			t.Fatal("no ETag on an asset")
 		}
-		again, body := get(t, ts, "/admin/console/assets/console.js", "", "If-None-Match", etag)
-		if again.StatusCode != http.StatusNotModified || len(body) != 0 {
-			t.Fatalf("revalidation: %d with %d bytes, want 304 and none", again.StatusCode, len(body))
+		again := get(t, ts, "/admin/console/assets/console.js", "", "If-None-Match", etag)
+		body := again.Body
+		if again.Status != http.StatusNotModified || len(body) != 0 {
+			t.Fatalf("revalidation: %d with %d bytes, want 304 and none", again.Status, len(body))
 		}
 	})
 
 	t.Run("overview body", func(t *testing.T) {
-		resp, body := get(t, ts, "/admin/console/api/overview", bearer)
+		resp := get(t, ts, "/admin/console/api/overview", bearer)
+		body := resp.Body
 		if resp.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("Cache-Control %q, want no-store: the overview is live state", resp.Header.Get("Cache-Control"))
 		}
@@ -150,7 +155,7 @@ func TestConsoleHTTP(t *testing.T) {
 	})
 
 	t.Run("token never logged", func(t *testing.T) {
-		if strings.Contains(ts.Logs(), adminToken) {
+		if strings.Contains(ts.Logs(), fixture.AdminToken) {
 			t.Fatal("the service log holds the admin token")
 		}
 	})
@@ -160,11 +165,12 @@ func TestConsoleHTTP(t *testing.T) {
 // included, answers 403 saying how to turn it on when no admin token is
 // configured, whatever the request carries.
 func TestConsoleOffWithoutToken(t *testing.T) {
-	ts := startService(t, "")
+	ts := fixture.Start(t, "")
 	for _, path := range []string{"/admin/console/", "/admin/console", "/admin/console/assets/console.js", "/admin/console/api/overview"} {
-		resp, body := get(t, ts, path, "Bearer "+adminToken)
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "TRELLIS_ADMIN_TOKEN") {
-			t.Errorf("GET %s without an admin token configured: %d %s, want 403 saying how to enable it", path, resp.StatusCode, body)
+		resp := get(t, ts, path, "Bearer "+fixture.AdminToken)
+		body := resp.Body
+		if resp.Status != http.StatusForbidden || !strings.Contains(string(body), "TRELLIS_ADMIN_TOKEN") {
+			t.Errorf("GET %s without an admin token configured: %d %s, want 403 saying how to enable it", path, resp.Status, body)
 		}
 	}
 }

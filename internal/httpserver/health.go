@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -63,9 +62,8 @@ func readyz(rd Readiness) http.HandlerFunc {
 // the first two and an operator needs the words to fix them; else that it
 // is not reachable (the address and the network error go to the log only).
 func storeNotReady(err error) string {
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		return "the state store refuses: " + reply.Error()
+	if reply, ok := store.Reply(err); ok {
+		return "the state store refuses: " + reply
 	}
 	return "the state store is not reachable"
 }

@@ -2,6 +2,7 @@ package keyspace_test
 
 import (
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,9 @@ import (
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/testenv"
 )
+
+// TestMain stops the throwaway Redis Cluster a test started.
+func TestMain(m *testing.M) { os.Exit(testenv.Servers(m).Run()) }
 
 func TestCheckPrefix(t *testing.T) {
 	for _, tc := range []struct {

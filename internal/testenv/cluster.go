@@ -15,13 +15,12 @@ import (
 // redis://host:port?addr=host:port&addr=host:port.
 const RedisClusterURLEnv = "TRELLIS_TEST_REDIS_CLUSTER_URL"
 
-// RedisClusterURL returns the cluster URL from TRELLIS_TEST_REDIS_CLUSTER_URL.
-// If the variable is empty it fails the test with a message that says how
-// to run it.
+// RedisClusterURL returns the cluster URL from TRELLIS_TEST_REDIS_CLUSTER_URL
+// or, when it is empty, that of the test binary's shared throwaway cluster
+// (see shared.go). If that cannot start, it fails the test saying why.
 func RedisClusterURL(t testing.TB) string {
 	t.Helper()
-	return requireEnv(t, RedisClusterURLEnv, "a real Redis Cluster", "a throwaway cluster of 3 masters and 3 replicas",
-		"redis://127.0.0.1:PORT?addr=127.0.0.1:PORT2&addr=127.0.0.1:PORT3")
+	return serverURL(t, RedisClusterURLEnv, "a real Redis Cluster", sharedClusterURL)
 }
 
 // RedisCluster returns a cluster client for the cluster at RedisClusterURL,

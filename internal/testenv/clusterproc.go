@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,13 +18,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of a test's own: 3 masters with a replica
-// each, every node a redis-server process on a free loopback port with a
-// directory of its own, for tests that must break a cluster (kill -9 a
-// master) and so cannot use the shared one of RedisClusterURL.
+// Cluster is a Redis Cluster of its own: 3 masters with a replica each,
+// every node a redis-server process on a free loopback port with a
+// directory of its own. A test starts one (StartCluster) when it must
+// break a cluster (kill -9 a master) and so cannot use the shared one of
+// RedisClusterURL; the shared one is a Cluster too, when the test command
+// did not start one (see shared.go).
 type Cluster struct {
-	t     testing.TB
-	args  []string // more redis-server arguments for every node
+	t     testing.TB // the test that started it; nil for the shared one
+	dir   string     // the nodes' directories are below it
+	args  []string   // more redis-server arguments for every node
 	mu    sync.Mutex
 	nodes []*clusterNode
 }
@@ -45,11 +49,26 @@ const NodeTimeout = 2 * time.Second
 // test ends.
 func StartCluster(t testing.TB, args ...string) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, args: args}
+	c := &Cluster{t: t, dir: t.TempDir(), args: args}
 	t.Cleanup(c.stop)
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// start starts the nodes, joins them into a cluster and waits until it is
+// whole; on an error the caller stops what did start.
+func (c *Cluster) start() error {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		return errors.New(installHint + " (redis-cli comes with it)")
+	}
 	var addrs []string
 	for range 6 {
-		n := c.startNode()
+		n, err := c.startNode()
+		if err != nil {
+			return err
+		}
 		addrs = append(addrs, n.addr)
 	}
 	create := append([]string{"--cluster", "create"}, addrs...)
@@ -57,17 +76,19 @@ func StartCluster(t testing.TB, args ...string) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "redis-cli", create...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create (it must be on PATH): %v\n%s", err, out)
+		return fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	for _, n := range c.nodes {
-		c.waitNode(n.addr, "cluster_state:ok", time.Minute)
+		if err := c.waitNode(n.addr, "cluster_state:ok", time.Minute); err != nil {
+			return err
+		}
 	}
 	// Replicas are attached after the slots are assigned, and gossip
 	// spreads the news: wait until every node knows 3 replicas, and each
 	// replica has synchronised with its master, so that a failover has a
 	// replica to promote.
 	for _, n := range c.nodes {
-		Eventually(t, time.Minute, "node "+n.addr+" to see 3 masters with a replica each", func() bool {
+		if !poll(time.Minute, func() bool {
 			client := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1})
 			defer client.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -84,19 +105,20 @@ func StartCluster(t testing.TB, args ...string) *Cluster {
 			}
 			info, err := client.Info(ctx, "replication").Result()
 			return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
-		})
+		}) {
+			return fmt.Errorf("node %s does not see 3 masters with a replica each within a minute", n.addr)
+		}
 	}
-	return c
+	return nil
 }
 
 // startNode starts one cluster-enabled node on a free port whose bus port
 // (port+10000) is free too.
-func (c *Cluster) startNode() *clusterNode {
-	c.t.Helper()
+func (c *Cluster) startNode() (*clusterNode, error) {
 	for attempt := 0; ; attempt++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			c.t.Fatal(err)
+			return nil, err
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
@@ -108,27 +130,29 @@ func (c *Cluster) startNode() *clusterNode {
 		} else {
 			_ = bus.Close()
 		}
-		n := &clusterNode{addr: "127.0.0.1:" + strconv.Itoa(port), dir: c.t.TempDir(), done: make(chan struct{})}
+		n := &clusterNode{addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(c.dir, strconv.Itoa(port)), done: make(chan struct{})}
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, err
+		}
 		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", n.dir,
 			"--save", "", "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout / time.Millisecond)),
 			"--logfile", filepath.Join(n.dir, "redis.log"), "--daemonize", "no"}, c.args...)
-		n.cmd = exec.Command("redis-server", args...)
-		if err := n.cmd.Start(); err != nil {
-			c.t.Fatalf("start redis-server (it must be on PATH): %v", err)
+		if n.cmd, err = redisServer(args...); err != nil {
+			return nil, err
 		}
 		go func() { _ = n.cmd.Wait(); close(n.done) }()
 		if c.answers(n, 10*time.Second) {
 			c.mu.Lock()
 			c.nodes = append(c.nodes, n)
 			c.mu.Unlock()
-			return n
+			return n, nil
 		}
 		_ = n.cmd.Process.Kill()
 		<-n.done
 		if attempt == 3 {
 			log, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
-			c.t.Fatalf("redis-server on %s did not answer:\n%s", n.addr, log)
+			return nil, fmt.Errorf("redis-server on %s did not answer:\n%s", n.addr, log)
 		}
 	}
 }
@@ -157,17 +181,19 @@ func (c *Cluster) answers(n *clusterNode, limit time.Duration) bool {
 }
 
 // waitNode polls CLUSTER INFO on addr until it contains want.
-func (c *Cluster) waitNode(addr, want string, limit time.Duration) {
-	c.t.Helper()
+func (c *Cluster) waitNode(addr, want string, limit time.Duration) error {
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer client.Close()
 	var info string
-	Eventually(c.t, limit, "cluster node "+addr+" to report "+want, func() bool {
+	if !poll(limit, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		info, _ = client.ClusterInfo(ctx).Result()
 		return strings.Contains(info, want)
-	})
+	}) {
+		return fmt.Errorf("cluster node %s does not report %s within %v:\n%s", addr, want, limit, info)
+	}
+	return nil
 }
 
 // URL is the cluster's URL in go-redis's cluster form, naming every node.

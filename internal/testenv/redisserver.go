@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -37,12 +39,20 @@ func StartRedisServer(t testing.TB, args ...string) *RedisServer {
 // that a test starts later on a port it names now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // StartRedisServerOn is StartRedisServer on the given port.
@@ -57,20 +67,50 @@ func StartRedisServerOn(t testing.TB, port int, args ...string) *RedisServer {
 // start runs the server on r's port and dir and waits until it answers.
 func (r *RedisServer) start() {
 	r.t.Helper()
+	if err := r.launch(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// launch is start, reporting what went wrong.
+func (r *RedisServer) launch() error {
 	all := append([]string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
 		"--logfile", filepath.Join(r.dir, "redis.log")}, r.args...)
-	r.cmd = exec.Command("redis-server", all...)
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("start redis-server (it must be on PATH): %v", err)
+	cmd, err := redisServer(all...)
+	if err != nil {
+		return err
 	}
+	r.cmd = cmd
 	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	defer c.Close()
-	Eventually(r.t, 10*time.Second, "redis-server to answer", func() bool {
+	if !poll(10*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		return c.Ping(ctx).Err() == nil
-	})
+	}) {
+		r.Stop()
+		return fmt.Errorf("redis-server on %s did not answer within 10 s:\n%s", r.Addr(), r.Log())
+	}
+	return nil
+}
+
+// installHint says how to get redis-server (and redis-cli, which comes
+// with it).
+const installHint = "redis-server is not on PATH: install it (apt-get install redis-server)"
+
+// redisServer starts redis-server from PATH with args. Should the test
+// binary die without stopping it, the kernel kills it (Pdeathsig).
+func redisServer(args ...string) (*exec.Cmd, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, errors.New(installHint)
+	}
+	cmd := exec.Command("redis-server", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	return cmd, nil
 }
 
 // Addr is the server's host:port.

@@ -1,13 +1,13 @@
 // Package testenv holds helpers for tests that need real services, such as
 // Redis, and the helpers that tests of several packages share: bounded waits
-// (Recv, Eventually) and an actor probe (Probe). The helpers never skip: a
-// test that needs a service and cannot reach it fails, saying how to provide
-// the service.
+// (Recv, Eventually) and an actor probe (Probe). A test that needs Redis or
+// a Redis Cluster gets the one its variable names, or else a throwaway one
+// the test binary starts (shared.go). The helpers never skip: a test that
+// needs a service and cannot have it fails, saying how to provide it.
 package testenv
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -17,24 +17,12 @@ import (
 // RedisURLEnv is the environment variable that points tests at a real Redis.
 const RedisURLEnv = "TRELLIS_TEST_REDIS_URL"
 
-// RedisURL returns the Redis URL from TRELLIS_TEST_REDIS_URL. If the variable
-// is empty it fails the test with a message that says how to run it.
+// RedisURL returns the Redis URL from TRELLIS_TEST_REDIS_URL or, when it is
+// empty, that of the test binary's shared throwaway redis-server (see
+// shared.go). If that cannot start, it fails the test saying why.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	return requireEnv(t, RedisURLEnv, "a real Redis", "a throwaway Redis", "redis://127.0.0.1:PORT/0")
-}
-
-// requireEnv returns the variable name, or fails the test saying that it
-// needs what, that the test command starts a throwaway one, and what to
-// set the variable to instead.
-func requireEnv(t testing.TB, name, what, throwaway, example string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Fatal("this test needs " + what + ": run it with `make test` (or `bash scripts/test.sh`), " +
-			"which starts " + throwaway + ", or set " + name + "=" + example)
-	}
-	return v
+	return serverURL(t, RedisURLEnv, "a real Redis", sharedRedisURL)
 }
 
 // Redis returns a client for the Redis at RedisURL, after checking with a

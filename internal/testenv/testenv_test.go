@@ -3,11 +3,36 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain stops the shared servers the tests started, and checks that
+// none is left running.
+func TestMain(m *testing.M) {
+	code := Servers(m).Run()
+	for _, r := range []*RedisServer{shared.redis} {
+		if r != nil && r.cmd != nil {
+			fmt.Fprintln(os.Stderr, "testenv: the shared redis-server is still running")
+			code = 1
+		}
+	}
+	if c := shared.cluster; c != nil {
+		for _, n := range c.nodes {
+			select {
+			case <-n.done:
+			default:
+				fmt.Fprintln(os.Stderr, "testenv: a node of the shared cluster is still running:", n.addr)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
 
 // TestRedis proves the test command's Redis plumbing: the URL is set, the
 // server answers PING, and a SET/GET round trip works.

@@ -23,11 +23,21 @@ func Recv[T any](t testing.TB, ch <-chan T, limit time.Duration) T {
 // naming what after limit.
 func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !poll(limit, cond) {
+		t.Fatalf("not true within %v: %s", limit, what)
+	}
+}
+
+// poll polls cond every millisecond until it holds (true) or limit passes
+// (false): Eventually for code that reports errors instead of failing a
+// test.
+func poll(limit time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not true within %v: %s", limit, what)
+			return false
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return true
 }

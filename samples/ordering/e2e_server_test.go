@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := trellistest.Servers(m).Run()
 	_ = os.RemoveAll(dir)
 	// Every server process and HTTP connection of a test is gone by its
 	// end; a goroutine left over is a leak in the tests or the sample.

@@ -1,4 +1,4 @@
-package trellis_test
+package httpserver_test
 
 import (
 	"net/http"
@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestRequestTimeout: a request that outlives Config.RequestTimeout gets
 // 504, and the command it carried is not run.
 func TestRequestTimeout(t *testing.T) {
-	ts := start(t, &counterApp{stallID: "stalled"}, trellistest.WithConfig(func(c *trellis.Config) {
+	ts := fixture.StartCounter(t, &fixture.CounterApp{StallID: "stalled"}, trellistest.WithConfig(func(c *trellis.Config) {
 		c.RequestTimeout = 50 * time.Millisecond
 	}))
 	resp := ts.Post(t, "/counters/stalled/increase", map[string]int{"by": 1})
@@ -22,7 +23,7 @@ func TestRequestTimeout(t *testing.T) {
 	if p := resp.Problem(t); p.Detail != "the request did not finish in time" || p.CorrelationId == "" {
 		t.Errorf("problem %s: want the timeout detail and a correlation id", resp.Body)
 	}
-	if c := counterOf(t, ts.Get(t, "/counters/stalled")); c.Value != 0 {
+	if c := fixture.Counter(t, ts.Get(t, "/counters/stalled")); c.Value != 0 {
 		t.Errorf("value %d: the timed-out command ran", c.Value)
 	}
 }

@@ -1,4 +1,4 @@
-package trellis_test
+package admin_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/fixture"
 )
 
 // paginationTimers is how many timers the pagination test walks through.
@@ -19,12 +21,12 @@ const paginationTimers = 2500
 // times repeat (37 distinct ones), so that the walk must also order and
 // resume within equal due times.
 func TestAdminPagination(t *testing.T) {
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) {
-			ts := startAdmin(t, adminToken, sc.store(t)...)
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) {
+			ts := fixture.Start(t, fixture.AdminToken, sc.Opts(t)...)
 			ctx := context.Background()
 			for i := range paginationTimers {
-				call, err := adminOK.Deferred(adminArg{Order: strconv.Itoa(i)})
+				call, err := fixture.OK.Deferred(fixture.Order{Order: strconv.Itoa(i)})
 				if err != nil {
 					t.Fatal(err)
 				}

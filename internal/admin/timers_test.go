@@ -1,4 +1,4 @@
-package trellis_test
+package admin_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"
@@ -21,11 +22,11 @@ import (
 // adminFixture is a service with five timers, one of them failing. In run
 // order, after the fake clock moved 2 s (t0 is the start):
 //
-//	order-fail       adminFail, due t0+1s, ran at t0+2s and failed: due again t0+5s
-//	order-a-1        adminOK,   due t0+30s
-//	report/daily 1   adminOK,   due t0+5m   (a name with '/' and ' ')
+//	order-fail       fixture.Fail, due t0+1s, ran at t0+2s and failed: due again t0+5s
+//	order-a-1        fixture.OK,   due t0+30s
+//	report/daily 1   fixture.OK,   due t0+5m   (a name with '/' and ' ')
 //	counter-bump     counter.Increase of entity c-7, due t0+10m, maxRetries 3
-//	order-a-2        adminOK,   due t0+2h
+//	order-a-2        fixture.OK,   due t0+2h
 type adminFixture struct {
 	ts *trellistest.Service
 }
@@ -34,7 +35,7 @@ var fixtureOrder = []string{"order-fail", "order-a-1", "report/daily 1", "counte
 
 func newAdminFixture(t *testing.T, opts ...trellistest.Option) adminFixture {
 	t.Helper()
-	ts := startAdmin(t, adminToken, opts...)
+	ts := fixture.Start(t, fixture.AdminToken, opts...)
 	ctx := context.Background()
 	sched := ts.Host().Timers
 	must := func(c components.DeferredCall, err error) components.DeferredCall {
@@ -50,11 +51,11 @@ func newAdminFixture(t *testing.T, opts ...trellistest.Option) adminFixture {
 		call  components.DeferredCall // the call
 		opts  []timers.CreateOption   // create options
 	}{
-		{"order-a-1", 30 * time.Second, must(adminOK.Deferred(adminArg{Order: "a-1", Items: []int{1}})), nil},
-		{"order-a-2", 2 * time.Hour, must(adminOK.Deferred(adminArg{Order: "a-2"})), nil},
-		{"order-fail", time.Second, must(adminFail.Deferred(adminArg{Order: "f", Items: []int{4, 2}})), nil},
+		{"order-a-1", 30 * time.Second, must(fixture.OK.Deferred(fixture.Order{Order: "a-1", Items: []int{1}})), nil},
+		{"order-a-2", 2 * time.Hour, must(fixture.OK.Deferred(fixture.Order{Order: "a-2"})), nil},
+		{"order-fail", time.Second, must(fixture.Fail.Deferred(fixture.Order{Order: "f", Items: []int{4, 2}})), nil},
 		{"counter-bump", 10 * time.Minute, must(counter.Increase.Deferred("c-7", 5)), []timers.CreateOption{timers.WithMaxRetries(3)}},
-		{"report/daily 1", 5 * time.Minute, must(adminOK.Deferred(adminArg{Order: "r"})), nil},
+		{"report/daily 1", 5 * time.Minute, must(fixture.OK.Deferred(fixture.Order{Order: "r"})), nil},
 	}
 	for _, c := range creates {
 		if _, err := sched.Create(ctx, c.name, c.delay, c.call, c.opts...); err != nil {
@@ -70,9 +71,9 @@ func newAdminFixture(t *testing.T, opts ...trellistest.Option) adminFixture {
 
 // TestAdminTimers runs the admin routes against a fixture, on both stores.
 func TestAdminTimers(t *testing.T) {
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) {
-			f := newAdminFixture(t, sc.store(t)...)
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) {
+			f := newAdminFixture(t, sc.Opts(t)...)
 			t.Run("filters", f.testFilters)
 			t.Run("get", f.testGet)
 			t.Run("stats", f.testStats)
@@ -113,7 +114,7 @@ func (f adminFixture) testFilters(t *testing.T) {
 		})
 	}
 	// An empty result is an empty array, not null.
-	resp := adminGet(t, f.ts, "/admin/timers?name=nothing-matches")
+	resp := fixture.Admin(t, f.ts, http.MethodGet, "/admin/timers?name=nothing-matches")
 	if resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"timers":[]`) {
 		t.Errorf("empty list: %d %s", resp.Status, resp.Body)
 	}
@@ -145,7 +146,7 @@ func (f adminFixture) testGet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp := adminGet(t, f.ts, timerPath(tt.name))
+			resp := fixture.Admin(t, f.ts, http.MethodGet, timerPath(tt.name))
 			if resp.Status != http.StatusOK {
 				t.Fatalf("GET: %d %s", resp.Status, resp.Body)
 			}
@@ -199,7 +200,7 @@ func (f adminFixture) testGet(t *testing.T) {
 		})
 	}
 	t.Run("absent", func(t *testing.T) {
-		resp := adminGet(t, f.ts, timerPath("no-such-timer"))
+		resp := fixture.Admin(t, f.ts, http.MethodGet, timerPath("no-such-timer"))
 		if resp.Status != http.StatusNotFound {
 			t.Fatalf("GET absent: %d %s", resp.Status, resp.Body)
 		}
@@ -211,7 +212,7 @@ func (f adminFixture) testGet(t *testing.T) {
 
 // testStats: the counts are the store's.
 func (f adminFixture) testStats(t *testing.T) {
-	resp := adminGet(t, f.ts, "/admin/timers/stats")
+	resp := fixture.Admin(t, f.ts, http.MethodGet, "/admin/timers/stats")
 	if resp.Status != http.StatusOK {
 		t.Fatalf("GET stats: %d %s", resp.Status, resp.Body)
 	}
@@ -240,7 +241,7 @@ func (f adminFixture) testDelete(t *testing.T) {
 		{http.MethodGet, "report/daily 1", http.StatusNotFound},
 	}
 	for _, s := range steps {
-		resp := adminDo(t, f.ts, s.method, timerPath(s.name), "Bearer "+adminToken)
+		resp := fixture.Admin(t, f.ts, s.method, timerPath(s.name))
 		if resp.Status != s.status {
 			t.Fatalf("%s %s: %d, want %d: %s", s.method, s.name, resp.Status, s.status, resp.Body)
 		}
@@ -258,16 +259,16 @@ func (f adminFixture) testDelete(t *testing.T) {
 // route even when a timer is named "stats"; that timer is listed with
 // name=stats and deleted with DELETE /admin/timers/stats.
 func TestAdminStatsIsNotATimerName(t *testing.T) {
-	ts := startAdmin(t, adminToken)
+	ts := fixture.Start(t, fixture.AdminToken)
 	ctx := context.Background()
-	call, err := adminOK.Deferred(adminArg{Order: "s"})
+	call, err := fixture.OK.Deferred(fixture.Order{Order: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ts.Host().Timers.Create(ctx, "stats", time.Hour, call); err != nil {
 		t.Fatal(err)
 	}
-	resp := adminGet(t, ts, "/admin/timers/stats")
+	resp := fixture.Admin(t, ts, http.MethodGet, "/admin/timers/stats")
 	keys := jsonKeys(t, resp.Body)
 	if _, isStats := keys["active"]; resp.Status != http.StatusOK || !isStats {
 		t.Fatalf("GET /admin/timers/stats: %d %s, want the stats", resp.Status, resp.Body)
@@ -276,7 +277,7 @@ func TestAdminStatsIsNotATimerName(t *testing.T) {
 	if g := names(listed); !slices.Equal(g, []string{"stats"}) {
 		t.Errorf("name=stats lists %q", g)
 	}
-	if resp := adminDo(t, ts, http.MethodDelete, "/admin/timers/stats", "Bearer "+adminToken); resp.Status != http.StatusNoContent {
+	if resp := fixture.Admin(t, ts, http.MethodDelete, "/admin/timers/stats"); resp.Status != http.StatusNoContent {
 		t.Fatalf("DELETE /admin/timers/stats: %d %s", resp.Status, resp.Body)
 	}
 	if _, err := ts.Host().Timers.Get(ctx, "stats"); !errors.Is(err, timers.ErrNotFound) {
@@ -287,7 +288,7 @@ func TestAdminStatsIsNotATimerName(t *testing.T) {
 // TestAdminInvalidQueries: each invalid parameter is a 400 problem that
 // names it; the bounds themselves are accepted.
 func TestAdminInvalidQueries(t *testing.T) {
-	ts := startAdmin(t, adminToken)
+	ts := fixture.Start(t, fixture.AdminToken)
 	tests := []struct {
 		name   string // case name
 		query  string // raw query string
@@ -312,7 +313,7 @@ func TestAdminInvalidQueries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := adminGet(t, ts, "/admin/timers?"+tt.query)
+			resp := fixture.Admin(t, ts, http.MethodGet, "/admin/timers?"+tt.query)
 			if resp.Status != tt.status {
 				t.Fatalf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
 			}

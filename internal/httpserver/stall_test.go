@@ -1,4 +1,4 @@
-package trellis_test
+package httpserver_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -38,7 +39,7 @@ func dialStalled(t *testing.T, ts *trellistest.Service) net.Conn {
 // deadline is answered 408 and its connection closed, instead of being
 // waited for forever.
 func TestStalledBodyIs408(t *testing.T) {
-	ts := start(t, &counterApp{}, trellistest.WithConfig(func(c *trellis.Config) { c.RequestTimeout = time.Second }))
+	ts := fixture.StartCounter(t, &fixture.CounterApp{}, trellistest.WithConfig(func(c *trellis.Config) { c.RequestTimeout = time.Second }))
 	c := dialStalled(t, ts)
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -57,7 +58,7 @@ func TestStalledBodyIs408(t *testing.T) {
 // beyond the cap.
 func TestStalledConnectionsLeaveRoomForProbes(t *testing.T) {
 	const maxConns, stalled = 50, 300
-	ts := start(t, &counterApp{}, trellistest.WithConfig(func(c *trellis.Config) { c.MaxConnections = maxConns }))
+	ts := fixture.StartCounter(t, &fixture.CounterApp{}, trellistest.WithConfig(func(c *trellis.Config) { c.MaxConnections = maxConns }))
 	conns := make([]net.Conn, stalled)
 	for i := range conns {
 		conns[i] = dialStalled(t, ts)

@@ -1,4 +1,4 @@
-package trellis_test
+package httpserver_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -20,11 +21,11 @@ import (
 // pattern (never the raw path; unmatched requests share one label). Two
 // services in one process each have their own registry.
 func TestMetrics(t *testing.T) {
-	for _, sc := range stores {
-		t.Run(sc.name, func(t *testing.T) {
-			ts := startAdmin(t, adminToken, sc.store(t)...)
-			other := startAdmin(t, adminToken) // a second registry in the same process
-			call, err := adminOK.Deferred(adminArg{Order: "m"})
+	for _, sc := range fixture.Stores {
+		t.Run(sc.Name, func(t *testing.T) {
+			ts := fixture.Start(t, fixture.AdminToken, sc.Opts(t)...)
+			other := fixture.Start(t, fixture.AdminToken) // a second registry in the same process
+			call, err := fixture.OK.Deferred(fixture.Order{Order: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -32,7 +33,7 @@ func TestMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Exactly one request of each kind the assertions count.
-			if resp := adminGet(t, ts, "/admin/timers/secret-order-4711"); resp.Status != http.StatusNotFound {
+			if resp := fixture.Admin(t, ts, http.MethodGet, "/admin/timers/secret-order-4711"); resp.Status != http.StatusNotFound {
 				t.Fatalf("GET a missing timer: %d", resp.Status)
 			}
 			if resp := ts.Get(t, "/counters/visits-4711"); resp.Status != http.StatusOK {
@@ -103,13 +104,13 @@ func grepLines(s, sub string) string {
 // counted with the 500 it got; an application's own collector, registered
 // in Host.Metrics during setup, is served too.
 func TestMetricsPanicAndAppCollectors(t *testing.T) {
-	app := &counterApp{panicID: "boom"}
+	app := &fixture.CounterApp{PanicID: "boom"}
 	appCounter := prometheus.NewCounter(prometheus.CounterOpts{Name: "app_things_total", Help: "Things the app did."})
 	ts := trellistest.Start(t, func(h *trellis.Host, r chi.Router) error {
 		if err := h.Metrics.Register(appCounter); err != nil {
 			return err
 		}
-		return app.setup(h, r)
+		return app.Setup(h, r)
 	})
 	appCounter.Add(3)
 	if resp := ts.Get(t, "/counters/boom"); resp.Status != http.StatusInternalServerError {

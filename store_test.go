@@ -1,14 +1,19 @@
 package trellis_test
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/redis/go-redis/v9"
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -71,17 +76,17 @@ func TestServiceOnRedisCluster(t *testing.T) {
 	client := testenv.RedisCluster(t)
 	t.Cleanup(func() { testenv.DeleteKeys(t, client, prefix+":*") })
 	url := testenv.RedisClusterURL(t)
-	ts := start(t, &counterApp{}, trellistest.WithStorePrefix(prefix),
+	ts := fixture.StartCounter(t, &fixture.CounterApp{}, trellistest.WithStorePrefix(prefix),
 		trellistest.WithConfig(func(c *trellis.Config) { c.RedisClusterURL = url }))
 
 	const n = 300
 	for i := range n {
-		c := counterOf(t, ts.Post(t, fmt.Sprintf("/counters/c-%d/increase", i), map[string]int{"by": i + 1}))
+		c := fixture.Counter(t, ts.Post(t, fmt.Sprintf("/counters/c-%d/increase", i), map[string]int{"by": i + 1}))
 		if c.Value != int64(i+1) {
 			t.Fatalf("counter c-%d = %d, want %d", i, c.Value, i+1)
 		}
 	}
-	if c := counterOf(t, ts.Get(t, "/counters/c-7")); c.Value != 8 {
+	if c := fixture.Counter(t, ts.Get(t, "/counters/c-7")); c.Value != 8 {
 		t.Fatalf("counter c-7 = %d, want 8", c.Value)
 	}
 	if resp := ts.Get(t, "/readyz"); resp.Status != http.StatusOK {
@@ -98,5 +103,31 @@ func TestServiceOnRedisCluster(t *testing.T) {
 	}
 	if !strings.Contains(ts.Logs(), `"cluster"`) {
 		t.Errorf("the start-up log does not say the store is a cluster")
+	}
+}
+
+// redisURLWithDB is the test Redis's URL with another database index.
+func redisURLWithDB(t *testing.T, db string) string {
+	t.Helper()
+	opts, err := redis.ParseURL(trellistest.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "redis://" + opts.Addr + "/" + db
+}
+
+// TestRedisDBOutOfRange: a database index the Redis does not have is
+// refused at start-up, quoting Redis, as a *ConfigError (exit code 2 from
+// Run), instead of a service that retries forever.
+func TestRedisDBOutOfRange(t *testing.T) {
+	cfg := trellis.Config{RedisURL: redisURLWithDB(t, "100")}
+	svc, err := trellis.New(cfg, func(*trellis.Host, chi.Router) error { return nil }, trellis.WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil {
+		_ = svc.Shutdown(context.Background())
+		t.Fatal("New accepted database 100 of a Redis with 16")
+	}
+	var ce *trellis.ConfigError
+	if !errors.As(err, &ce) || ce.Var != trellis.EnvRedisURL || !strings.Contains(err.Error(), "DB index is out of range") {
+		t.Fatalf("New: %v; want a *ConfigError on %s quoting Redis", err, trellis.EnvRedisURL)
 	}
 }

@@ -1,4 +1,4 @@
-package trellis_test
+package admin_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -16,11 +17,11 @@ import (
 // wrong token get 401 with a Bearer challenge, and the right token gets
 // through. Neither token ever reaches the log.
 func TestAdminAuth(t *testing.T) {
-	disabled := startAdmin(t, "")
-	enabled := startAdmin(t, adminToken)
+	disabled := fixture.Start(t, "")
+	enabled := fixture.Start(t, fixture.AdminToken)
 	// A timer for GET and DELETE to find with the right token.
 	for _, ts := range []*trellistest.Service{disabled, enabled} {
-		call, err := adminOK.Deferred(adminArg{Order: "auth"})
+		call, err := fixture.OK.Deferred(fixture.Order{Order: "auth"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +29,7 @@ func TestAdminAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wrongToken := strings.Repeat("x", len(adminToken)) // same length: only the content differs
+	wrongToken := strings.Repeat("x", len(fixture.AdminToken)) // same length: only the content differs
 
 	routes := []struct {
 		method string // HTTP method
@@ -50,16 +51,16 @@ func TestAdminAuth(t *testing.T) {
 		challenge string               // expected WWW-Authenticate prefix ("" for none)
 	}{
 		{name: "no token configured, no header", ts: disabled, status: 403, detail: "set to a secret"},
-		{name: "no token configured, some token", ts: disabled, authz: "Bearer " + adminToken, status: 403, detail: "TRELLIS_ADMIN_TOKEN"},
+		{name: "no token configured, some token", ts: disabled, authz: "Bearer " + fixture.AdminToken, status: 403, detail: "TRELLIS_ADMIN_TOKEN"},
 		{name: "missing header", ts: enabled, status: 401, detail: "Authorization: Bearer", challenge: `Bearer realm="trellis-admin"`},
-		{name: "wrong scheme", ts: enabled, authz: "Basic " + adminToken, status: 401, detail: "Authorization: Bearer", challenge: "Bearer"},
+		{name: "wrong scheme", ts: enabled, authz: "Basic " + fixture.AdminToken, status: 401, detail: "Authorization: Bearer", challenge: "Bearer"},
 		{name: "scheme only", ts: enabled, authz: "Bearer", status: 401, detail: "Authorization: Bearer", challenge: "Bearer"},
 		{name: "empty credential", ts: enabled, authz: "Bearer   ", status: 401, detail: "Authorization: Bearer", challenge: "Bearer"},
 		{name: "wrong token", ts: enabled, authz: "Bearer " + wrongToken, status: 401, detail: "not the admin token", challenge: `Bearer realm="trellis-admin", error="invalid_token"`},
-		{name: "prefix of the token", ts: enabled, authz: "Bearer " + adminToken[:len(adminToken)-1], status: 401, detail: "not the admin token", challenge: "Bearer"},
-		{name: "token with a suffix", ts: enabled, authz: "Bearer " + adminToken + "x", status: 401, detail: "not the admin token", challenge: "Bearer"},
-		{name: "lower-case scheme, right token", ts: enabled, authz: "bearer " + adminToken},
-		{name: "right token", ts: enabled, authz: "Bearer " + adminToken},
+		{name: "prefix of the token", ts: enabled, authz: "Bearer " + fixture.AdminToken[:len(fixture.AdminToken)-1], status: 401, detail: "not the admin token", challenge: "Bearer"},
+		{name: "token with a suffix", ts: enabled, authz: "Bearer " + fixture.AdminToken + "x", status: 401, detail: "not the admin token", challenge: "Bearer"},
+		{name: "lower-case scheme, right token", ts: enabled, authz: "bearer " + fixture.AdminToken},
+		{name: "right token", ts: enabled, authz: "Bearer " + fixture.AdminToken},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +68,7 @@ func TestAdminAuth(t *testing.T) {
 				if tc.status == 0 && rt.method == http.MethodDelete && tc.name != "right token" {
 					continue // the timer must still be there for the last case
 				}
-				resp := adminDo(t, tc.ts, rt.method, rt.path, tc.authz)
+				resp := fixture.Send(t, tc.ts, rt.method, rt.path, tc.authz)
 				want := tc.status
 				if want == 0 {
 					want = rt.ok
@@ -92,7 +93,7 @@ func TestAdminAuth(t *testing.T) {
 		if !strings.Contains(logs, "admin request refused") {
 			t.Errorf("the refusals were not logged")
 		}
-		for _, secret := range []string{adminToken[:16], wrongToken[:16]} {
+		for _, secret := range []string{fixture.AdminToken[:16], wrongToken[:16]} {
 			if strings.Contains(logs, secret) {
 				t.Errorf("the log contains a token (%q…)", secret)
 			}
@@ -103,13 +104,13 @@ func TestAdminAuth(t *testing.T) {
 // TestAdminOpenRoutes: /metrics and the probes need no token, also when
 // the admin API is enabled; unknown paths under /admin are plain 404s.
 func TestAdminOpenRoutes(t *testing.T) {
-	ts := startAdmin(t, adminToken)
+	ts := fixture.Start(t, fixture.AdminToken)
 	for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
 		if resp := ts.Get(t, path); resp.Status != http.StatusOK {
 			t.Errorf("GET %s without a token: %d %s", path, resp.Status, resp.Body)
 		}
 	}
-	resp := adminGet(t, ts, "/admin/nope")
+	resp := fixture.Admin(t, ts, http.MethodGet, "/admin/nope")
 	if resp.Status != http.StatusNotFound {
 		t.Errorf("GET /admin/nope: %d %s", resp.Status, resp.Body)
 	}

@@ -1,4 +1,4 @@
-package trellis_test
+package admin_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -20,7 +21,7 @@ const acknowledgePath = "/admin/timers/wipe/acknowledge"
 // the operator acknowledges it through the admin API (with the token);
 // then /readyz is 200 again, the markers are back and the metric is 0.
 func TestAcknowledgeWipeOverHTTP(t *testing.T) {
-	ts := startAdmin(t, adminToken, trellistest.WithRedisURL(trellistest.RedisURL(t)))
+	ts := fixture.Start(t, fixture.AdminToken, trellistest.WithRedisURL(trellistest.RedisURL(t)))
 	if r := ts.Get(t, "/readyz"); r.Status != http.StatusOK {
 		t.Fatalf("/readyz before the wipe: %d %s", r.Status, r.Body)
 	}
@@ -59,7 +60,7 @@ func TestAcknowledgeWipeOverHTTP(t *testing.T) {
 		{"wrong token", "Bearer not-the-admin-token-at-all", http.StatusUnauthorized},
 	}
 	for _, tc := range refusals {
-		if r := adminDo(t, ts, http.MethodPost, acknowledgePath, tc.authz); r.Status != tc.status {
+		if r := fixture.Send(t, ts, http.MethodPost, acknowledgePath, tc.authz); r.Status != tc.status {
 			t.Errorf("acknowledge with %s: %d %s, want %d", tc.name, r.Status, r.Body, tc.status)
 		}
 	}
@@ -67,7 +68,7 @@ func TestAcknowledgeWipeOverHTTP(t *testing.T) {
 		t.Fatalf("/readyz after refused acknowledgements: %d, want 503 still", r.Status)
 	}
 
-	if r := adminDo(t, ts, http.MethodPost, acknowledgePath, "Bearer "+adminToken); r.Status != http.StatusNoContent {
+	if r := fixture.Admin(t, ts, http.MethodPost, acknowledgePath); r.Status != http.StatusNoContent {
 		t.Fatalf("acknowledge: %d %s, want 204", r.Status, r.Body)
 	}
 	if r := ts.Get(t, "/readyz"); r.Status != http.StatusOK {
@@ -80,7 +81,7 @@ func TestAcknowledgeWipeOverHTTP(t *testing.T) {
 		t.Errorf("/metrics after the acknowledgement has no trellis_timers_store_wiped 0")
 	}
 	// Acknowledging again, with nothing wiped, changes nothing.
-	if r := adminDo(t, ts, http.MethodPost, acknowledgePath, "Bearer "+adminToken); r.Status != http.StatusNoContent {
+	if r := fixture.Admin(t, ts, http.MethodPost, acknowledgePath); r.Status != http.StatusNoContent {
 		t.Errorf("acknowledge again: %d %s, want 204", r.Status, r.Body)
 	}
 }

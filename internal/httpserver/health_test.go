@@ -1,4 +1,4 @@
-package trellis_test
+package httpserver_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -32,7 +33,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := start(t, &counterApp{}, tt.opts(t)...)
+			ts := fixture.StartCounter(t, &fixture.CounterApp{}, tt.opts(t)...)
 
 			resp := ts.Get(t, "/healthz")
 			if resp.Status != http.StatusOK || resp.Header.Get("Content-Type") != api.ContentTypeJSON {
@@ -88,7 +89,7 @@ func TestOpenAPISpecServed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := start(t, &counterApp{}, tt.opts...)
+			ts := fixture.StartCounter(t, &fixture.CounterApp{}, tt.opts...)
 			resp := ts.Get(t, tt.path)
 			if tt.want == nil {
 				if resp.Status != http.StatusNotFound {

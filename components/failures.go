@@ -1,0 +1,27 @@
+package components
+
+import "errors"
+
+// The failures a call may end with that are not a component's own
+// refusal: the stores (entities, timers) wrap them with %w, so that a
+// caller (api.WriteError) can answer each with the right status without
+// knowing which store, or which client library, failed. They live here,
+// at the bottom of the import graph, because the stores and api all
+// import this package already.
+var (
+	// ErrUnavailable: the state store cannot serve the call now, whatever
+	// its data: it is unreachable, or it answered that it cannot work now
+	// (loading, read-only, out of memory, a cluster or primary down, a
+	// login refused), or it is full. Retrying later may succeed (HTTP 503).
+	ErrUnavailable = errors.New("state store unavailable")
+	// ErrConflict: a write found a revision other than the one it was
+	// computed from, someone else wrote first (entities.ErrConflict is
+	// this error). After too many in a row, HTTP 409.
+	ErrConflict = errors.New("revision conflict")
+	// ErrLimit: the call would break a configured limit. The error that
+	// wraps ErrLimit itself (timers.LimitError) says which, in words a
+	// client may read. A limit on the call (a name, a payload) is HTTP
+	// 400; one on what the store holds (the active timers) wraps
+	// ErrUnavailable as well, since room comes back: HTTP 503.
+	ErrLimit = errors.New("limit exceeded")
+)

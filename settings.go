@@ -1,0 +1,246 @@
+package trellis
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/store"
+)
+
+// settings is every field of Config, each with its name, its variable and
+// flag (for those read from the environment), its default and its check,
+// side by side: DefaultConfig, withDefaults, ConfigFromEnv, ConfigUsage
+// and Validate are all made from it, so a new setting is one entry here
+// (and its field). Validate checks them in this order.
+var settings = []setting{
+	field[string]{
+		about: about{name: "HTTPAddr", env: EnvHTTPAddr, flag: "addr", usage: "HTTP listen address"},
+		def:   ":9000", at: func(c *Config) *string { return &c.HTTPAddr },
+		rule: checkAddr,
+	},
+	field[string]{
+		about: about{name: "RedisURL", env: EnvRedisURL, flag: "redis-url",
+			usage: "Redis URL of the state store; empty: in-memory, not durable"},
+		at:   func(c *Config) *string { return &c.RedisURL },
+		rule: checkRedisURL,
+	},
+	field[string]{
+		about: about{name: "RedisClusterURL", env: EnvRedisClusterURL, flag: "redis-cluster-url",
+			usage: "Redis Cluster of the state store, redis://host:port?addr=host:port&addr=host:port; instead of -redis-url"},
+		at:   func(c *Config) *string { return &c.RedisClusterURL },
+		rule: checkClusterURL,
+	},
+	field[string]{
+		about: about{name: "RedisPrefix", env: EnvRedisPrefix, flag: "redis-prefix",
+			usage: "prefix of every Redis key; services with different prefixes can share a Redis database"},
+		def: "trellis", at: func(c *Config) *string { return &c.RedisPrefix },
+		rule: checkRedisPrefix,
+	},
+	field[string]{
+		about: about{name: "AdminToken", env: EnvAdminToken, flag: "admin-token",
+			usage: "bearer token of the admin API; prefer the env var, flags show in ps"},
+		at:   func(c *Config) *string { return &c.AdminToken },
+		rule: checkAdminToken,
+	},
+	field[slog.Level]{
+		about: about{name: "LogLevel", env: EnvLogLevel, flag: "log-level", usage: "log level: debug, info, warn or error"},
+		def:   slog.LevelInfo, at: func(c *Config) *slog.Level { return &c.LogLevel },
+		parse: parseLevel, format: func(l slog.Level) string { return strings.ToLower(l.String()) },
+	},
+	field[int64]{
+		about: about{name: "MaxBodyBytes"}, def: api.DefaultMaxBodyBytes,
+		at: func(c *Config) *int64 { return &c.MaxBodyBytes }, rule: positive[int64],
+	},
+	field[time.Duration]{
+		about: about{name: "RequestTimeout"}, def: 30 * time.Second,
+		at: func(c *Config) *time.Duration { return &c.RequestTimeout }, rule: positive[time.Duration],
+	},
+	field[time.Duration]{
+		about: about{name: "ShutdownTimeout"}, def: 30 * time.Second,
+		at: func(c *Config) *time.Duration { return &c.ShutdownTimeout }, rule: positive[time.Duration],
+	},
+	field[int]{
+		about: about{name: "MaxConnections"}, def: 4096,
+		at: func(c *Config) *int { return &c.MaxConnections }, rule: positive[int],
+	},
+}
+
+// setting is one entry of the settings table.
+type setting interface {
+	meta() about
+	// setDefault sets the field to its default; fillZero does so only
+	// when the field is zero.
+	setDefault(c *Config)
+	fillZero(c *Config)
+	// text is the field as the flag shows it; set parses a text into the
+	// field (an error's message is the reason it is invalid).
+	text(c Config) string
+	set(c *Config, text string) error
+	// check is Validate's rule (an error's message is the reason).
+	check(c Config) error
+}
+
+// about names a setting.
+type about struct {
+	name  string // the Config field
+	env   string // its environment variable; "" for a setting only code sets
+	flag  string // its flag, without the dash (with env only)
+	usage string // the flag's help, before " (env …)"
+}
+
+func (a about) meta() about { return a }
+
+// error is the *ConfigError of the setting for reason.
+func (a about) error(reason error) *ConfigError {
+	if a.env == "" {
+		return &ConfigError{Var: "Config." + a.name, Reason: reason.Error()}
+	}
+	return &ConfigError{Var: a.env, Flag: "-" + a.flag, Reason: reason.Error()}
+}
+
+// field is a setting of type T. A string needs no parse or format.
+type field[T comparable] struct {
+	about
+	def    T
+	at     func(*Config) *T
+	parse  func(string) (T, error)   // nil: T is string
+	format func(T) string            // nil: T is string, or the setting has no variable
+	rule   func(v T, c Config) error // nil: any value
+}
+
+func (f field[T]) setDefault(c *Config) { *f.at(c) = f.def }
+
+func (f field[T]) fillZero(c *Config) {
+	var zero T
+	if p := f.at(c); *p == zero {
+		*p = f.def
+	}
+}
+
+func (f field[T]) text(c Config) string {
+	v := *f.at(&c)
+	if f.format != nil {
+		return f.format(v)
+	}
+	s, _ := any(v).(string)
+	return s
+}
+
+func (f field[T]) set(c *Config, text string) error {
+	if f.parse == nil {
+		s, ok := any(&text).(*T)
+		if !ok {
+			return fmt.Errorf("setting %s has no parser", f.name)
+		}
+		*f.at(c) = *s
+		return nil
+	}
+	v, err := f.parse(text)
+	if err != nil {
+		return err
+	}
+	*f.at(c) = v
+	return nil
+}
+
+func (f field[T]) check(c Config) error {
+	if f.rule == nil {
+		return nil
+	}
+	return f.rule(*f.at(&c), c)
+}
+
+// minAdminTokenLen: the admin token is a shared secret; a short one can be
+// guessed.
+const minAdminTokenLen = 16
+
+func positive[T int | int64 | time.Duration](v T, _ Config) error {
+	if v <= 0 {
+		return errors.New("must be positive")
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("%q is not a level: want debug, info, warn or error", s)
+}
+
+func checkAddr(addr string, _ Config) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%q is not a listen address (want host:port or :port): %s", addr, why)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return bad(ae.Err)
+		}
+		return bad(err.Error())
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return bad("the port must be a number from 0 to 65535")
+	}
+	return nil
+}
+
+func checkRedisURL(url string, _ Config) error {
+	if url == "" {
+		return nil
+	}
+	return store.CheckURL(url)
+}
+
+// checkClusterURL: at most one of the two Redis settings, and a URL
+// go-redis's cluster client takes.
+func checkClusterURL(url string, c Config) error {
+	switch {
+	case url == "":
+		return nil
+	case c.RedisURL != "":
+		return errors.New("is set together with " + EnvRedisURL + " (-redis-url): set " + EnvRedisURL +
+			" for one Redis or " + EnvRedisClusterURL + " for a Redis Cluster, not both")
+	}
+	return store.CheckClusterURL(url)
+}
+
+// checkRedisPrefix checks the rule stated on [Config.RedisPrefix], which
+// package keyspace owns.
+func checkRedisPrefix(p string, _ Config) error {
+	var pe *keyspace.PrefixError
+	if err := keyspace.CheckPrefix(p); errors.As(err, &pe) {
+		return errors.New(pe.Reason)
+	}
+	return nil
+}
+
+func checkAdminToken(token string, _ Config) error {
+	switch {
+	case token == "":
+		return nil
+	case utf8.RuneCountInString(token) < minAdminTokenLen:
+		return fmt.Errorf("must be at least %d characters (it is a shared secret: try `openssl rand -hex 32`)", minAdminTokenLen)
+	case strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return errors.New("must not contain spaces or control characters")
+	}
+	return nil
+}

@@ -1,0 +1,2 @@
+forget(ARGV[1])
+return 1

@@ -1,0 +1,71 @@
+local function fmt(n) return string.format('%.0f', n) end
+local function now_ms(arg, round_up)
+	if arg ~= '' then return tonumber(arg) end
+	local t = redis.call('TIME')
+	local ms = tonumber(t[1]) * 1000
+	local us = tonumber(t[2])
+	if round_up then return ms + math.ceil(us / 1000) end
+	return ms + math.floor(us / 1000)
+end
+local function build(r)
+	return table.concat({r.gen, r.created, r.maxr, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err .. r.call
+end
+-- stateOf is the state of a timer whose record is rec and whose state is
+-- st (false when it has none): nil for a corrupt record.
+local function stateOf(rec, st)
+	local gen, _, _, due, att, last, elen, pos =
+		string.match(rec, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):()')
+	if not gen then return nil end
+	if st then
+		local sgen, sdue, satt, slast, selen, spos = string.match(st, '^(%d+):(%d+):(%d+):(%d+):(%d+):()')
+		if sgen == gen then
+			selen = tonumber(selen)
+			return {gen = gen, due = sdue, att = tonumber(satt), last = slast, err = string.sub(st, spos, spos + selen - 1)}
+		end
+	end
+	elen = tonumber(elen)
+	return {gen = gen, due = due, att = tonumber(att), last = last, err = string.sub(rec, pos, pos + elen - 1)}
+end
+local function buildState(r)
+	return table.concat({r.gen, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err
+end
+-- genOf is the generation of a timer: from its state st when it has one,
+-- else from its record in the data hash (nil when there is none).
+local function genOf(name, st)
+	if st then return string.match(st, '^(%d+):') end
+	local rec = redis.call('HGET', KEYS[2], name)
+	return rec and string.match(rec, '^(%d+):')
+end
+local function forget(name)
+	redis.call('HDEL', KEYS[2], name)
+	redis.call('HDEL', KEYS[4], name)
+	redis.call('ZREM', KEYS[1], name)
+	redis.call('SREM', KEYS[3], name)
+end
+-- callMany runs cmd on key with the values of list as its arguments, in
+-- calls of at most 1,000 (an even number, so pairs stay whole: unpack has
+-- a limit), and returns the replies' elements in order. One call for many
+-- timers: each redis.call costs more than the command itself.
+local function callMany(cmd, key, list)
+	if #list == 0 then return {} end
+	if #list <= 1000 then
+		local r = redis.call(cmd, key, unpack(list))
+		if type(r) == 'table' then return r end
+		return {}
+	end
+	local out = {}
+	for i = 1, #list, 1000 do
+		local r = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+		if type(r) == 'table' then
+			for k = 1, #r do out[#out + 1] = r[k] end
+		end
+	end
+	return out
+end
+local function forgetMany(names)
+	if #names == 0 then return end
+	callMany('HDEL', KEYS[2], names)
+	callMany('HDEL', KEYS[4], names)
+	callMany('ZREM', KEYS[1], names)
+	callMany('SREM', KEYS[3], names)
+end

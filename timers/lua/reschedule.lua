@@ -1,0 +1,23 @@
+local now = now_ms(ARGV[1], false)
+local out = {}
+for i = 2, #ARGV, 5 do
+	local name = ARGV[i]
+	local rec = redis.call('HGET', KEYS[2], name)
+	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], name))
+	local res = 0
+	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
+		if ARGV[i + 3] == '-1' then
+			forget(name)
+			res = 2
+		else
+			r.err = ARGV[i + 4]
+			r.due = fmt(now + tonumber(ARGV[i + 3]))
+			redis.call('HSET', KEYS[4], name, buildState(r))
+			redis.call('ZADD', KEYS[1], r.due, name)
+			redis.call('SADD', KEYS[3], name)
+			res = 1
+		end
+	end
+	out[#out + 1] = res
+end
+return out
