@@ -215,11 +215,11 @@ func blockBriefly() {
 
 // Shutdown stops every worker however they are spread between running,
 // spinning and parked when the stops are queued: a worker that takes its
-// stop after a run or while about to park passes the wake-up on. (Before it
-// did, about one shutdown in a thousand with 4 or more workers hung.)
+// stop after a run or while about to park passes the wake-up on; a lost
+// wake-up hangs about one shutdown in a thousand with 4 or more workers.
 func TestDispatcherShutdownStopsEveryWorker(t *testing.T) {
 	// More processors than this machine may have make the workers' states
-	// at the moment of shutdown far more varied (the hang needed 4 or more).
+	// at the moment of shutdown far more varied (a lost wake-up needs 4 or more).
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(8))
 	rounds := 5000
 	if raceEnabled {

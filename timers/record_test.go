@@ -14,8 +14,7 @@ import (
 
 // TestStoredCallRoundTrip: every call comes back from its stored form as
 // it went in, small ones stay readable JSON, large ones are compressed,
-// and the stored form of earlier versions (DEFLATE of the JSON) still
-// decodes.
+// and the legacy stored form (DEFLATE of the JSON) decodes.
 func TestStoredCallRoundTrip(t *testing.T) {
 	large := json.RawMessage(`"` + strings.Repeat("abcdefgh", 128) + `"`)
 	legacy := func(call components.DeferredCall) string {
@@ -40,7 +39,7 @@ func TestStoredCallRoundTrip(t *testing.T) {
 		{name: "small call, plain JSON", call: components.DeferredCall{ComponentID: "c", Method: "m", Argument: json.RawMessage(`{"a":1}`)}, tag: '{'},
 		{name: "large call, binary and compressed", call: components.DeferredCall{ComponentID: "c", Method: "m", Argument: large}, tag: huffTag},
 		{name: "large call to an entity", call: components.DeferredCall{ComponentID: "orders", Method: "expire", EntityID: "o-1", Argument: large}, tag: huffTag},
-		{name: "earlier versions' compressed JSON", call: components.DeferredCall{ComponentID: "c", Method: "m", EntityID: "e", Argument: large}, tag: deflateTag, stored: legacy},
+		{name: "legacy compressed JSON", call: components.DeferredCall{ComponentID: "c", Method: "m", EntityID: "e", Argument: large}, tag: deflateTag, stored: legacy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stored string

@@ -479,7 +479,7 @@ func TestRedisCorruptCallFails(t *testing.T) {
 	}
 }
 
-// TestRedisRecordsOfEarlierVersions: a record as earlier versions wrote it
+// TestRedisRecordsOfEarlierVersions: a record in the legacy form
 // (attempts, last attempt and error in its header, no state) runs as its
 // next attempt, and Get reads it as it was until then.
 func TestRedisRecordsOfEarlierVersions(t *testing.T) {

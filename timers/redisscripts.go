@@ -36,9 +36,8 @@ import (
 // record's header; a timer that never ran has none. So a claim, a
 // completion or a retry reads and writes a few dozen bytes, not the
 // 1 KB record (it reads the record's header only for a timer without a
-// state, and copies the record through to the claim's reply). Records
-// that earlier versions rewrote in place (attempts in the header, no
-// state) read the same way.
+// state, and copies the record through to the claim's reply). Records in
+// the legacy form (attempts in the header, no state) read the same way.
 //
 //go:embed lua/prelude.lua
 var luaPrelude string

@@ -20,8 +20,8 @@ import (
 // huffTag, the length of the call's binary form as a uvarint, and that
 // binary form Huffman-coded (huff0, four streams). The binary form is
 // componentId, method and entityId, each a uvarint length and its bytes,
-// then the argument's JSON. (deflateTag and the DEFLATE of the JSON is
-// what earlier versions wrote; it still decodes.)
+// then the argument's JSON. (deflateTag and the DEFLATE of the JSON, the
+// legacy form, decode too.)
 //
 // Why compress: jemalloc rounds a 1 KB argument's allocation up to its
 // 1,280-byte size class, and with the sorted-set and hash entries on top
