@@ -1,5 +1,5 @@
 # Thin wrappers; scripts/test.sh is the test command.
-.PHONY: test bench run vet
+.PHONY: test bench run vet lint
 
 # All tests against a throwaway Redis: go vet + go test -race.
 test:
@@ -15,3 +15,7 @@ run:
 
 vet:
 	go vet ./...
+
+# golangci-lint at the pinned version (tools/go.mod), with .golangci.yml.
+lint:
+	bash scripts/lint.sh

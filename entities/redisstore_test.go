@@ -96,7 +96,7 @@ func TestRedisStoreKeyLayout(t *testing.T) {
 	wantHash("created", map[string]string{"data": `{"x":1}`, "rev": "1"})
 	mustDelete(t, ctx, s, "a:b", "c", rev)
 	wantHash("deleted", map[string]string{"gone": "1"})
-	rev = mustSave(t, ctx, s, "a:b", "c", `{"x":2}`, 0)
+	mustSave(t, ctx, s, "a:b", "c", `{"x":2}`, 0)
 	wantHash("re-created", map[string]string{"data": `{"x":2}`, "rev": "2"})
 	if keys, err := client.Keys(ctx, prefix+":*").Result(); err != nil || len(keys) != 1 || keys[0] != key {
 		t.Fatalf("keys under the prefix = %v, %v; want only %s", keys, err, key)

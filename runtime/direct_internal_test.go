@@ -12,15 +12,13 @@ import (
 
 // directMsg is the protocol of the actor these tests run directly.
 type directMsg struct {
-	n        int              // recorded in handled
-	adapter  chan Ref[int]    // answer with a DirectAdapter
-	postpone *bool            // set PostponeWakeups (with n: record n, else -1)
-	gate     chan struct{}    // block on it while handling
-	entered  chan<- struct{}  // with gate: say so before blocking
-	boom     bool             // panic
-	handled  chan<- int       // where n goes
-	self     *cell[directMsg] // filled in by startDirect
-	_        [0]func()        // not comparable
+	n        int             // recorded in handled
+	adapter  chan Ref[int]   // answer with a DirectAdapter
+	postpone *bool           // set PostponeWakeups (with n: record n, else -1)
+	gate     chan struct{}   // block on it while handling
+	entered  chan<- struct{} // with gate: say so before blocking
+	boom     bool            // panic
+	_        [0]func()       // not comparable
 }
 
 // directActor is an actor of directMsg, its cell, a DirectAdapter to it

@@ -42,7 +42,7 @@ func (s *Stash[T]) UnstashAll(ctx *Context[T]) {
 	}
 	x := ctx.c.ext()
 	rest := x.unstashed[x.unext:]
-	x.unstashed = append(s.buf, rest...)
+	x.unstashed = append(s.buf, rest...) //nolint:gocritic // the stashed messages, then what was still to be unstashed
 	x.unext = 0
 	s.buf = nil
 }

@@ -40,7 +40,7 @@ func TestSetup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append(tt.opts, trellistest.WithServiceOptions(trellis.WithContract(contract.Spec)))
+			opts := append(slices.Clone(tt.opts), trellistest.WithServiceOptions(trellis.WithContract(contract.Spec)))
 			ts := trellistest.Start(t, setup(&samples{}), opts...)
 			resp := ts.Post(t, "/counters/setup-check/increase", map[string]int{"by": 2})
 			var c contract.Counter

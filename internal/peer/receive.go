@@ -48,11 +48,11 @@ func (s *Server) serveTell(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(headerSignature, s.signer.signReply(sig, http.StatusOK, nil))
 	w.WriteHeader(http.StatusOK)
-	http.NewResponseController(w).Flush()
+	_ = http.NewResponseController(w).Flush() // a gone sender shows as a read error next
 
 	if err := s.deliver(r, sig, epoch, order); err != nil {
 		s.log.Debug("peer: tell stream ended", "remote", r.RemoteAddr, "err", err)
-		w.Write(mustJSON(classify(err)))
+		_, _ = w.Write(mustJSON(classify(err)))
 	}
 }
 

@@ -209,7 +209,7 @@ func (s *sender) open() (*stream, error) {
 	}
 	if err != nil {
 		cancel()
-		pw.Close()
+		_ = pw.Close()
 		return nil, err
 	}
 	bw := bufio.NewWriter(pw)
@@ -263,8 +263,8 @@ func (st *stream) write(m tellMsg, flush bool) error {
 // and ends the stream; past a bound, or when the stream is broken, it
 // cancels it.
 func (st *stream) close() {
-	st.bw.Flush()
-	st.pw.Close()
+	_ = st.bw.Flush() // the stream is ending: its reader sees what arrived
+	_ = st.pw.Close()
 	select {
 	case <-st.watched:
 	case <-time.After(closeGrace):

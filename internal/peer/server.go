@@ -248,7 +248,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why error) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
-	w.Write(mustJSON(wireError{Kind: KindUnauthorized.String(), Message: "not authenticated as a peer of this cluster; the server's log says why"}))
+	_, _ = w.Write(mustJSON(wireError{Kind: KindUnauthorized.String(), Message: "not authenticated as a peer of this cluster; the server's log says why"}))
 }
 
 // fail answers err's kind, signed.
@@ -263,5 +263,5 @@ func (s *Server) answer(w http.ResponseWriter, requestSig string, status int, bo
 	h.Set("Content-Type", "application/json")
 	h.Set(headerSignature, s.signer.signReply(requestSig, status, body))
 	w.WriteHeader(status)
-	w.Write(body)
+	_, _ = w.Write(body) // a caller that is gone cannot be told
 }

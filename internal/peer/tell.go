@@ -45,7 +45,7 @@ func (s *signer) signTell(streamSig string, seq uint64, to string, msg []byte) s
 // its messages in order across streams.
 func newClientID() string {
 	var b [12]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	return hex.EncodeToString(b[:])
 }
 

@@ -118,7 +118,7 @@ type dialError struct {
 
 func (e *dialError) Error() string   { return e.err.Error() }
 func (e *dialError) Timeout() bool   { return e.err.Timeout() }
-func (e *dialError) Temporary() bool { return e.err.Temporary() } // still part of net.Error
+func (e *dialError) Temporary() bool { return e.err.Temporary() } //nolint:staticcheck // net.Error still declares it, and go-redis may ask
 func (e *dialError) Unwrap() error   { return e.err }
 
 func (h loggerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -123,7 +123,7 @@ func (p *Proxy) Close() {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.ln.Close()
+	_ = p.ln.Close()
 	for _, l := range p.snapshot() {
 		l.close()
 		l.release()
@@ -203,7 +203,7 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn) {
 			continue
 		}
 		if tc, ok := dst.(*net.TCPConn); ok && errors.Is(err, io.EOF) && !l.dropped.Load() {
-			tc.CloseWrite()
+			_ = tc.CloseWrite()
 		} else {
 			l.close()
 		}
@@ -252,7 +252,7 @@ func (l *link) close() {
 // other side sees a broken connection, not an orderly end.
 func resetClose(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+		_ = tc.SetLinger(0)
 	}
-	c.Close()
+	_ = c.Close()
 }
