@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -132,7 +133,7 @@ func TestPanickingQueueFailsTheController(t *testing.T) {
 				r.SendNextTo.Tell(job{N: 1})
 			}
 			h.watcher.expectStopped(t, h.pc.Path())
-			err := h.logs.loggedError(errQueuePanicked)
+			err := h.logs.loggedError(durablecalls.ErrQueuePanicked)
 			if err == nil || !strings.Contains(err.Error(), "exploded") {
 				t.Fatalf("logged error %v, want one that the queue panicked, with its value", err)
 			}

@@ -169,16 +169,13 @@ func (l *faultLink[A]) toProducer(m ProducerCommand[A]) {
 func (l *faultLink[A]) toConsumer(m ConsumerCommand[A]) { runtime.TellPostponable(l.cc, m) }
 
 // linkDelayed is a message the link held back, back from its timer.
-type linkDelayed[A any] struct{ msg any }
-
-func (linkDelayed[A]) consumerCommand(A) {}
-func (linkDelayed[A]) producerCommand(A) {}
+type linkDelayed struct{ msg any }
 
 // linkLagTick says that the head of a direction's lagged messages is due.
-type linkLagTick[A any] struct{ f *faults }
+type linkLagTick struct{ f *faults }
 
-func (linkLagTick[A]) consumerCommand(A) {}
-func (linkLagTick[A]) producerCommand(A) {}
+// The link's own messages (linkDelayed, linkLagTick) travel wrapped as
+// commands of the controllers it stands for.
 
 // newFaultLink spawns the two actors of a link between pc and cc, with
 // random streams derived from seed.
@@ -186,10 +183,20 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	cc runtime.Ref[ConsumerCommand[A]], toCC, toPC faults, seed uint64) *faultLink[A] {
 	t.Helper()
 	l := &faultLink[A]{pc: pc, cc: cc, ccFaults: toCC, pcFaults: toPC}
+	hooks := Hooks[A]()
 	var err error
 	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[ConsumerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		return runtime.ReceiveFunc(func(ctx *runtime.Context[ConsumerCommand[A]], m ConsumerCommand[A]) {
+			if v, ok := hooks.UnwrapConsumer(m); ok {
+				switch v := v.(type) {
+				case linkDelayed:
+					l.toConsumer(v.msg.(ConsumerCommand[A]))
+				case linkLagTick:
+					releaseLagged(ctx, v.f, hooks.WrapConsumer)
+				}
+				return
+			}
 			switch m := m.(type) {
 			case *SequencedMessage[A]:
 				if l.pc == nil {
@@ -200,11 +207,7 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 				}
 				c := *m // shared with the producer controller: copy, never modify
 				c.ProducerController = l.toPC
-				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.toConsumer)
-			case linkDelayed[A]:
-				l.toConsumer(m.msg.(ConsumerCommand[A]))
-			case linkLagTick[A]:
-				releaseLagged[ConsumerCommand[A], A](ctx, m.f)
+				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.toConsumer, hooks.WrapConsumer)
 			default:
 				l.cc.Tell(m)
 			}
@@ -216,16 +219,21 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	l.toPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[ProducerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		return runtime.ReceiveFunc(func(ctx *runtime.Context[ProducerCommand[A]], m ProducerCommand[A]) {
+			if v, ok := hooks.UnwrapProducer(m); ok {
+				switch v := v.(type) {
+				case linkDelayed:
+					l.toProducer(v.msg.(ProducerCommand[A]))
+				case linkLagTick:
+					releaseLagged(ctx, v.f, hooks.WrapProducer)
+				}
+				return
+			}
 			switch m := m.(type) {
 			case RegisterConsumer[A]:
 				m.ConsumerController = l.toCC
-				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.toProducer)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.toProducer, hooks.WrapProducer)
 			case Request[A], Resend[A], Ack[A], *Ack[A]:
-				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.toProducer)
-			case linkDelayed[A]:
-				l.toProducer(m.msg.(ProducerCommand[A]))
-			case linkLagTick[A]:
-				releaseLagged[ProducerCommand[A], A](ctx, m.f)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.toProducer, hooks.WrapProducer)
 			default:
 				l.toProducer(m)
 			}
@@ -237,8 +245,9 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	return l
 }
 
-// linkApply passes m on through send, or loses, repeats or delays it.
-func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A], f *faults, st *linkStats, m T, send func(T)) {
+// linkApply passes m on through send, or loses, repeats or delays it; wrap
+// makes the link's own messages Ts.
+func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A], f *faults, st *linkStats, m T, send func(T), wrap func(any) T) {
 	if l.gated(m, func() { send(m) }) {
 		return
 	}
@@ -255,13 +264,13 @@ func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A
 		if f.maxDelay > 0 && rng.Float64() < f.delay {
 			st.delayed.Add(1)
 			d := time.Duration(rng.Int64N(int64(f.maxDelay))) + 1
-			held := any(linkDelayed[A]{msg: m}).(T)
+			held := wrap(linkDelayed{msg: m})
 			ctx.Timers().StartSingle(l.delayCount.Add(1), held, d)
 			continue
 		}
 		st.passed.Add(1)
 		if f.lag > 0 {
-			lagSend[T, A](ctx, rng, f, func() { send(m) })
+			lagSend(ctx, rng, f, func() { send(m) }, wrap)
 			continue
 		}
 		send(m)
@@ -270,17 +279,17 @@ func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A
 
 // lagSend holds send back for a random time up to f.lag, after every
 // message held before it.
-func lagSend[T, A any](ctx *runtime.Context[T], rng *rand.Rand, f *faults, send func()) {
+func lagSend[T any](ctx *runtime.Context[T], rng *rand.Rand, f *faults, send func(), wrap func(any) T) {
 	at := time.Now().Add(time.Duration(rng.Int64N(int64(f.lag))))
 	if n := len(f.lagged); n > 0 && at.Before(f.lagged[n-1].at) {
 		at = f.lagged[n-1].at
 	}
 	f.lagged = append(f.lagged, laggedMessage{at: at, send: send})
-	armLag[T, A](ctx, f)
+	armLag(ctx, f, wrap)
 }
 
 // releaseLagged sends, in order, the lagged messages that are due.
-func releaseLagged[T, A any](ctx *runtime.Context[T], f *faults) {
+func releaseLagged[T any](ctx *runtime.Context[T], f *faults, wrap func(any) T) {
 	f.lagArmed = false
 	now := time.Now()
 	i := 0
@@ -288,13 +297,13 @@ func releaseLagged[T, A any](ctx *runtime.Context[T], f *faults) {
 		f.lagged[i].send()
 	}
 	f.lagged = f.lagged[i:]
-	armLag[T, A](ctx, f)
+	armLag(ctx, f, wrap)
 }
 
-func armLag[T, A any](ctx *runtime.Context[T], f *faults) {
+func armLag[T any](ctx *runtime.Context[T], f *faults, wrap func(any) T) {
 	if f.lagArmed || len(f.lagged) == 0 {
 		return
 	}
 	f.lagArmed = true
-	ctx.Timers().StartSingle(f, any(linkLagTick[A]{f: f}).(T), max(time.Until(f.lagged[0].at), 0))
+	ctx.Timers().StartSingle(f, wrap(linkLagTick{f: f}), max(time.Until(f.lagged[0].at), 0))
 }

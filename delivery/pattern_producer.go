@@ -8,18 +8,57 @@ package delivery
 // worker or entity a message goes to, buffering, stats) is theirs.
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
 	"github.com/trellis-go/trellis/runtime"
 )
+
+// ErrBufferFull is wrapped by the error with which a work-pulling or
+// sharding producer controller stops when its producer sends more messages
+// than its buffer holds, which only a producer that does not wait for
+// RequestNext can do.
+var ErrBufferFull = errors.New("delivery: buffer full")
+
+// DefaultBufferSize is the default of the patterns' buffer sizes.
+const DefaultBufferSize = 1000
+
+// ProducerHooks are what a pattern controller uses of delivery's producer
+// controller (see controller.Hooks).
+type ProducerHooks[A any] = controller.Producer[A, ProducerCommand[A]]
+
+// ConsumerHooks are what a sharded entity uses of delivery's consumer
+// controller.
+type ConsumerHooks[A any] = controller.Consumer[A, ConsumerCommand[A]]
+
+// Hooks returns delivery's hooks for messages of type A.
+func Hooks[A any]() *controller.Hooks[A, ProducerCommand[A], ConsumerCommand[A]] {
+	return controller.For[A, ProducerCommand[A], ConsumerCommand[A]]((*SequencedMessage[A])(nil))
+}
+
+// ValidateProducerSettings returns s with its defaults, or an error naming
+// the first field out of range.
+func ValidateProducerSettings(s ProducerSettings) (ProducerSettings, error) {
+	v, err := controller.ValidateProducerSettings(s)
+	return v.(ProducerSettings), err
+}
+
+// ValidateConsumerSettings is ValidateProducerSettings for consumer
+// settings.
+func ValidateConsumerSettings(s ConsumerSettings) (ConsumerSettings, error) {
+	v, err := controller.ValidateConsumerSettings(s)
+	return v.(ConsumerSettings), err
+}
 
 // patternProducer is the part of a work-pulling or sharding producer
 // controller that is not about its workers or entities. C is the
 // controller's command type, N its RequestNext type.
 type patternProducer[A, C, N any] struct {
 	kind string // "work-pulling" or "sharding": names the controller in its log and errors
-	cfg  *producerConfig[A]
+	cfg  *ProducerHooks[A]
 	ctx  *runtime.Context[C]
 	self runtime.Ref[C]
 	log  *slog.Logger
@@ -31,28 +70,28 @@ type patternProducer[A, C, N any] struct {
 
 	currentSeqNr SeqNr  // the next message's number
 	generation   uint64 // of the internal producer controllers: the queue's incarnation
-	dq           *durableCalls[A, C]
+	dq           *durablecalls.Calls[A, C]
 }
 
-func newPatternProducer[A, C, N any](kind string, cfg *producerConfig[A]) patternProducer[A, C, N] {
-	return patternProducer[A, C, N]{kind: kind, cfg: cfg, loaded: cfg.queue == nil, currentSeqNr: 1}
+func newPatternProducer[A, C, N any](kind string, cfg *ProducerHooks[A]) patternProducer[A, C, N] {
+	return patternProducer[A, C, N]{kind: kind, cfg: cfg, loaded: cfg.Queue == nil, currentSeqNr: 1}
 }
 
 // started takes the actor's context and logger when it starts and, with a
 // durable queue, starts loading its state; wrap makes the outcomes of the
 // queue's calls commands of the controller.
-func (f *patternProducer[A, C, N]) started(ctx *runtime.Context[C], log *slog.Logger, wrap func(durableMsg[A]) C) {
+func (f *patternProducer[A, C, N]) started(ctx *runtime.Context[C], log *slog.Logger, wrap func(durablecalls.Msg[A]) C) {
 	f.ctx, f.self, f.log = ctx, ctx.Self(), log
-	if f.cfg.queue != nil {
-		f.dq = startDurableCalls(ctx, f.cfg.queue, f.cfg.id, f.cfg.settings, f.log, wrap)
-		f.dq.loadState()
+	if f.cfg.Queue != nil {
+		f.dq = durablecalls.Start(ctx, f.cfg.Queue, f.cfg.ID, f.cfg.Durable, f.log, wrap)
+		f.dq.LoadState()
 	}
 }
 
 // stopped ends the durable queue's calls when the actor stops or restarts.
 func (f *patternProducer[A, C, N]) stopped() {
 	if f.dq != nil {
-		f.dq.stop()
+		f.dq.Stop()
 	}
 }
 
@@ -76,7 +115,7 @@ func (f *patternProducer[A, C, N]) onStart(start string, producer runtime.Ref[N]
 		f.log.Error(start + " without a producer ref: ignored")
 		return
 	}
-	if err := requireLocal(f.ctx.System(), producer, start+".Producer", "producer", f.kind+" producer controller"); err != nil {
+	if err := controller.RequireLocal(f.ctx.System(), producer, start+".Producer", "producer", f.kind+" producer controller"); err != nil {
 		f.fail(err)
 		return
 	}
@@ -88,7 +127,7 @@ func (f *patternProducer[A, C, N]) onStart(start string, producer runtime.Ref[N]
 	maybeRequestNext()
 }
 
-func (f *patternProducer[A, C, N]) storing() bool { return f.dq != nil && f.dq.storing() }
+func (f *patternProducer[A, C, N]) storing() bool { return f.dq != nil && f.dq.Storing() }
 
 // spawnChild spawns the point-to-point producer controller of one worker
 // or entity, with the producer id producerID and no durable queue (the
@@ -97,10 +136,7 @@ func (f *patternProducer[A, C, N]) storing() bool { return f.dq != nil && f.dq.s
 // per message, in order) as confirmed, and its stop as stopped.
 func (f *patternProducer[A, C, N]) spawnChild(producerID string, consumer runtime.Ref[ConsumerCommand[A]],
 	next, confirmed, stopped C) (pc runtime.Ref[ProducerCommand[A]], replyTo runtime.Ref[SeqNr], err error) {
-	cfg := *f.cfg
-	cfg.id, cfg.queue, cfg.generation = producerID, nil, f.generation
-	pc, err = runtime.Spawn(f.ctx, "", func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&cfg) },
-		runtime.WithSupervision(runtime.StopOnFailure()))
+	pc, err = runtime.Spawn(f.ctx, "", f.cfg.Child(producerID, f.generation), runtime.WithSupervision(runtime.StopOnFailure()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,29 +151,29 @@ func (f *patternProducer[A, C, N]) spawnChild(producerID string, consumer runtim
 // and qualifier (the worker or entity it goes to); ack says the producer
 // asked for a reply. One store at a time: the outcome comes to onDurable.
 func (f *patternProducer[A, C, N]) storeNext(msg A, ack bool, qualifier string) {
-	f.dq.storeSent(durable.MessageSent[A]{
+	f.dq.StoreSent(durable.MessageSent[A]{
 		SeqNr:     f.currentSeqNr,
 		Message:   msg,
 		Ack:       ack,
 		Qualifier: qualifier,
-		Timestamp: f.dq.now(),
+		Timestamp: f.dq.Now(),
 	})
 }
 
 // onDurable handles the outcome of a durable queue call, its deadline or
 // its backoff: a queue that keeps failing fails the controller, a loaded
 // state goes to loaded, the end of a storeNext to stored.
-func (f *patternProducer[A, C, N]) onDurable(m durableMsg[A], loaded func(durable.State[A]), stored func()) {
+func (f *patternProducer[A, C, N]) onDurable(m durablecalls.Msg[A], loaded func(durable.State[A]), stored func()) {
 	if f.dq == nil {
 		return
 	}
-	switch out := f.dq.handle(m); {
-	case out.err != nil:
-		f.fail(out.err)
-	case out.loaded != nil:
-		f.generation = out.loaded.Incarnation
-		loaded(*out.loaded)
-	case out.stored > 0: // one message: a pattern controller stores one at a time
+	switch out := f.dq.Handle(m); {
+	case out.Err != nil:
+		f.fail(out.Err)
+	case out.Loaded != nil:
+		f.generation = out.Loaded.Incarnation
+		loaded(*out.Loaded)
+	case out.Stored > 0: // one message: a pattern controller stores one at a time
 		stored()
 	}
 }

@@ -21,13 +21,13 @@ func TestPatternSettingsValidation(t *testing.T) {
 		consumer    *ShardingConsumerSettings // checked with NewShardingConsumerController
 		field       string                    // the field the error must name
 	}{
-		{name: "work pulling: negative buffer", workPulling: &WorkPullingSettings{BufferSize: -1}, field: "WorkPullingSettings.BufferSize"},
+		{name: "work pulling: negative buffer", workPulling: &WorkPullingSettings{BufferSize: -1}, field: "workpulling.Settings.BufferSize"},
 		{name: "work pulling: bad producer settings", workPulling: &WorkPullingSettings{Producer: ProducerSettings{ChunkLargeMessages: -1}}, field: "ChunkLargeMessages"},
-		{name: "sharding: negative buffer", sharding: &ShardingSettings{BufferSize: -5}, field: "ShardingSettings.BufferSize"},
-		{name: "sharding: cleanup below 1ms", sharding: &ShardingSettings{CleanupUnusedAfter: time.Microsecond}, field: "ShardingSettings.CleanupUnusedAfter"},
-		{name: "sharding: wake below 1ms", sharding: &ShardingSettings{ResendFirstUnconfirmedIdleTimeout: -time.Second}, field: "ShardingSettings.ResendFirstUnconfirmedIdleTimeout"},
+		{name: "sharding: negative buffer", sharding: &ShardingSettings{BufferSize: -5}, field: "sharding.Settings.BufferSize"},
+		{name: "sharding: cleanup below 1ms", sharding: &ShardingSettings{CleanupUnusedAfter: time.Microsecond}, field: "sharding.Settings.CleanupUnusedAfter"},
+		{name: "sharding: wake below 1ms", sharding: &ShardingSettings{ResendFirstUnconfirmedIdleTimeout: -time.Second}, field: "sharding.Settings.ResendFirstUnconfirmedIdleTimeout"},
 		{name: "sharding: bad producer settings", sharding: &ShardingSettings{Producer: ProducerSettings{ResendFirstInterval: time.Microsecond}}, field: "ResendFirstInterval"},
-		{name: "sharding consumer: negative buffer", consumer: &ShardingConsumerSettings{BufferSize: -1}, field: "ShardingConsumerSettings.BufferSize"},
+		{name: "sharding consumer: negative buffer", consumer: &ShardingConsumerSettings{BufferSize: -1}, field: "sharding.ConsumerSettings.BufferSize"},
 		{name: "sharding consumer: window 1", consumer: &ShardingConsumerSettings{Consumer: ConsumerSettings{FlowControlWindow: 1}}, field: "FlowControlWindow"},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -39,11 +41,13 @@ func NewShardingConsumerController[A, C any](newConsumer func(entityID string, s
 	if newConsumer == nil {
 		return nil, fmt.Errorf("sharding consumer controller: %w: the consumer factory is nil", ErrInvalidSettings)
 	}
-	cc, err := newConsumerConfig(s.Consumer, opts)
+	hooks := Hooks[A]()
+	cc, err := hooks.NewConsumer(s.Consumer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
-	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, controller: cc, bufferSize: s.BufferSize}
+	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, controller: cc, bufferSize: s.BufferSize,
+		wrap: hooks.WrapConsumer, unwrap: hooks.UnwrapConsumer}
 	return func(entityID string) runtime.Behavior[ConsumerCommand[A]] {
 		return &shardingConsumer[A, C]{cfg: cfg, entityID: entityID}
 	}, nil
@@ -51,8 +55,13 @@ func NewShardingConsumerController[A, C any](newConsumer func(entityID string, s
 
 type shardingConsumerConfig[A, C any] struct {
 	newConsumer func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C]
-	controller  *consumerConfig[A]
+	controller  *ConsumerHooks[A]
 	bufferSize  int
+	// wrap makes the entity's own messages (scProducerStopped,
+	// scControllerStopped, scConsumerStopped) consumer commands; unwrap
+	// gives them back.
+	wrap   func(v any) ConsumerCommand[A]
+	unwrap func(m ConsumerCommand[A]) (any, bool)
 }
 
 // producerLink is the consumer controller of one producer id, and the
@@ -71,19 +80,16 @@ type producerLink[A any] struct {
 	pending    []*SequencedMessage[A]
 }
 
-// Internal messages of the entity, from its watches.
+// Internal messages of the entity, from its watches, wrapped as consumer
+// commands (see shardingConsumerConfig.wrap).
 type (
-	scProducerStopped[A any]   struct{ pc runtime.AnyRef }
-	scControllerStopped[A any] struct {
+	scProducerStopped   struct{ pc runtime.AnyRef }
+	scControllerStopped struct {
 		producerID string
 		cc         runtime.AnyRef
 	}
-	scConsumerStopped[A any] struct{}
+	scConsumerStopped struct{}
 )
-
-func (scProducerStopped[A]) consumerCommand(A)   {}
-func (scControllerStopped[A]) consumerCommand(A) {}
-func (scConsumerStopped[A]) consumerCommand(A)   {}
 
 var _ runtime.PassivationGuard = (*shardingConsumer[int, int])(nil)
 
@@ -95,7 +101,7 @@ type shardingConsumer[A, C any] struct {
 	log      *slog.Logger
 
 	deliverTo  runtime.Ref[Delivery[A]] // nil until the consumer starts
-	stash      ring[*SequencedMessage[A]]
+	stash      ring.Ring[*SequencedMessage[A]]
 	byProducer map[string]*producerLink[A]
 	byPC       map[runtime.AnyRef]string // the producer id of each watched producer controller
 	stopping   bool                      // DeliverThenStop
@@ -115,7 +121,7 @@ func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[ConsumerCommand[A
 		_ = ctx.Stop(ctx.Self())
 		return
 	}
-	ctx.WatchWith(consumer, scConsumerStopped[A]{})
+	ctx.WatchWith(consumer, s.cfg.wrap(scConsumerStopped{}))
 }
 
 func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
@@ -125,29 +131,41 @@ func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]
 			return
 		}
 		if s.deliverTo == nil {
-			if s.stash.len() < s.cfg.bufferSize {
-				s.stash.push(m)
+			if s.stash.Len() < s.cfg.bufferSize {
+				s.stash.Push(m)
 			} // beyond the bound dropped: its producer controller sends it again
 			return
 		}
 		s.route(m)
 	case ConsumerStart[A]:
 		s.onStart(m)
-	case scProducerStopped[A]:
-		s.onProducerStopped(m.pc)
-	case scControllerStopped[A]:
-		s.onControllerStopped(m.producerID, m.cc)
-	case ccIdle[A]:
-		s.onIdle(m)
-	case scConsumerStopped[A]:
-		s.log.Debug("consumer stopped; stopping the entity")
-		_ = ctx.Stop(ctx.Self())
 	case DeliverThenStop[A]:
 		s.stopping = true
 		for _, l := range s.byProducer {
 			l.cc.Tell(m)
 		}
 		s.maybeStop()
+	default:
+		s.onOwn(ctx, msg)
+	}
+}
+
+// onOwn handles the entity's own messages: a consumer controller's report
+// that it holds nothing, and the entity's watches.
+func (s *shardingConsumer[A, C]) onOwn(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
+	if cc, handled, ok := s.cfg.controller.Idle(msg); ok {
+		s.onIdle(cc, handled)
+		return
+	}
+	v, _ := s.cfg.unwrap(msg)
+	switch m := v.(type) {
+	case scProducerStopped:
+		s.onProducerStopped(m.pc)
+	case scControllerStopped:
+		s.onControllerStopped(m.producerID, m.cc)
+	case scConsumerStopped:
+		s.log.Debug("consumer stopped; stopping the entity")
+		_ = ctx.Stop(ctx.Self())
 	default:
 		s.log.Warn("sharding consumer controller: message ignored", "type", fmt.Sprintf("%T", msg))
 	}
@@ -160,7 +178,7 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 		s.log.Error("ConsumerStart without a consumer ref: ignored")
 		return
 	}
-	if err := requireLocal(s.ctx.System(), m.DeliverTo, "ConsumerStart.DeliverTo", "consumer", "sharding consumer controller"); err != nil {
+	if err := controller.RequireLocal(s.ctx.System(), m.DeliverTo, "ConsumerStart.DeliverTo", "consumer", "sharding consumer controller"); err != nil {
 		// Its consumer controllers would deliver to it: the entity
 		// stops, and its consumer with it, as when it cannot spawn one.
 		s.log.Error("sharding consumer controller failed; stopping", "err", err)
@@ -171,8 +189,8 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 	for _, l := range s.byProducer {
 		l.cc.Tell(m)
 	}
-	for s.stash.len() > 0 {
-		s.route(s.stash.pop())
+	for s.stash.Len() > 0 {
+		s.route(s.stash.Pop())
 	}
 }
 
@@ -191,16 +209,14 @@ func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 	}
 	if l == nil {
 		self := s.ctx.Self()
-		cc, err := runtime.Spawn(s.ctx, "", func() runtime.Behavior[ConsumerCommand[A]] {
-			return &consumer[A]{cfg: s.cfg.controller, idleTo: self}
-		}, runtime.WithSupervision(runtime.StopOnFailure()))
+		cc, err := runtime.Spawn(s.ctx, "", s.cfg.controller.Child(self), runtime.WithSupervision(runtime.StopOnFailure()))
 		if err != nil {
 			s.log.Error("sharding consumer controller: spawn a consumer controller failed", "producerId", m.ProducerID, "err", err)
 			return
 		}
 		l = &producerLink[A]{cc: cc}
 		s.byProducer[m.ProducerID] = l
-		s.ctx.WatchWith(cc, scControllerStopped[A]{producerID: m.ProducerID, cc: cc})
+		s.ctx.WatchWith(cc, s.cfg.wrap(scControllerStopped{producerID: m.ProducerID, cc: cc}))
 		cc.Tell(ConsumerStart[A]{DeliverTo: s.deliverTo})
 	}
 	if l.pc != m.ProducerController {
@@ -211,7 +227,7 @@ func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 		}
 		l.pc, l.generation = m.ProducerController, m.Generation
 		s.byPC[l.pc] = m.ProducerID
-		s.ctx.WatchWith(l.pc, scProducerStopped[A]{pc: l.pc})
+		s.ctx.WatchWith(l.pc, s.cfg.wrap(scProducerStopped{pc: l.pc}))
 	}
 	l.routed++
 	l.cc.Tell(m)
@@ -228,7 +244,7 @@ func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 // controller holds nothing, what the producer controllers have not heard
 // confirmed is (the consumer controllers' last Acks say so as they stop).
 func (s *shardingConsumer[A, C]) HoldsPassivation() bool {
-	if s.stash.len() > 0 {
+	if s.stash.Len() > 0 {
 		return true // kept until the consumer starts, which it is about to
 	}
 	for _, l := range s.byProducer {
@@ -239,12 +255,12 @@ func (s *shardingConsumer[A, C]) HoldsPassivation() bool {
 	return false
 }
 
-// onIdle takes a consumer controller's word that it holds nothing of the
+// onIdle takes consumer controller cc's word that it holds nothing of the
 // first handled messages it was given.
-func (s *shardingConsumer[A, C]) onIdle(m ccIdle[A]) {
+func (s *shardingConsumer[A, C]) onIdle(cc runtime.AnyRef, handled uint64) {
 	for _, l := range s.byProducer {
-		if runtime.AnyRef(l.cc) == m.cc {
-			l.idleAt = m.handled
+		if runtime.AnyRef(l.cc) == cc {
+			l.idleAt = handled
 			return
 		}
 	}
@@ -290,25 +306,5 @@ func (s *shardingConsumer[A, C]) onControllerStopped(producerID string, cc runti
 func (s *shardingConsumer[A, C]) maybeStop() {
 	if s.stopping && len(s.byProducer) == 0 {
 		_ = s.ctx.Stop(s.ctx.Self())
-	}
-}
-
-// ccIdle tells a sharded entity that its consumer controller cc holds
-// nothing of the first handled SequencedMessages the entity gave it:
-// every one it delivered is confirmed. Until it has said so of every one,
-// the entity is not passivated (see shardingConsumer.HoldsPassivation).
-type ccIdle[A any] struct {
-	cc      runtime.AnyRef
-	handled uint64
-}
-
-func (ccIdle[A]) consumerCommand(A) {}
-
-// reportIdle tells the entity of a consumer controller that it holds
-// nothing, once for each count of handled messages.
-func (c *consumer[A]) reportIdle() {
-	if !c.outstanding && c.stash.len() == 0 && c.handled != c.reportedIdle {
-		c.reportedIdle = c.handled
-		c.idleTo.Tell(ccIdle[A]{cc: c.self, handled: c.handled})
 	}
 }

@@ -41,12 +41,12 @@ func (p *shardingProducer[A]) storeArrival() {
 	if p.failed {
 		return
 	}
-	if p.arrivals.len() == 0 {
+	if p.arrivals.Len() == 0 {
 		p.maybeRequestNext()
 		return
 	}
 	p.buffered--
-	p.store(p.arrivals.pop())
+	p.store(p.arrivals.Pop())
 }
 
 // onLoaded takes the stored state: every unconfirmed message is buffered

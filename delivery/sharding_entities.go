@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -20,8 +21,8 @@ type entityOut[A any] struct {
 	demandAt int                // index in shardingProducer.demand, or -1 (see demandSet)
 	// buffer holds the messages waiting for demand; unconfirmed those sent
 	// to pc, which confirms them in order, one reply each.
-	buffer      ring[*spEntry[A]]
-	unconfirmed ring[*spEntry[A]]
+	buffer      ring.Ring[*spEntry[A]]
+	unconfirmed ring.Ring[*spEntry[A]]
 	// lastActivity is when pc last asked for a message, confirmed one or
 	// was sent one.
 	lastActivity time.Time
@@ -58,7 +59,7 @@ func (p *shardingProducer[A]) entity(id string) *entityOut[A] {
 	// Its consumer is the entity itself: the first message goes out before
 	// any demand, which starts the entity.
 	var err error
-	e.pc, e.replyTo, err = p.spawnChild(p.cfg.id+"-"+id, p.region.EntityRef(id),
+	e.pc, e.replyTo, err = p.spawnChild(p.cfg.ID+"-"+id, p.region.EntityRef(id),
 		spEntityNext[A]{e: e}, spConfirmed[A]{e: e}, spChildStopped[A]{e: e})
 	if err != nil {
 		p.fail(fmt.Errorf("spawn the producer controller of entity %q: %w", id, err))
@@ -75,11 +76,11 @@ func (p *shardingProducer[A]) accept(m *spEntry[A]) {
 	if e == nil {
 		return
 	}
-	if e.demandAt >= 0 && e.buffer.len() == 0 {
+	if e.demandAt >= 0 && e.buffer.Len() == 0 {
 		p.sendTo(e, m)
 		return
 	}
-	e.buffer.push(m)
+	e.buffer.Push(m)
 	p.buffered++
 	p.bufferedBy[e.id]++
 	p.stale = true
@@ -87,11 +88,11 @@ func (p *shardingProducer[A]) accept(m *spEntry[A]) {
 
 func (p *shardingProducer[A]) sendTo(e *entityOut[A], m *spEntry[A]) {
 	p.dropDemand(e)
-	e.unconfirmed.push(m)
+	e.unconfirmed.Push(m)
 	e.lastActivity = p.now()
 	// The producer's ask wants its reply soon: only then is the entity
 	// asked to confirm this very message at once.
-	e.pc.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: m.msg}, replyTo: e.replyTo, quiet: m.replyTo == nil})
+	e.pc.Tell(p.cfg.Outgoing(m.msg, e.replyTo, m.replyTo == nil))
 }
 
 // onEntityDemand takes the RequestNext of an entity's producer controller:
@@ -102,11 +103,11 @@ func (p *shardingProducer[A]) onEntityDemand(e *entityOut[A]) {
 	}
 	e.lastActivity = p.now()
 	p.stale = true
-	if e.buffer.len() == 0 {
+	if e.buffer.Len() == 0 {
 		p.demand.add(e)
 		return
 	}
-	m := e.buffer.pop()
+	m := e.buffer.Pop()
 	p.buffered--
 	if p.bufferedBy[e.id]--; p.bufferedBy[e.id] == 0 {
 		delete(p.bufferedBy, e.id)
@@ -123,14 +124,14 @@ func (p *shardingProducer[A]) dropDemand(e *entityOut[A]) {
 
 // onEntityConfirmed takes the confirmation of the oldest message sent to e.
 func (p *shardingProducer[A]) onEntityConfirmed(e *entityOut[A]) {
-	if e.gone || e.unconfirmed.len() == 0 {
+	if e.gone || e.unconfirmed.Len() == 0 {
 		return
 	}
-	m := e.unconfirmed.pop()
+	m := e.unconfirmed.Pop()
 	e.lastActivity = p.now()
 	switch {
 	case p.dq != nil:
-		p.dq.storeConfirmed(m.seqNr, e.id)
+		p.dq.StoreConfirmed(m.seqNr, e.id)
 	case m.replyTo != nil:
 		m.replyTo.Tell(m.seqNr)
 		m.replyTo = nil
@@ -144,7 +145,7 @@ func (p *shardingProducer[A]) onEntityConfirmed(e *entityOut[A]) {
 func (p *shardingProducer[A]) cleanup() {
 	now := p.now()
 	for id, e := range p.entities {
-		if e.unconfirmed.len() > 0 || e.buffer.len() > 0 || now.Sub(e.lastActivity) < p.settings.CleanupUnusedAfter {
+		if e.unconfirmed.Len() > 0 || e.buffer.Len() > 0 || now.Sub(e.lastActivity) < p.settings.CleanupUnusedAfter {
 			continue
 		}
 		delete(p.entities, id)
@@ -164,11 +165,11 @@ func (p *shardingProducer[A]) cleanup() {
 func (p *shardingProducer[A]) wake() {
 	now := p.now()
 	for _, e := range p.entities {
-		if e.unconfirmed.len() == 0 || now.Sub(e.lastActivity) < p.settings.ResendFirstUnconfirmedIdleTimeout {
+		if e.unconfirmed.Len() == 0 || now.Sub(e.lastActivity) < p.settings.ResendFirstUnconfirmedIdleTimeout {
 			continue
 		}
 		e.lastActivity = now
-		p.log.Debug("entity silent with unconfirmed messages: sending them again", "entityId", e.id, "unconfirmed", e.unconfirmed.len())
-		e.pc.Tell(resendUnconfirmed[A]{})
+		p.log.Debug("entity silent with unconfirmed messages: sending them again", "entityId", e.id, "unconfirmed", e.unconfirmed.Len())
+		e.pc.Tell(p.cfg.ResendUnconfirmed)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -117,10 +120,10 @@ func NewShardingProducerController[A any](producerID string, region EntityRegion
 	if err != nil {
 		return nil, fmt.Errorf("sharding producer controller %q: %w", producerID, err)
 	}
-	if isNil(region) {
+	if controller.IsNil(region) {
 		return nil, fmt.Errorf("sharding producer controller %q: %w: the entity region is nil", producerID, ErrInvalidSettings)
 	}
-	cfg, err := newProducerConfig(producerID, s.Producer, opts)
+	cfg, err := Hooks[A]().NewProducer(producerID, s.Producer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
@@ -135,7 +138,7 @@ func SpawnShardingProducerController[A any](on runtime.Spawner, name, producerID
 	if err != nil {
 		return nil, err
 	}
-	return spawnController(on, name, fmt.Sprintf("sharding producer controller %q", producerID), factory)
+	return controller.Spawn(on, name, fmt.Sprintf("sharding producer controller %q", producerID), factory)
 }
 
 // spEntry is one message of the producer, from its arrival until its
@@ -149,6 +152,12 @@ type spEntry[A any] struct {
 }
 
 func (*spEntry[A]) shardingCommand(A) {}
+
+// spDurable is the outcome of a durable queue call, its deadline or its
+// backoff.
+type spDurable[A any] struct{ durablecalls.Msg[A] }
+
+func (spDurable[A]) shardingCommand(A) {}
 
 // shardingProducer is the sharding producer controller's behavior and state.
 type shardingProducer[A any] struct {
@@ -168,11 +177,11 @@ type shardingProducer[A any] struct {
 	snapshot   ShardingRequestNext[A]
 	stale      bool
 
-	arrivals ring[*spEntry[A]] // durable: messages waiting to be stored
+	arrivals ring.Ring[*spEntry[A]] // durable: messages waiting to be stored
 	storingE *spEntry[A]
 }
 
-func newShardingProducer[A any](cfg *producerConfig[A], region EntityRegion[A], s ShardingSettings) *shardingProducer[A] {
+func newShardingProducer[A any](cfg *ProducerHooks[A], region EntityRegion[A], s ShardingSettings) *shardingProducer[A] {
 	return &shardingProducer[A]{
 		patternProducer: newPatternProducer[A, ShardingCommand[A], ShardingRequestNext[A]]("sharding", cfg),
 		settings:        s,
@@ -196,7 +205,7 @@ func (spWakeTick[A]) shardingCommand(A)    {}
 func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[ShardingCommand[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
-		p.started(ctx, ctx.Log().With("producerId", p.cfg.id), func(m durableMsg[A]) ShardingCommand[A] { return m })
+		p.started(ctx, ctx.Log().With("producerId", p.cfg.ID), func(m durablecalls.Msg[A]) ShardingCommand[A] { return spDurable[A]{m} })
 		p.sendNext = runtime.DirectAdapter(ctx, func(m ShardingEnvelope[A]) ShardingCommand[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message}
 		})
@@ -233,8 +242,8 @@ func (p *shardingProducer[A]) Receive(_ *runtime.Context[ShardingCommand[A]], ms
 		p.onStart("ShardingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetShardingStats[A]:
 		p.onStats(m)
-	case durableMsg[A]:
-		p.onDurable(m, p.onLoaded, p.onStored)
+	case spDurable[A]:
+		p.onDurable(m.Msg, p.onLoaded, p.onStored)
 	}
 }
 
@@ -244,7 +253,7 @@ func (p *shardingProducer[A]) onStats(m GetShardingStats[A]) {
 	}
 	unconfirmed := 0
 	for _, e := range p.entities {
-		unconfirmed += e.unconfirmed.len()
+		unconfirmed += e.unconfirmed.Len()
 	}
 	m.ReplyTo.Tell(ShardingStats{Entities: len(p.entities), EntitiesWithDemand: len(p.demand), Buffered: p.buffered, Unconfirmed: unconfirmed})
 }
@@ -254,14 +263,14 @@ func (p *shardingProducer[A]) onStats(m GetShardingStats[A]) {
 func (p *shardingProducer[A]) onMessage(e *spEntry[A]) {
 	p.requested = false
 	if p.dq != nil {
-		if p.loaded && !p.storing() && p.arrivals.len() == 0 {
+		if p.loaded && !p.storing() && p.arrivals.Len() == 0 {
 			p.store(e)
 			return
 		}
 		if !p.admit() {
 			return
 		}
-		p.arrivals.push(e)
+		p.arrivals.Push(e)
 		p.buffered++
 		return
 	}
@@ -288,7 +297,7 @@ func (p *shardingProducer[A]) admit() bool {
 // maybeRequestNext gives the producer permission for one more message when
 // the buffer has room and nothing else waits.
 func (p *shardingProducer[A]) maybeRequestNext() {
-	if p.producer == nil || p.requested || p.failed || !p.loaded || p.storing() || p.arrivals.len() > 0 ||
+	if p.producer == nil || p.requested || p.failed || !p.loaded || p.storing() || p.arrivals.Len() > 0 ||
 		p.buffered >= p.settings.BufferSize {
 		return
 	}

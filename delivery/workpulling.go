@@ -8,17 +8,13 @@ package delivery
 // pattern_producer.go.
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
-
-// ErrBufferFull is wrapped by the error with which a work-pulling or
-// sharding producer controller stops when its producer sends more messages
-// than its buffer holds, which only a producer that does not wait for
-// RequestNext can do.
-var ErrBufferFull = errors.New("delivery: buffer full")
 
 // WorkPullingCommand is what a work-pulling producer controller handles:
 // [WorkPullingStart] and [GetWorkerStats]. The producer's messages reach it
@@ -95,7 +91,7 @@ func NewWorkPullingProducerController[A any](producerID string, key runtime.Serv
 	if err != nil {
 		return nil, fmt.Errorf("work-pulling producer controller %q: %w", producerID, err)
 	}
-	cfg, err := newProducerConfig(producerID, s.Producer, opts)
+	cfg, err := Hooks[A]().NewProducer(producerID, s.Producer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("work-pulling %w", err)
 	}
@@ -110,7 +106,7 @@ func SpawnWorkPullingProducerController[A any](on runtime.Spawner, name, produce
 	if err != nil {
 		return nil, err
 	}
-	return spawnController(on, name, fmt.Sprintf("work-pulling producer controller %q", producerID), factory)
+	return controller.Spawn(on, name, fmt.Sprintf("work-pulling producer controller %q", producerID), factory)
 }
 
 // wpEntry is one message of the producer, from its arrival until a worker
@@ -129,6 +125,12 @@ type wpEntry[A any] struct {
 
 func (*wpEntry[A]) workPullingCommand(A) {}
 
+// wpDurable is the outcome of a durable queue call, its deadline or its
+// backoff.
+type wpDurable[A any] struct{ durablecalls.Msg[A] }
+
+func (wpDurable[A]) workPullingCommand(A) {}
+
 // workPulling is the work-pulling producer controller's behavior and state.
 type workPulling[A any] struct {
 	patternProducer[A, WorkPullingCommand[A], WorkPullingRequestNext[A]]
@@ -138,15 +140,15 @@ type workPulling[A any] struct {
 	askNext    runtime.Ref[MessageWithConfirmation[A]]
 
 	workers   map[runtime.Ref[ConsumerCommand[A]]]*worker[A]
-	demand    demandSet[*worker[A]] // the workers with demand
-	handovers ring[*wpEntry[A]]     // messages of workers that left, oldest first
-	buffer    ring[*wpEntry[A]]     // messages from the producer that wait for demand
+	demand    demandSet[*worker[A]]  // the workers with demand
+	handovers ring.Ring[*wpEntry[A]] // messages of workers that left, oldest first
+	buffer    ring.Ring[*wpEntry[A]] // messages from the producer that wait for demand
 
 	storingE *wpEntry[A] // the message being stored, and its worker
 	storingW *worker[A]
 }
 
-func newWorkPulling[A any](cfg *producerConfig[A], key runtime.ServiceKey[ConsumerCommand[A]], bufferSize int) *workPulling[A] {
+func newWorkPulling[A any](cfg *ProducerHooks[A], key runtime.ServiceKey[ConsumerCommand[A]], bufferSize int) *workPulling[A] {
 	return &workPulling[A]{
 		patternProducer: newPatternProducer[A, WorkPullingCommand[A], WorkPullingRequestNext[A]]("work-pulling", cfg),
 		key:             key,
@@ -158,8 +160,8 @@ func newWorkPulling[A any](cfg *producerConfig[A], key runtime.ServiceKey[Consum
 func (p *workPulling[A]) OnSignal(ctx *runtime.Context[WorkPullingCommand[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
-		p.started(ctx, ctx.Log().With("producerId", p.cfg.id, "serviceKey", p.key.ID()),
-			func(m durableMsg[A]) WorkPullingCommand[A] { return m })
+		p.started(ctx, ctx.Log().With("producerId", p.cfg.ID, "serviceKey", p.key.ID()),
+			func(m durablecalls.Msg[A]) WorkPullingCommand[A] { return wpDurable[A]{m} })
 		p.sendNext = runtime.DirectAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
 		p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
 			return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
@@ -193,8 +195,8 @@ func (p *workPulling[A]) Receive(ctx *runtime.Context[WorkPullingCommand[A]], ms
 		p.onStart("WorkPullingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetWorkerStats[A]:
 		p.onStats(m)
-	case durableMsg[A]:
-		p.onDurable(m, p.onLoaded, p.onStored)
+	case wpDurable[A]:
+		p.onDurable(m.Msg, p.onLoaded, p.onStored)
 	}
 }
 
@@ -204,12 +206,12 @@ func (p *workPulling[A]) onStats(m GetWorkerStats[A]) {
 	}
 	unconfirmed := 0
 	for _, w := range p.workers {
-		unconfirmed += w.unconfirmed.len()
+		unconfirmed += w.unconfirmed.Len()
 	}
 	m.ReplyTo.Tell(WorkerStats{
 		NumberOfWorkers:   len(p.workers),
 		WorkersWithDemand: len(p.demand),
-		Buffered:          p.buffer.len() + p.handovers.len(),
+		Buffered:          p.buffer.Len() + p.handovers.Len(),
 		Unconfirmed:       unconfirmed,
 	})
 }
@@ -222,13 +224,13 @@ func (p *workPulling[A]) onMessage(e *wpEntry[A]) {
 		e.seqNr = p.currentSeqNr
 		p.currentSeqNr++
 	}
-	if !p.canRoute() || p.handovers.len() > 0 || p.buffer.len() > 0 {
-		if p.buffer.len() >= p.bufferSize {
+	if !p.canRoute() || p.handovers.Len() > 0 || p.buffer.Len() > 0 {
+		if p.buffer.Len() >= p.bufferSize {
 			p.fail(fmt.Errorf("%w: %d messages wait for a worker with demand (WorkPullingSettings.BufferSize); the producer must wait for RequestNext",
-				ErrBufferFull, p.buffer.len()))
+				ErrBufferFull, p.buffer.Len()))
 			return
 		}
-		p.buffer.push(e)
+		p.buffer.Push(e)
 		return
 	}
 	p.route(e)
@@ -243,10 +245,10 @@ func (p *workPulling[A]) canRoute() bool { return p.loaded && len(p.demand) > 0 
 func (p *workPulling[A]) dispatch() {
 	for p.canRoute() {
 		switch {
-		case p.handovers.len() > 0:
-			p.route(p.handovers.pop())
-		case p.buffer.len() > 0:
-			p.route(p.buffer.pop())
+		case p.handovers.Len() > 0:
+			p.route(p.handovers.Pop())
+		case p.buffer.Len() > 0:
+			p.route(p.buffer.Pop())
 		default:
 			p.maybeRequestNext()
 			return
@@ -258,7 +260,7 @@ func (p *workPulling[A]) dispatch() {
 // maybeRequestNext gives the producer permission for one more message
 // when a worker has demand and nothing is waiting for one.
 func (p *workPulling[A]) maybeRequestNext() {
-	if p.producer == nil || p.requested || p.failed || !p.canRoute() || p.handovers.len() > 0 || p.buffer.len() > 0 {
+	if p.producer == nil || p.requested || p.failed || !p.canRoute() || p.handovers.Len() > 0 || p.buffer.Len() > 0 {
 		return
 	}
 	p.requested = true

@@ -35,10 +35,10 @@ func (p *workPulling[A]) onStored() {
 		e.replyTo = nil
 	}
 	if again {
-		p.dq.storeConfirmed(old, oldQualifier)
+		p.dq.StoreConfirmed(old, oldQualifier)
 	}
 	if w.gone {
-		p.handovers.push(e)
+		p.handovers.Push(e)
 	} else {
 		p.sendTo(w, e)
 	}
@@ -54,10 +54,10 @@ func (p *workPulling[A]) onLoaded(s durable.State[A]) {
 			p.fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a work-pulling one's", u.SeqNr))
 			return
 		}
-		p.handovers.push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier})
+		p.handovers.Push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier})
 	}
 	p.loaded = true
-	if n := p.handovers.len(); n > 0 {
+	if n := p.handovers.Len(); n > 0 {
 		p.log.Info("durable queue loaded", "currentSeqNr", p.currentSeqNr, "unconfirmed", n)
 	}
 	p.dispatch()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -24,7 +25,7 @@ type worker[A any] struct {
 	demandAt int                // index in workPulling.demand, or -1 (see demandSet)
 	// unconfirmed are the messages sent to pc, in order: pc confirms them
 	// in that order, one reply each.
-	unconfirmed ring[*wpEntry[A]]
+	unconfirmed ring.Ring[*wpEntry[A]]
 	gone        bool // it left: messages about it are stale
 }
 
@@ -67,7 +68,7 @@ func (p *workPulling[A]) onListing(refs []runtime.Ref[ConsumerCommand[A]]) {
 }
 
 func (p *workPulling[A]) addWorker(cc runtime.Ref[ConsumerCommand[A]]) error {
-	w := &worker[A]{key: p.cfg.id + "-" + uuid.NewString(), cc: cc, demandAt: -1}
+	w := &worker[A]{key: p.cfg.ID + "-" + uuid.NewString(), cc: cc, demandAt: -1}
 	var err error
 	w.pc, w.replyTo, err = p.spawnChild(w.key, cc, wpWorkerNext[A]{w: w}, wpConfirmed[A]{w: w}, wpChildStopped[A]{w: w})
 	if err != nil {
@@ -87,9 +88,9 @@ func (p *workPulling[A]) removeWorker(w *worker[A]) {
 	w.gone = true
 	p.ctx.Unwatch(w.pc)
 	_ = p.ctx.Stop(w.pc)
-	n := w.unconfirmed.len()
-	for w.unconfirmed.len() > 0 {
-		p.handovers.push(w.unconfirmed.pop())
+	n := w.unconfirmed.Len()
+	for w.unconfirmed.Len() > 0 {
+		p.handovers.Push(w.unconfirmed.Pop())
 	}
 	p.log.Info("worker left", "worker", w.cc.Path(), "workerProducerId", w.key, "handedOver", n, "workers", len(p.workers))
 }
@@ -116,21 +117,21 @@ func (p *workPulling[A]) route(e *wpEntry[A]) {
 }
 
 func (p *workPulling[A]) sendTo(w *worker[A], e *wpEntry[A]) {
-	w.unconfirmed.push(e)
+	w.unconfirmed.Push(e)
 	// The producer's ask wants its reply soon: only then is the worker
 	// asked to confirm this very message at once.
-	w.pc.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: e.msg}, replyTo: w.replyTo, quiet: e.replyTo == nil})
+	w.pc.Tell(p.cfg.Outgoing(e.msg, w.replyTo, e.replyTo == nil))
 }
 
 // onWorkerConfirmed takes the confirmation of the oldest message sent to w.
 func (p *workPulling[A]) onWorkerConfirmed(w *worker[A]) {
-	if w.gone || w.unconfirmed.len() == 0 {
+	if w.gone || w.unconfirmed.Len() == 0 {
 		return
 	}
-	e := w.unconfirmed.pop()
+	e := w.unconfirmed.Pop()
 	switch {
 	case p.dq != nil:
-		p.dq.storeConfirmed(e.seqNr, w.key)
+		p.dq.StoreConfirmed(e.seqNr, w.key)
 	case e.replyTo != nil:
 		e.replyTo.Tell(e.seqNr)
 		e.replyTo = nil

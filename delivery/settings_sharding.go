@@ -3,56 +3,16 @@ package delivery
 import (
 	"fmt"
 	"time"
+
+	"github.com/trellis-go/trellis/delivery/internal/controller"
 )
 
-// Defaults of the work-pulling and sharding settings; a zero field of a
-// settings struct means its default.
+// Defaults of the sharding settings; a zero field of a settings struct
+// means its default.
 const (
-	DefaultBufferSize                        = 1000
 	DefaultCleanupUnusedAfter                = 120 * time.Second
 	DefaultResendFirstUnconfirmedIdleTimeout = 10 * time.Second
 )
-
-// WorkPullingSettings configure a work-pulling producer controller. A zero
-// field takes its default.
-type WorkPullingSettings struct {
-	// BufferSize bounds the messages from the producer that wait for a
-	// worker with demand (default 1000). A producer that waits for each
-	// RequestNext never fills it; one more message than it holds stops the
-	// controller with an error wrapping [ErrBufferFull]. The unconfirmed
-	// messages of a worker that left, which wait for another worker, do
-	// not count: they were accepted already, and are never dropped.
-	BufferSize int
-	// Producer configures the producer controller of each worker:
-	// chunking (ChunkLargeMessages, with the codec of
-	// [WithProducerCodec]) and the resend-first interval. Its durable
-	// queue fields configure the work-pulling controller's own calls to
-	// its durable queue ([WithDurableQueue]).
-	Producer ProducerSettings
-}
-
-// DefaultWorkPullingSettings are the defaults, written out.
-func DefaultWorkPullingSettings() WorkPullingSettings {
-	s, _ := WorkPullingSettings{}.validate()
-	return s
-}
-
-// validate returns the settings with defaults applied, or an error naming
-// the first field out of range.
-func (s WorkPullingSettings) validate() (WorkPullingSettings, error) {
-	if s.BufferSize == 0 {
-		s.BufferSize = DefaultBufferSize
-	}
-	if s.BufferSize < 1 {
-		return s, invalid("WorkPullingSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
-	}
-	p, err := s.Producer.validate()
-	if err != nil {
-		return s, fmt.Errorf("WorkPullingSettings.Producer: %w", err)
-	}
-	s.Producer = p
-	return s, nil
-}
 
 // ShardingSettings configure a sharding producer controller. A zero field
 // takes its default.
@@ -95,15 +55,15 @@ func (s ShardingSettings) validate() (ShardingSettings, error) {
 	}
 	switch {
 	case s.BufferSize < 1:
-		return s, invalid("ShardingSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
+		return s, controller.Invalid("sharding.Settings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
 	case s.CleanupUnusedAfter < time.Millisecond:
-		return s, invalid("ShardingSettings.CleanupUnusedAfter", s.CleanupUnusedAfter, "must be at least 1ms")
+		return s, controller.Invalid("sharding.Settings.CleanupUnusedAfter", s.CleanupUnusedAfter, "must be at least 1ms")
 	case s.ResendFirstUnconfirmedIdleTimeout < time.Millisecond:
-		return s, invalid("ShardingSettings.ResendFirstUnconfirmedIdleTimeout", s.ResendFirstUnconfirmedIdleTimeout, "must be at least 1ms")
+		return s, controller.Invalid("sharding.Settings.ResendFirstUnconfirmedIdleTimeout", s.ResendFirstUnconfirmedIdleTimeout, "must be at least 1ms")
 	}
-	p, err := s.Producer.validate()
+	p, err := ValidateProducerSettings(s.Producer)
 	if err != nil {
-		return s, fmt.Errorf("ShardingSettings.Producer: %w", err)
+		return s, fmt.Errorf("sharding.Settings.Producer: %w", err)
 	}
 	s.Producer = p
 	return s, nil
@@ -131,11 +91,11 @@ func (s ShardingConsumerSettings) validate() (ShardingConsumerSettings, error) {
 		s.BufferSize = DefaultBufferSize
 	}
 	if s.BufferSize < 1 {
-		return s, invalid("ShardingConsumerSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
+		return s, controller.Invalid("sharding.ConsumerSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
 	}
-	c, err := s.Consumer.validate()
+	c, err := ValidateConsumerSettings(s.Consumer)
 	if err != nil {
-		return s, fmt.Errorf("ShardingConsumerSettings.Consumer: %w", err)
+		return s, fmt.Errorf("sharding.ConsumerSettings.Consumer: %w", err)
 	}
 	s.Consumer = c
 	return s, nil

@@ -1,33 +1,34 @@
-package delivery
+// Package slab hands out pointers to fresh values carved from blocks.
+package slab
 
 import "sync/atomic"
 
-// slabSize is how many values one slab block holds: a stream of messages
-// costs one allocation per slabSize of them. Small, because a block stays
+// Size is how many values one slab block holds: a stream of messages
+// costs one allocation per Size of them. Small, because a block stays
 // in memory while any of its values is referenced (an unconfirmed message,
-// a message in a consumer controller's stash): at most slabSize-1 values
+// a message in a consumer controller's stash): at most Size-1 values
 // more than are in use.
-const slabSize = 16
+const Size = 16
 
-// slab hands out pointers to fresh zero values of T carved from blocks, for
+// Slab hands out pointers to fresh zero values of T carved from blocks, for
 // messages that are sent by pointer and never modified once sent. Safe for
 // concurrent use: the producer controller's adapters run on their callers'
 // goroutines.
-type slab[T any] struct {
+type Slab[T any] struct {
 	cur atomic.Pointer[slabBlock[T]]
 }
 
 type slabBlock[T any] struct {
 	taken atomic.Int32 // values handed out, or claimed by racing callers
-	items [slabSize]T
+	items [Size]T
 }
 
-// get returns a pointer to a zero T that no other caller gets.
-func (s *slab[T]) get() *T {
+// Get returns a pointer to a zero T that no other caller gets.
+func (s *Slab[T]) Get() *T {
 	for {
 		b := s.cur.Load()
 		if b != nil {
-			if i := b.taken.Add(1) - 1; i < slabSize {
+			if i := b.taken.Add(1) - 1; i < Size {
 				return &b.items[i]
 			}
 		}

@@ -1,4 +1,8 @@
-package delivery
+// Package durablecalls is the client of a durable producer queue that
+// every controller with one (point to point, work pulling, sharding) uses:
+// calls on goroutines of their own, deadlines on the system's clock,
+// retries, pipelined and batched stores, confirmations written behind.
+package durablecalls
 
 import (
 	"context"
@@ -10,11 +14,12 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
 
 // A controller with a durable queue (point to point, work pulling,
-// sharding) calls it through a durableCalls: from goroutines of its own
+// sharding) calls it through a Calls: from goroutines of its own
 // (one for loads and stores, one for confirmations, each one call at a
 // time), so that a slow store never blocks the runtime's workers, and
 // hears of each result as a message. Each call has a deadline on the
@@ -33,6 +38,14 @@ import (
 // flight, the latest one of each qualifier wins, and a failed one is
 // retried without failing the controller.
 
+// Settings are the durable queue fields of delivery.ProducerSettings,
+// with its defaults applied.
+type Settings struct {
+	DurableQueueRequestTimeout time.Duration
+	DurableQueueRetryAttempts  int
+	DurableQueueRetryBackoff   time.Duration
+}
+
 type durableOp uint8
 
 const (
@@ -43,12 +56,12 @@ const (
 
 // describe names a call for errors and logs: n is how many messages a
 // store of several stores from seqNr on.
-func (op durableOp) describe(seqNr SeqNr, n int) string {
+func (op durableOp) describe(seqNr durable.SeqNr, n int) string {
 	switch {
 	case op == opLoad:
 		return op.String()
 	case op == opStoreSent && n > 1:
-		return fmt.Sprintf("store messages sent %d-%d", seqNr, seqNr+SeqNr(n)-1)
+		return fmt.Sprintf("store messages sent %d-%d", seqNr, seqNr+durable.SeqNr(n)-1)
 	}
 	return fmt.Sprintf("%s %d", op, seqNr)
 }
@@ -69,21 +82,17 @@ func (op durableOp) String() string {
 	return "unknown"
 }
 
-// durableMsg is the outcome of a durable queue call, or one of its timers.
+// Msg is the outcome of a durable queue call, or one of its timers.
 // Every controller with a durable queue handles it.
-type durableMsg[A any] struct {
+type Msg[A any] struct {
 	op      durableOp
 	attempt int
-	seqNr   SeqNr
+	seqNr   durable.SeqNr
 	state   durable.State[A]
 	err     error
 	timeout bool // the call's deadline passed
 	retry   bool // the backoff before another attempt has passed
 }
-
-func (durableMsg[A]) producerCommand(A)    {}
-func (durableMsg[A]) workPullingCommand(A) {}
-func (durableMsg[A]) shardingCommand(A)    {}
 
 type durableTimerKey struct {
 	op    durableOp
@@ -93,38 +102,38 @@ type durableTimerKey struct {
 // durableCall is the attempt in flight of one kind of call.
 type durableCall struct {
 	attempt int
-	seqNr   SeqNr
+	seqNr   durable.SeqNr
 	n       int                // messages a store stores from seqNr on; 0 when none is under way
 	cancel  context.CancelFunc // nil when no call is in flight
 }
 
-// durableOutcome is what a durableMsg means to the controller: at most one
+// Outcome is what a Msg means to the controller: at most one
 // field is set.
-type durableOutcome[A any] struct {
-	loaded *durable.State[A] // the state is loaded
-	stored int               // so many more of the messages of storeSent are stored, in order
-	err    error             // the queue keeps failing: the controller must fail
+type Outcome[A any] struct {
+	Loaded *durable.State[A] // the state is loaded
+	Stored int               // so many more of the messages of StoreSent are stored, in order
+	Err    error             // the queue keeps failing: the controller must fail
 }
 
 // confirmation is the write-behind state of one qualifier.
 type confirmation struct {
-	wanted, stored SeqNr
+	wanted, stored durable.SeqNr
 	queued         bool // in confirmQueue
 }
 
-// durableCalls is one controller's client of its durable queue. It is used
+// Calls is one controller's client of its durable queue. It is used
 // only on the controller's goroutine; T is the controller's message type,
-// which durableMsg[A] must be one of (wrap converts it).
-type durableCalls[A, T any] struct {
+// to which wrap converts each Msg[A].
+type Calls[A, T any] struct {
 	q      durable.Queue[A]
 	batch  durable.BatchQueue[A] // q, when it takes batches; nil otherwise
 	id     string                // the producer id, for errors
-	s      ProducerSettings
+	s      Settings
 	log    *slog.Logger
 	self   runtime.Ref[T]
 	timers *runtime.Timers[T]
 	clock  clockwork.Clock
-	wrap   func(durableMsg[A]) T
+	wrap   func(Msg[A]) T
 	jobs   chan func() // loads and stores
 	cjobs  chan func() // confirmations, so that they never hold up a store
 	base   context.Context
@@ -133,22 +142,22 @@ type durableCalls[A, T any] struct {
 	load, sent, confirm durableCall
 	// toStore are the messages given to storeSent and not yet stored,
 	// oldest first; the call of sent stores the first sent.n of them.
-	toStore      ring[durable.MessageSent[A]]
+	toStore      ring.Ring[durable.MessageSent[A]]
 	riding       []durable.QualifiedConfirmation // the confirmations in the call of sent
 	confirmQ     string                          // the qualifier of the confirmation in flight
 	confirms     map[string]*confirmation
-	confirmQueue ring[string] // qualifiers with a confirmation to store, oldest first
+	confirmQueue ring.Ring[string] // qualifiers with a confirmation to store, oldest first
 }
 
-// startDurableCalls starts the client of a controller whose Started signal
+// Start starts the client of a controller whose Started signal
 // is being handled with ctx.
-func startDurableCalls[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s ProducerSettings,
-	log *slog.Logger, wrap func(durableMsg[A]) T) *durableCalls[A, T] {
+func Start[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s Settings,
+	log *slog.Logger, wrap func(Msg[A]) T) *Calls[A, T] {
 	base, cancel := context.WithCancel(context.Background())
 	// Calls are few at a time (a load or a store, a confirmation, and any
 	// that timed out but have not yet returned), so the buffers never fill
 	// unless the queue ignores the cancelled contexts of many calls.
-	d := &durableCalls[A, T]{
+	d := &Calls[A, T]{
 		q: q, id: id, s: s, log: log, self: ctx.Self(), timers: ctx.Timers(), clock: ctx.System().Clock(), wrap: wrap,
 		jobs: make(chan func(), 32), cjobs: make(chan func(), 32), base: base, cancel: cancel,
 		confirms: make(map[string]*confirmation),
@@ -164,8 +173,8 @@ func startDurableCalls[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id
 	return d
 }
 
-// stop aborts the calls in flight and ends the goroutines.
-func (d *durableCalls[A, T]) stop() {
+// Stop aborts the calls in flight and ends the goroutines.
+func (d *Calls[A, T]) Stop() {
 	d.cancel()
 	close(d.jobs)
 	close(d.cjobs)
@@ -173,7 +182,7 @@ func (d *durableCalls[A, T]) stop() {
 
 // call runs f on the queue's goroutine with a context that the controller
 // cancels when the deadline passes, and arms that deadline.
-func (d *durableCalls[A, T]) call(c *durableCall, op durableOp, f func(ctx context.Context) durableMsg[A]) {
+func (d *Calls[A, T]) call(c *durableCall, op durableOp, f func(ctx context.Context) Msg[A]) {
 	ctx, cancel := context.WithCancel(d.base)
 	c.cancel = cancel
 	attempt, seqNr, n, self, wrap := c.attempt, c.seqNr, c.n, d.self, d.wrap
@@ -186,45 +195,45 @@ func (d *durableCalls[A, T]) call(c *durableCall, op durableOp, f func(ctx conte
 		m.op, m.attempt = op, attempt
 		self.Tell(wrap(m))
 	}
-	d.timers.StartSingle(durableTimerKey{op: op}, wrap(durableMsg[A]{op: op, attempt: attempt, seqNr: c.seqNr, timeout: true}),
+	d.timers.StartSingle(durableTimerKey{op: op}, wrap(Msg[A]{op: op, attempt: attempt, seqNr: c.seqNr, timeout: true}),
 		d.s.DurableQueueRequestTimeout)
 }
 
 // callQueue runs f, turning a panic of the queue into the call's error: a
 // queue that panics fails its controller, as one that keeps failing does,
 // instead of taking the process down with the queue's goroutine.
-func callQueue[A any](ctx context.Context, op durableOp, seqNr SeqNr, n int, f func(ctx context.Context) durableMsg[A]) (m durableMsg[A]) {
+func callQueue[A any](ctx context.Context, op durableOp, seqNr durable.SeqNr, n int, f func(ctx context.Context) Msg[A]) (m Msg[A]) {
 	defer func() {
 		if r := recover(); r != nil {
-			m = durableMsg[A]{seqNr: seqNr, err: fmt.Errorf("%w: %s panicked: %v", errQueuePanicked, op.describe(seqNr, n), r)}
+			m = Msg[A]{seqNr: seqNr, err: fmt.Errorf("%w: %s panicked: %v", ErrQueuePanicked, op.describe(seqNr, n), r)}
 		}
 	}()
 	return f(ctx)
 }
 
 // errQueuePanicked is wrapped by the error of a call whose queue panicked.
-var errQueuePanicked = errors.New("durable queue panicked")
+var ErrQueuePanicked = errors.New("durable queue panicked")
 
-// loadState loads the queue's state; the outcome is loaded.
-func (d *durableCalls[A, T]) loadState() {
+// LoadState loads the queue's state; the outcome is loaded.
+func (d *Calls[A, T]) LoadState() {
 	d.load.attempt = 1
 	d.issueLoad()
 }
 
-func (d *durableCalls[A, T]) issueLoad() {
-	d.call(&d.load, opLoad, func(ctx context.Context) durableMsg[A] {
+func (d *Calls[A, T]) issueLoad() {
+	d.call(&d.load, opLoad, func(ctx context.Context) Msg[A] {
 		s, err := d.q.LoadState(ctx)
-		return durableMsg[A]{state: s, err: err}
+		return Msg[A]{state: s, err: err}
 	})
 }
 
-// storing reports whether a message of storeSent is not yet stored.
-func (d *durableCalls[A, T]) storing() bool { return d.toStore.len() > 0 }
+// Storing reports whether a message of StoreSent is not yet stored.
+func (d *Calls[A, T]) Storing() bool { return d.toStore.Len() > 0 }
 
-// storeSent stores m, whose sequence number follows that of the previous
+// StoreSent stores m, whose sequence number follows that of the previous
 // one; the outcome is stored, in order, once m and those before it are.
-func (d *durableCalls[A, T]) storeSent(m durable.MessageSent[A]) {
-	d.toStore.push(m)
+func (d *Calls[A, T]) StoreSent(m durable.MessageSent[A]) {
+	d.toStore.Push(m)
 	if d.sent.n == 0 {
 		d.startStore()
 	}
@@ -232,56 +241,56 @@ func (d *durableCalls[A, T]) storeSent(m durable.MessageSent[A]) {
 
 // startStore stores the messages waiting: all of them (up to maxBatch) in
 // one call with a BatchQueue, the oldest otherwise.
-func (d *durableCalls[A, T]) startStore() {
+func (d *Calls[A, T]) startStore() {
 	n := 1
 	if d.batch != nil {
-		n = min(d.toStore.len(), maxBatch)
+		n = min(d.toStore.Len(), maxBatch)
 	}
-	d.sent.attempt, d.sent.seqNr, d.sent.n = 1, d.toStore.at(0).SeqNr, n
+	d.sent.attempt, d.sent.seqNr, d.sent.n = 1, d.toStore.At(0).SeqNr, n
 	d.issueStoreSent()
 }
 
 // issueStoreSent makes an attempt at the store under way: every attempt
 // stores the same messages, so the queue can tell a retry of a call that
 // stored from a wrong sequence number.
-func (d *durableCalls[A, T]) issueStoreSent() {
+func (d *Calls[A, T]) issueStoreSent() {
 	if d.batch == nil {
-		m, q := d.toStore.at(0), d.q
-		d.call(&d.sent, opStoreSent, func(ctx context.Context) durableMsg[A] {
-			return durableMsg[A]{err: q.StoreMessageSent(ctx, m)}
+		m, q := d.toStore.At(0), d.q
+		d.call(&d.sent, opStoreSent, func(ctx context.Context) Msg[A] {
+			return Msg[A]{err: q.StoreMessageSent(ctx, m)}
 		})
 		return
 	}
 	b := durable.Batch[A]{Sent: make([]durable.MessageSent[A], d.sent.n), Confirmed: d.takeConfirms()}
 	for i := range b.Sent {
-		b.Sent[i] = d.toStore.at(i)
+		b.Sent[i] = d.toStore.At(i)
 	}
 	d.riding = b.Confirmed
 	q := d.batch
-	d.call(&d.sent, opStoreSent, func(ctx context.Context) durableMsg[A] {
-		return durableMsg[A]{err: q.StoreBatch(ctx, b)}
+	d.call(&d.sent, opStoreSent, func(ctx context.Context) Msg[A] {
+		return Msg[A]{err: q.StoreBatch(ctx, b)}
 	})
 }
 
 // stored takes the outcome of a store that succeeded, starts the next one
 // if messages are waiting, and returns how many messages it stored.
-func (d *durableCalls[A, T]) stored() int {
+func (d *Calls[A, T]) stored() int {
 	n := d.sent.n
 	for range n {
-		d.toStore.pop()
+		d.toStore.Pop()
 	}
 	d.sent.n = 0
-	if d.toStore.len() > 0 {
+	if d.toStore.Len() > 0 {
 		d.startStore()
 	}
 	d.maybeIssueConfirm()
 	return n
 }
 
-// storeConfirmed stores, behind the flow of messages, that the messages of
+// StoreConfirmed stores, behind the flow of messages, that the messages of
 // qualifier up to seqNr are confirmed. The seqNrs of one qualifier must
 // not go down.
-func (d *durableCalls[A, T]) storeConfirmed(seqNr SeqNr, qualifier string) {
+func (d *Calls[A, T]) StoreConfirmed(seqNr durable.SeqNr, qualifier string) {
 	c := d.confirms[qualifier]
 	if c == nil {
 		c = &confirmation{}
@@ -293,7 +302,7 @@ func (d *durableCalls[A, T]) storeConfirmed(seqNr SeqNr, qualifier string) {
 	c.wanted = seqNr
 	if !c.queued {
 		c.queued = true
-		d.confirmQueue.push(qualifier)
+		d.confirmQueue.Push(qualifier)
 	}
 	if d.batch != nil && d.sent.n > 0 {
 		return // it goes with the next store
@@ -303,7 +312,7 @@ func (d *durableCalls[A, T]) storeConfirmed(seqNr SeqNr, qualifier string) {
 
 // maybeIssueConfirm stores the next confirmation unless one is in flight
 // or waits for its retry.
-func (d *durableCalls[A, T]) maybeIssueConfirm() {
+func (d *Calls[A, T]) maybeIssueConfirm() {
 	if d.confirm.cancel == nil && !d.timers.IsActive(durableTimerKey{op: opStoreConfirmed, retry: true}) {
 		d.issueStoreConfirmed()
 	}
@@ -312,11 +321,11 @@ func (d *durableCalls[A, T]) maybeIssueConfirm() {
 // takeConfirms takes every wanted confirmation to go with a store. The
 // qualifier of a confirmation call in flight may be among them: both
 // writes are idempotent, and the higher one stays.
-func (d *durableCalls[A, T]) takeConfirms() []durable.QualifiedConfirmation {
+func (d *Calls[A, T]) takeConfirms() []durable.QualifiedConfirmation {
 	var cs []durable.QualifiedConfirmation
 	now := d.clock.Now()
-	for d.confirmQueue.len() > 0 {
-		qual := d.confirmQueue.pop()
+	for d.confirmQueue.Len() > 0 {
+		qual := d.confirmQueue.Pop()
 		c := d.confirms[qual]
 		c.queued = false
 		if c.wanted > c.stored {
@@ -328,7 +337,7 @@ func (d *durableCalls[A, T]) takeConfirms() []durable.QualifiedConfirmation {
 
 // landRiding takes the outcome of the confirmations that went with a
 // store: stored, or back in line.
-func (d *durableCalls[A, T]) landRiding(ok bool) {
+func (d *Calls[A, T]) landRiding(ok bool) {
 	for _, rc := range d.riding {
 		c := d.confirms[rc.Qualifier]
 		if c == nil {
@@ -339,7 +348,7 @@ func (d *durableCalls[A, T]) landRiding(ok bool) {
 		}
 		if c.wanted > c.stored && !c.queued {
 			c.queued = true
-			d.confirmQueue.push(rc.Qualifier)
+			d.confirmQueue.Push(rc.Qualifier)
 		}
 	}
 	d.riding = nil
@@ -348,9 +357,9 @@ func (d *durableCalls[A, T]) landRiding(ok bool) {
 // issueStoreConfirmed stores the wanted confirmation of the next qualifier
 // that has one, if any. Qualifiers take turns, so a busy one cannot keep
 // the others' confirmations from being stored.
-func (d *durableCalls[A, T]) issueStoreConfirmed() {
-	for d.confirmQueue.len() > 0 {
-		qual := d.confirmQueue.pop()
+func (d *Calls[A, T]) issueStoreConfirmed() {
+	for d.confirmQueue.Len() > 0 {
+		qual := d.confirmQueue.Pop()
 		c := d.confirms[qual]
 		c.queued = false
 		if c.wanted <= c.stored {
@@ -361,8 +370,8 @@ func (d *durableCalls[A, T]) issueStoreConfirmed() {
 		d.confirmQ = qual
 		d.confirm.attempt++
 		d.confirm.seqNr = seqNr
-		d.call(&d.confirm, opStoreConfirmed, func(ctx context.Context) durableMsg[A] {
-			return durableMsg[A]{seqNr: seqNr, err: q.StoreMessageConfirmed(ctx, seqNr, qual, now)}
+		d.call(&d.confirm, opStoreConfirmed, func(ctx context.Context) Msg[A] {
+			return Msg[A]{seqNr: seqNr, err: q.StoreMessageConfirmed(ctx, seqNr, qual, now)}
 		})
 		return
 	}
@@ -370,7 +379,7 @@ func (d *durableCalls[A, T]) issueStoreConfirmed() {
 
 // requeueConfirm puts the qualifier of the confirmation that was in flight
 // back in line, when it has more to store (or its store failed).
-func (d *durableCalls[A, T]) requeueConfirm() {
+func (d *Calls[A, T]) requeueConfirm() {
 	c := d.confirms[d.confirmQ]
 	if c == nil || c.queued {
 		return
@@ -380,12 +389,12 @@ func (d *durableCalls[A, T]) requeueConfirm() {
 		return
 	}
 	c.queued = true
-	d.confirmQueue.push(d.confirmQ)
+	d.confirmQueue.Push(d.confirmQ)
 }
 
-// handle takes the outcome of a call, its deadline or its backoff, and
+// Handle takes the outcome of a call, its deadline or its backoff, and
 // says what it means to the controller.
-func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
+func (d *Calls[A, T]) Handle(m Msg[A]) Outcome[A] {
 	var c *durableCall
 	switch m.op {
 	case opLoad:
@@ -395,17 +404,17 @@ func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
 	case opStoreConfirmed:
 		c = &d.confirm
 	default:
-		return durableOutcome[A]{}
+		return Outcome[A]{}
 	}
 	if m.attempt != c.attempt {
-		return durableOutcome[A]{} // an attempt given up on
+		return Outcome[A]{} // an attempt given up on
 	}
 	if m.retry {
 		d.retry(m.op)
-		return durableOutcome[A]{}
+		return Outcome[A]{}
 	}
 	if c.cancel == nil {
-		return durableOutcome[A]{} // the outcome of an attempt that already timed out
+		return Outcome[A]{} // the outcome of an attempt that already timed out
 	}
 	c.cancel()
 	c.cancel = nil
@@ -418,36 +427,36 @@ func (d *durableCalls[A, T]) handle(m durableMsg[A]) durableOutcome[A] {
 		d.landRiding(m.err == nil)
 	}
 	if m.err != nil {
-		return durableOutcome[A]{err: d.failed(c, m)}
+		return Outcome[A]{Err: d.failed(c, m)}
 	}
 	switch m.op {
 	case opLoad:
-		return durableOutcome[A]{loaded: &m.state}
+		return Outcome[A]{Loaded: &m.state}
 	case opStoreSent:
-		return durableOutcome[A]{stored: d.stored()}
+		return Outcome[A]{Stored: d.stored()}
 	default:
 		if conf := d.confirms[d.confirmQ]; conf != nil {
 			conf.stored = max(conf.stored, m.seqNr)
 		}
 		d.requeueConfirm()
 		d.issueStoreConfirmed()
-		return durableOutcome[A]{}
+		return Outcome[A]{}
 	}
 }
 
 // failed retries a failed call, at once after a timeout and after a
 // backoff otherwise, or returns the error that fails the controller when
 // the attempts are spent.
-func (d *durableCalls[A, T]) failed(c *durableCall, m durableMsg[A]) error {
+func (d *Calls[A, T]) failed(c *durableCall, m Msg[A]) error {
 	s := d.s
-	if errors.Is(m.err, errQueuePanicked) {
+	if errors.Is(m.err, ErrQueuePanicked) {
 		return fmt.Errorf("durable queue of producer %q: %w", d.id, m.err) // a bug, not an outage: no retry
 	}
 	if m.op == opStoreConfirmed {
 		d.log.Warn("durable queue: storing a confirmation failed; will retry", "seqNr", c.seqNr, "qualifier", d.confirmQ, "err", m.err)
 		d.requeueConfirm()
 		d.timers.StartSingle(durableTimerKey{op: m.op, retry: true},
-			d.wrap(durableMsg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
+			d.wrap(Msg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
 		return nil
 	}
 	if errors.Is(m.err, durable.ErrUnexpectedSeqNr) {
@@ -463,11 +472,11 @@ func (d *durableCalls[A, T]) failed(c *durableCall, m durableMsg[A]) error {
 		return nil
 	}
 	d.timers.StartSingle(durableTimerKey{op: m.op, retry: true},
-		d.wrap(durableMsg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
+		d.wrap(Msg[A]{op: m.op, attempt: c.attempt, retry: true}), s.DurableQueueRetryBackoff)
 	return nil
 }
 
-func (d *durableCalls[A, T]) retry(op durableOp) {
+func (d *Calls[A, T]) retry(op durableOp) {
 	switch op {
 	case opLoad:
 		d.issueLoad()
@@ -478,5 +487,5 @@ func (d *durableCalls[A, T]) retry(op durableOp) {
 	}
 }
 
-// now is the time stamp of a stored message.
-func (d *durableCalls[A, T]) now() time.Time { return d.clock.Now() }
+// Now is the time stamp of a stored message.
+func (d *Calls[A, T]) Now() time.Time { return d.clock.Now() }

@@ -1,4 +1,4 @@
-package delivery
+package slab
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 // block serves slabSize of them.
 func TestSlab(t *testing.T) {
 	const callers, each = 4, 1000
-	var s slab[[2]int]
+	var s Slab[[2]int]
 	got := make([][]*[2]int, callers)
 	var wg sync.WaitGroup
 	for c := range callers {
@@ -17,7 +17,7 @@ func TestSlab(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				v := s.get()
+				v := s.Get()
 				if *v != [2]int{} {
 					t.Errorf("got %v, want a zero value", *v)
 				}
@@ -40,11 +40,11 @@ func TestSlab(t *testing.T) {
 		}
 	}
 	allocs := testing.AllocsPerRun(10, func() {
-		for range slabSize {
-			s.get()
+		for range Size {
+			s.Get()
 		}
 	})
 	if allocs != 1 {
-		t.Fatalf("%v allocations per %d values, want 1", allocs, slabSize)
+		t.Fatalf("%v allocations per %d values, want 1", allocs, Size)
 	}
 }

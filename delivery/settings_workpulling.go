@@ -1,0 +1,48 @@
+package delivery
+
+import (
+	"fmt"
+
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+)
+
+// WorkPullingSettings configure a work-pulling producer controller. A zero
+// field takes its default.
+type WorkPullingSettings struct {
+	// BufferSize bounds the messages from the producer that wait for a
+	// worker with demand (default 1000). A producer that waits for each
+	// RequestNext never fills it; one more message than it holds stops the
+	// controller with an error wrapping [ErrBufferFull]. The unconfirmed
+	// messages of a worker that left, which wait for another worker, do
+	// not count: they were accepted already, and are never dropped.
+	BufferSize int
+	// Producer configures the producer controller of each worker:
+	// chunking (ChunkLargeMessages, with the codec of
+	// [WithProducerCodec]) and the resend-first interval. Its durable
+	// queue fields configure the work-pulling controller's own calls to
+	// its durable queue ([WithDurableQueue]).
+	Producer ProducerSettings
+}
+
+// DefaultWorkPullingSettings are the defaults, written out.
+func DefaultWorkPullingSettings() WorkPullingSettings {
+	s, _ := WorkPullingSettings{}.validate()
+	return s
+}
+
+// validate returns the settings with defaults applied, or an error naming
+// the first field out of range.
+func (s WorkPullingSettings) validate() (WorkPullingSettings, error) {
+	if s.BufferSize == 0 {
+		s.BufferSize = DefaultBufferSize
+	}
+	if s.BufferSize < 1 {
+		return s, controller.Invalid("workpulling.Settings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
+	}
+	p, err := ValidateProducerSettings(s.Producer)
+	if err != nil {
+		return s, fmt.Errorf("workpulling.Settings.Producer: %w", err)
+	}
+	s.Producer = p
+	return s, nil
+}
