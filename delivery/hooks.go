@@ -13,7 +13,14 @@ func init() {
 	controller.Register(func(probe any) any { return probe.(hooker).hooks() },
 		func(s any) (any, error) { return s.(ProducerSettings).validate() },
 		func(s any) (any, error) { return s.(ConsumerSettings).validate() })
+	controller.NextRegistration = nextRegistration
+	controller.Registration = func(m any) uint64 { return m.(registered).registrationNumber() }
 }
+
+// registered is a RegisterConsumer, of any message type.
+type registered interface{ registrationNumber() uint64 }
+
+func (m RegisterConsumer[A]) registrationNumber() uint64 { return m.registration }
 
 // hooker is a value of one of delivery's generic types, for some message
 // type A, that gives the hooks of A.

@@ -89,3 +89,11 @@ func Register(f func(probe any) any, validateProducer, validateConsumer func(s a
 
 // For returns the hooks of the message type of probe.
 func For[A, P, C any](probe any) *Hooks[A, P, C] { return hooks(probe).(*Hooks[A, P, C]) }
+
+// For tests of the ordering of registrations: NextRegistration takes a
+// registration number, later than every one before; Registration returns
+// the number of a delivery.RegisterConsumer. Set by delivery's init.
+var (
+	NextRegistration func() uint64
+	Registration     func(m any) uint64
+)

@@ -1,4 +1,4 @@
-package delivery
+package deliverytest
 
 import (
 	"bytes"
@@ -11,31 +11,20 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/runtime"
+	"go.uber.org/goleak"
 )
 
-// TestMain fails the package if a test leaves a goroutine behind. Run with
-// the environment variable of the kill -9 test, the binary is instead that
-// test's producer process.
-func TestMain(m *testing.M) {
-	if os.Getenv(kill9RoleEnv) != "" {
-		os.Exit(kill9Child())
-	}
-	goleak.VerifyTestMain(m)
-}
-
 // waitLimit bounds every wait in these tests; nothing waits on a bare sleep.
-const waitLimit = 10 * time.Second
+const WaitLimit = 10 * time.Second
 
 // newSystem starts a system that is shut down when the test ends. Its log
 // goes to the test's output when the test is verbose, and is kept in the
 // returned buffer, with the errors it logs, for tests that look for one.
-func newSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *logBuffer) {
+func NewSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *LogBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &LogBuffer{}
 	var w io.Writer = logs
 	level := slog.LevelInfo
 	if testing.Verbose() {
@@ -44,7 +33,7 @@ func newSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *logBuffe
 	log := slog.New(keepErrors{Handler: slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}), logs: logs})
 	sys := runtime.NewSystem(t.Name(), append([]runtime.Option{runtime.WithLogger(log)}, opts...)...)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
 		defer cancel()
 		if err := sys.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -62,14 +51,14 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 // logBuffer collects log lines and the errors logged, safe for concurrent
 // use.
-type logBuffer struct {
+type LogBuffer struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer
 	errs []error
 }
 
 // loggedError returns the first error logged that wraps target, or nil.
-func (b *logBuffer) loggedError(target error) error {
+func (b *LogBuffer) LoggedError(target error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, err := range b.errs {
@@ -85,7 +74,7 @@ func (b *logBuffer) loggedError(target error) error {
 // a test can match it with errors.Is, then hands the record on.
 type keepErrors struct {
 	slog.Handler
-	logs *logBuffer
+	logs *LogBuffer
 }
 
 func (h keepErrors) Handle(ctx context.Context, r slog.Record) error {
@@ -108,54 +97,54 @@ func (h keepErrors) WithGroup(name string) slog.Handler {
 	return keepErrors{Handler: h.Handler.WithGroup(name), logs: h.logs}
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *logBuffer) contains(s string) bool {
+func (b *LogBuffer) Contains(s string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Contains(b.buf.Bytes(), []byte(s))
 }
 
 // probe is an actor that hands every message it gets to the test.
-type probe[T any] = testenv.Probe[T]
+type Probe[T any] = testenv.Probe[T]
 
 // newProbe spawns a probe whose Expect waits at most waitLimit.
-func newProbe[T any](t testing.TB, sys *runtime.System, name string) *probe[T] {
+func NewProbe[T any](t testing.TB, sys *runtime.System, name string) *Probe[T] {
 	t.Helper()
-	return testenv.NewProbe[T](t, sys, name, waitLimit)
+	return testenv.NewProbe[T](t, sys, name, WaitLimit)
 }
 
 // recv takes one value from ch or fails after waitLimit.
-func recv[T any](t testing.TB, ch <-chan T) T {
+func Recv[T any](t testing.TB, ch <-chan T) T {
 	t.Helper()
-	return testenv.Recv(t, ch, waitLimit)
+	return testenv.Recv(t, ch, WaitLimit)
 }
 
 // eventually polls cond until it holds or waitLimit passes.
-func eventually(t testing.TB, what string, cond func() bool) {
+func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	testenv.Eventually(t, waitLimit, what, cond)
+	testenv.Eventually(t, WaitLimit, what, cond)
 }
 
 // watcher reports the end of the actors it is told to watch.
-type watcher struct {
+type Watcher struct {
 	ref     runtime.Ref[runtime.AnyRef]
-	stopped chan string // the path of each watched actor that stopped
+	Stopped chan string // the path of each watched actor that stopped
 }
 
-func newWatcher(t testing.TB, sys *runtime.System) *watcher {
+func NewWatcher(t testing.TB, sys *runtime.System) *Watcher {
 	t.Helper()
-	w := &watcher{stopped: make(chan string, 16)}
+	w := &Watcher{Stopped: make(chan string, 16)}
 	ref, err := runtime.Spawn(sys, "watcher", func() runtime.Behavior[runtime.AnyRef] {
 		return runtime.Funcs[runtime.AnyRef]{
 			Message: func(ctx *runtime.Context[runtime.AnyRef], r runtime.AnyRef) { ctx.Watch(r) },
 			Signal: func(_ *runtime.Context[runtime.AnyRef], s runtime.Signal) {
 				if term, ok := s.(runtime.Terminated); ok {
-					w.stopped <- term.Ref.Path()
+					w.Stopped <- term.Ref.Path()
 				}
 			},
 		}
@@ -168,20 +157,30 @@ func newWatcher(t testing.TB, sys *runtime.System) *watcher {
 }
 
 // watch starts watching ref.
-func (w *watcher) watch(ref runtime.AnyRef) { w.ref.Tell(ref) }
+func (w *Watcher) Watch(ref runtime.AnyRef) { w.ref.Tell(ref) }
 
 // expectStopped waits until the watched actor at path stops.
-func (w *watcher) expectStopped(t testing.TB, path string) {
+func (w *Watcher) ExpectStopped(t testing.TB, path string) {
 	t.Helper()
-	if got := recv(t, w.stopped); got != path {
+	if got := Recv(t, w.Stopped); got != path {
 		t.Fatalf("stopped: %s, want %s", got, path)
 	}
 }
 
 // tail returns the last n lines logged.
-func (b *logBuffer) tail(n int) string {
+func (b *LogBuffer) Tail(n int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	lines := bytes.Split(bytes.TrimRight(b.buf.Bytes(), "\n"), []byte("\n"))
 	return string(bytes.Join(lines[max(0, len(lines)-n):], []byte("\n")))
+}
+
+// Main is the TestMain of the delivery packages: it fails the package if a
+// test leaves a goroutine behind. Run with the environment variable of the
+// kill -9 tests, the binary is instead those tests' producer process.
+func Main(m *testing.M) {
+	if os.Getenv(Kill9RoleEnv) != "" {
+		os.Exit(Kill9Child())
+	}
+	goleak.VerifyTestMain(m)
 }

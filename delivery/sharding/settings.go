@@ -1,10 +1,12 @@
-package delivery
+package sharding
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/pattern"
 )
 
 // Defaults of the sharding settings; a zero field of a settings struct
@@ -16,7 +18,7 @@ const (
 
 // ShardingSettings configure a sharding producer controller. A zero field
 // takes its default.
-type ShardingSettings struct {
+type Settings struct {
 	// BufferSize bounds the messages buffered for entities without demand,
 	// all entities together (default 1000). The controller sends no
 	// RequestNext while it is full; a message sent anyway stops the
@@ -34,18 +36,18 @@ type ShardingSettings struct {
 	ResendFirstUnconfirmedIdleTimeout time.Duration
 	// Producer configures the producer controller of each entity, as
 	// [WorkPullingSettings.Producer] does each worker's.
-	Producer ProducerSettings
+	Producer delivery.ProducerSettings
 }
 
 // DefaultShardingSettings are the defaults, written out.
-func DefaultShardingSettings() ShardingSettings {
-	s, _ := ShardingSettings{}.validate()
+func DefaultSettings() Settings {
+	s, _ := Settings{}.validate()
 	return s
 }
 
-func (s ShardingSettings) validate() (ShardingSettings, error) {
+func (s Settings) validate() (Settings, error) {
 	if s.BufferSize == 0 {
-		s.BufferSize = DefaultBufferSize
+		s.BufferSize = pattern.DefaultBufferSize
 	}
 	if s.CleanupUnusedAfter == 0 {
 		s.CleanupUnusedAfter = DefaultCleanupUnusedAfter
@@ -61,7 +63,7 @@ func (s ShardingSettings) validate() (ShardingSettings, error) {
 	case s.ResendFirstUnconfirmedIdleTimeout < time.Millisecond:
 		return s, controller.Invalid("sharding.Settings.ResendFirstUnconfirmedIdleTimeout", s.ResendFirstUnconfirmedIdleTimeout, "must be at least 1ms")
 	}
-	p, err := ValidateProducerSettings(s.Producer)
+	p, err := pattern.ValidateProducerSettings(s.Producer)
 	if err != nil {
 		return s, fmt.Errorf("sharding.Settings.Producer: %w", err)
 	}
@@ -71,29 +73,29 @@ func (s ShardingSettings) validate() (ShardingSettings, error) {
 
 // ShardingConsumerSettings configure the consumer side of sharding: the
 // entity's ShardingConsumerController. A zero field takes its default.
-type ShardingConsumerSettings struct {
+type ConsumerSettings struct {
 	// BufferSize bounds the messages kept until the consumer has started
 	// (default 1000); beyond it they are dropped, and the producer
 	// controllers send them again.
 	BufferSize int
 	// Consumer configures the consumer controller made for each producer.
-	Consumer ConsumerSettings
+	Consumer delivery.ConsumerSettings
 }
 
 // DefaultShardingConsumerSettings are the defaults, written out.
-func DefaultShardingConsumerSettings() ShardingConsumerSettings {
-	s, _ := ShardingConsumerSettings{}.validate()
+func DefaultConsumerSettings() ConsumerSettings {
+	s, _ := ConsumerSettings{}.validate()
 	return s
 }
 
-func (s ShardingConsumerSettings) validate() (ShardingConsumerSettings, error) {
+func (s ConsumerSettings) validate() (ConsumerSettings, error) {
 	if s.BufferSize == 0 {
-		s.BufferSize = DefaultBufferSize
+		s.BufferSize = pattern.DefaultBufferSize
 	}
 	if s.BufferSize < 1 {
 		return s, controller.Invalid("sharding.ConsumerSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
 	}
-	c, err := ValidateConsumerSettings(s.Consumer)
+	c, err := pattern.ValidateConsumerSettings(s.Consumer)
 	if err != nil {
 		return s, fmt.Errorf("sharding.ConsumerSettings.Consumer: %w", err)
 	}

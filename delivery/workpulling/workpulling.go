@@ -1,4 +1,4 @@
-package delivery
+package workpulling
 
 // The work-pulling producer controller: one producer, any number of
 // workers that come and go. Its protocol and behavior are here; the
@@ -10,8 +10,10 @@ package delivery
 import (
 	"fmt"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -19,7 +21,7 @@ import (
 // WorkPullingCommand is what a work-pulling producer controller handles:
 // [WorkPullingStart] and [GetWorkerStats]. The producer's messages reach it
 // through the refs of [WorkPullingRequestNext].
-type WorkPullingCommand[A any] interface{ workPullingCommand(A) }
+type Command[A any] interface{ workPullingCommand(A) }
 
 // WorkPullingStart connects the producer to its work-pulling producer
 // controller, which answers with a [WorkPullingRequestNext] when some
@@ -27,8 +29,8 @@ type WorkPullingCommand[A any] interface{ workPullingCommand(A) }
 // flow to the new producer. The producer must be local to its controller,
 // as for [ProducerStart]: any other makes the controller stop with
 // [ErrNotLocal].
-type WorkPullingStart[A any] struct {
-	Producer runtime.Ref[WorkPullingRequestNext[A]]
+type Start[A any] struct {
+	Producer runtime.Ref[RequestNext[A]]
 }
 
 // WorkPullingRequestNext allows the producer to send one message: to
@@ -37,9 +39,9 @@ type WorkPullingStart[A any] struct {
 // ask is the controller's sequence number of the message (its own
 // numbering, not a worker's), sent once the worker confirmed it or, with a
 // durable queue, once it is stored.
-type WorkPullingRequestNext[A any] struct {
+type RequestNext[A any] struct {
 	SendNextTo runtime.Ref[A]
-	AskNextTo  runtime.Ref[MessageWithConfirmation[A]]
+	AskNextTo  runtime.Ref[delivery.MessageWithConfirmation[A]]
 }
 
 // GetWorkerStats asks a work-pulling producer controller for its
@@ -63,8 +65,8 @@ type WorkerStats struct {
 	Unconfirmed int
 }
 
-func (WorkPullingStart[A]) workPullingCommand(A) {}
-func (GetWorkerStats[A]) workPullingCommand(A)   {}
+func (Start[A]) workPullingCommand(A)          {}
+func (GetWorkerStats[A]) workPullingCommand(A) {}
 
 // NewWorkPullingProducerController validates the settings and returns the
 // factory of a work-pulling producer controller for producerID, to give to
@@ -85,24 +87,24 @@ func (GetWorkerStats[A]) workPullingCommand(A)   {}
 // the worker it goes to as its qualifier, before it is sent; a new
 // controller with the same producer id sends every unconfirmed message
 // again, to the workers there are then.
-func NewWorkPullingProducerController[A any](producerID string, key runtime.ServiceKey[ConsumerCommand[A]], settings WorkPullingSettings,
-	opts ...ProducerOption[A]) (func() runtime.Behavior[WorkPullingCommand[A]], error) {
+func NewProducerController[A any](producerID string, key runtime.ServiceKey[delivery.ConsumerCommand[A]], settings Settings,
+	opts ...delivery.ProducerOption[A]) (func() runtime.Behavior[Command[A]], error) {
 	s, err := settings.validate()
 	if err != nil {
 		return nil, fmt.Errorf("work-pulling producer controller %q: %w", producerID, err)
 	}
-	cfg, err := Hooks[A]().NewProducer(producerID, s.Producer, opts)
+	cfg, err := pattern.Hooks[A]().NewProducer(producerID, s.Producer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("work-pulling %w", err)
 	}
-	return func() runtime.Behavior[WorkPullingCommand[A]] { return newWorkPulling(cfg, key, s.BufferSize) }, nil
+	return func() runtime.Behavior[Command[A]] { return newWorkPulling(cfg, key, s.BufferSize) }, nil
 }
 
 // SpawnWorkPullingProducerController spawns a work-pulling producer
 // controller under on, named name. It stops if it fails.
-func SpawnWorkPullingProducerController[A any](on runtime.Spawner, name, producerID string, key runtime.ServiceKey[ConsumerCommand[A]],
-	settings WorkPullingSettings, opts ...ProducerOption[A]) (runtime.Ref[WorkPullingCommand[A]], error) {
-	factory, err := NewWorkPullingProducerController(producerID, key, settings, opts...)
+func SpawnProducerController[A any](on runtime.Spawner, name, producerID string, key runtime.ServiceKey[delivery.ConsumerCommand[A]],
+	settings Settings, opts ...delivery.ProducerOption[A]) (runtime.Ref[Command[A]], error) {
+	factory, err := NewProducerController(producerID, key, settings, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +116,8 @@ func SpawnWorkPullingProducerController[A any](on runtime.Spawner, name, produce
 // adapters hand it to the controller.
 type wpEntry[A any] struct {
 	msg     A
-	replyTo runtime.Ref[SeqNr] // the producer's ask, until it is answered
-	seqNr   SeqNr              // the controller's number: when it arrived, or, durable, when it was stored
+	replyTo runtime.Ref[delivery.SeqNr] // the producer's ask, until it is answered
+	seqNr   delivery.SeqNr              // the controller's number: when it arrived, or, durable, when it was stored
 	// stored says that the message is in the durable queue under seqNr
 	// and qualifier. Sent to another worker, it is stored again there
 	// first, and only then confirmed here.
@@ -133,49 +135,49 @@ func (wpDurable[A]) workPullingCommand(A) {}
 
 // workPulling is the work-pulling producer controller's behavior and state.
 type workPulling[A any] struct {
-	patternProducer[A, WorkPullingCommand[A], WorkPullingRequestNext[A]]
-	key        runtime.ServiceKey[ConsumerCommand[A]]
+	pattern.Controller[A, Command[A], RequestNext[A]]
+	key        runtime.ServiceKey[delivery.ConsumerCommand[A]]
 	bufferSize int
 	sendNext   runtime.Ref[A]
-	askNext    runtime.Ref[MessageWithConfirmation[A]]
+	askNext    runtime.Ref[delivery.MessageWithConfirmation[A]]
 
-	workers   map[runtime.Ref[ConsumerCommand[A]]]*worker[A]
-	demand    demandSet[*worker[A]]  // the workers with demand
-	handovers ring.Ring[*wpEntry[A]] // messages of workers that left, oldest first
-	buffer    ring.Ring[*wpEntry[A]] // messages from the producer that wait for demand
+	workers   map[runtime.Ref[delivery.ConsumerCommand[A]]]*worker[A]
+	demand    pattern.DemandSet[*worker[A]] // the workers with demand
+	handovers ring.Ring[*wpEntry[A]]        // messages of workers that left, oldest first
+	buffer    ring.Ring[*wpEntry[A]]        // messages from the producer that wait for demand
 
 	storingE *wpEntry[A] // the message being stored, and its worker
 	storingW *worker[A]
 }
 
-func newWorkPulling[A any](cfg *ProducerHooks[A], key runtime.ServiceKey[ConsumerCommand[A]], bufferSize int) *workPulling[A] {
+func newWorkPulling[A any](cfg *pattern.ProducerHooks[A], key runtime.ServiceKey[delivery.ConsumerCommand[A]], bufferSize int) *workPulling[A] {
 	return &workPulling[A]{
-		patternProducer: newPatternProducer[A, WorkPullingCommand[A], WorkPullingRequestNext[A]]("work-pulling", cfg),
-		key:             key,
-		bufferSize:      bufferSize,
-		workers:         make(map[runtime.Ref[ConsumerCommand[A]]]*worker[A]),
+		Controller: pattern.NewController[A, Command[A], RequestNext[A]]("work-pulling", cfg),
+		key:        key,
+		bufferSize: bufferSize,
+		workers:    make(map[runtime.Ref[delivery.ConsumerCommand[A]]]*worker[A]),
 	}
 }
 
-func (p *workPulling[A]) OnSignal(ctx *runtime.Context[WorkPullingCommand[A]], sig runtime.Signal) {
+func (p *workPulling[A]) OnSignal(ctx *runtime.Context[Command[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
-		p.started(ctx, ctx.Log().With("producerId", p.cfg.ID, "serviceKey", p.key.ID()),
-			func(m durablecalls.Msg[A]) WorkPullingCommand[A] { return wpDurable[A]{m} })
-		p.sendNext = runtime.DirectAdapter(ctx, func(m A) WorkPullingCommand[A] { return &wpEntry[A]{msg: m} })
-		p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) WorkPullingCommand[A] {
+		p.Started(ctx, ctx.Log().With("producerId", p.Cfg.ID, "serviceKey", p.key.ID()),
+			func(m durablecalls.Msg[A]) Command[A] { return wpDurable[A]{m} })
+		p.sendNext = runtime.DirectAdapter(ctx, func(m A) Command[A] { return &wpEntry[A]{msg: m} })
+		p.askNext = runtime.DirectAdapter(ctx, func(m delivery.MessageWithConfirmation[A]) Command[A] {
 			return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
 		})
-		runtime.Subscribe(ctx.System(), p.key, runtime.MessageAdapter(ctx, func(l runtime.Listing[ConsumerCommand[A]]) WorkPullingCommand[A] {
+		runtime.Subscribe(ctx.System(), p.key, runtime.MessageAdapter(ctx, func(l runtime.Listing[delivery.ConsumerCommand[A]]) Command[A] {
 			return wpListing[A]{refs: l.Refs}
 		}))
 	case runtime.Stopped, runtime.Restarting:
-		p.stopped()
+		p.Stopped()
 	}
 }
 
-func (p *workPulling[A]) Receive(ctx *runtime.Context[WorkPullingCommand[A]], msg WorkPullingCommand[A]) {
-	if p.failed {
+func (p *workPulling[A]) Receive(ctx *runtime.Context[Command[A]], msg Command[A]) {
+	if p.Failed {
 		return
 	}
 	switch m := msg.(type) {
@@ -189,14 +191,14 @@ func (p *workPulling[A]) Receive(ctx *runtime.Context[WorkPullingCommand[A]], ms
 		p.onListing(m.refs)
 	case wpChildStopped[A]:
 		if !m.w.gone {
-			p.fail(fmt.Errorf("the producer controller of worker %s stopped: it failed (see its error)", m.w.cc.Path()))
+			p.Fail(fmt.Errorf("the producer controller of worker %s stopped: it failed (see its error)", m.w.cc.Path()))
 		}
-	case WorkPullingStart[A]:
-		p.onStart("WorkPullingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
+	case Start[A]:
+		p.OnStart("WorkPullingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetWorkerStats[A]:
 		p.onStats(m)
 	case wpDurable[A]:
-		p.onDurable(m.Msg, p.onLoaded, p.onStored)
+		p.OnDurable(m.Msg, p.onLoaded, p.onStored)
 	}
 }
 
@@ -219,15 +221,15 @@ func (p *workPulling[A]) onStats(m GetWorkerStats[A]) {
 // onMessage takes a message from the producer: to a worker with demand at
 // once, or into the buffer until one has.
 func (p *workPulling[A]) onMessage(e *wpEntry[A]) {
-	p.requested = false
-	if p.dq == nil {
-		e.seqNr = p.currentSeqNr
-		p.currentSeqNr++
+	p.Requested = false
+	if p.Dq == nil {
+		e.seqNr = p.CurrentSeqNr
+		p.CurrentSeqNr++
 	}
 	if !p.canRoute() || p.handovers.Len() > 0 || p.buffer.Len() > 0 {
 		if p.buffer.Len() >= p.bufferSize {
-			p.fail(fmt.Errorf("%w: %d messages wait for a worker with demand (WorkPullingSettings.BufferSize); the producer must wait for RequestNext",
-				ErrBufferFull, p.buffer.Len()))
+			p.Fail(fmt.Errorf("%w: %d messages wait for a worker with demand (WorkPullingSettings.BufferSize); the producer must wait for RequestNext",
+				pattern.ErrBufferFull, p.buffer.Len()))
 			return
 		}
 		p.buffer.Push(e)
@@ -238,7 +240,7 @@ func (p *workPulling[A]) onMessage(e *wpEntry[A]) {
 }
 
 // canRoute reports whether a message can go to a worker now.
-func (p *workPulling[A]) canRoute() bool { return p.loaded && len(p.demand) > 0 && !p.storing() }
+func (p *workPulling[A]) canRoute() bool { return p.Loaded && len(p.demand) > 0 && !p.Storing() }
 
 // dispatch sends waiting messages, those of workers that left first, to
 // workers with demand, then asks the producer for more if it may send.
@@ -260,13 +262,13 @@ func (p *workPulling[A]) dispatch() {
 // maybeRequestNext gives the producer permission for one more message
 // when a worker has demand and nothing is waiting for one.
 func (p *workPulling[A]) maybeRequestNext() {
-	if p.producer == nil || p.requested || p.failed || !p.canRoute() || p.handovers.Len() > 0 || p.buffer.Len() > 0 {
+	if p.Producer == nil || p.Requested || p.Failed || !p.canRoute() || p.handovers.Len() > 0 || p.buffer.Len() > 0 {
 		return
 	}
-	p.requested = true
+	p.Requested = true
 	p.sendRequestNext()
 }
 
 func (p *workPulling[A]) sendRequestNext() {
-	p.producer.Tell(WorkPullingRequestNext[A]{SendNextTo: p.sendNext, AskNextTo: p.askNext})
+	p.Producer.Tell(RequestNext[A]{SendNextTo: p.sendNext, AskNextTo: p.askNext})
 }

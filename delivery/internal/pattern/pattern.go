@@ -1,4 +1,4 @@
-package delivery
+package pattern
 
 // What the work-pulling and the sharding producer controllers share: they
 // face one producer the same way, own a durable queue the same way, fail
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
@@ -28,81 +29,81 @@ const DefaultBufferSize = 1000
 
 // ProducerHooks are what a pattern controller uses of delivery's producer
 // controller (see controller.Hooks).
-type ProducerHooks[A any] = controller.Producer[A, ProducerCommand[A]]
+type ProducerHooks[A any] = controller.Producer[A, delivery.ProducerCommand[A]]
 
 // ConsumerHooks are what a sharded entity uses of delivery's consumer
 // controller.
-type ConsumerHooks[A any] = controller.Consumer[A, ConsumerCommand[A]]
+type ConsumerHooks[A any] = controller.Consumer[A, delivery.ConsumerCommand[A]]
 
 // Hooks returns delivery's hooks for messages of type A.
-func Hooks[A any]() *controller.Hooks[A, ProducerCommand[A], ConsumerCommand[A]] {
-	return controller.For[A, ProducerCommand[A], ConsumerCommand[A]]((*SequencedMessage[A])(nil))
+func Hooks[A any]() *controller.Hooks[A, delivery.ProducerCommand[A], delivery.ConsumerCommand[A]] {
+	return controller.For[A, delivery.ProducerCommand[A], delivery.ConsumerCommand[A]]((*delivery.SequencedMessage[A])(nil))
 }
 
 // ValidateProducerSettings returns s with its defaults, or an error naming
 // the first field out of range.
-func ValidateProducerSettings(s ProducerSettings) (ProducerSettings, error) {
+func ValidateProducerSettings(s delivery.ProducerSettings) (delivery.ProducerSettings, error) {
 	v, err := controller.ValidateProducerSettings(s)
-	return v.(ProducerSettings), err
+	return v.(delivery.ProducerSettings), err
 }
 
 // ValidateConsumerSettings is ValidateProducerSettings for consumer
 // settings.
-func ValidateConsumerSettings(s ConsumerSettings) (ConsumerSettings, error) {
+func ValidateConsumerSettings(s delivery.ConsumerSettings) (delivery.ConsumerSettings, error) {
 	v, err := controller.ValidateConsumerSettings(s)
-	return v.(ConsumerSettings), err
+	return v.(delivery.ConsumerSettings), err
 }
 
-// patternProducer is the part of a work-pulling or sharding producer
+// Controller is the part of a work-pulling or sharding producer
 // controller that is not about its workers or entities. C is the
 // controller's command type, N its RequestNext type.
-type patternProducer[A, C, N any] struct {
+type Controller[A, C, N any] struct {
 	kind string // "work-pulling" or "sharding": names the controller in its log and errors
-	cfg  *ProducerHooks[A]
-	ctx  *runtime.Context[C]
+	Cfg  *ProducerHooks[A]
+	Ctx  *runtime.Context[C]
 	self runtime.Ref[C]
-	log  *slog.Logger
+	Log  *slog.Logger
 
-	producer  runtime.Ref[N]
-	requested bool // a RequestNext is out and unused
-	loaded    bool // the durable state is loaded (at once without a queue)
-	failed    bool
+	Producer  runtime.Ref[N]
+	Requested bool // a RequestNext is out and unused
+	Loaded    bool // the durable state is loaded (at once without a queue)
+	Failed    bool
 
-	currentSeqNr SeqNr  // the next message's number
-	generation   uint64 // of the internal producer controllers: the queue's incarnation
-	dq           *durablecalls.Calls[A, C]
+	CurrentSeqNr delivery.SeqNr // the next message's number
+	generation   uint64         // of the internal producer controllers: the queue's incarnation
+	Dq           *durablecalls.Calls[A, C]
 }
 
-func newPatternProducer[A, C, N any](kind string, cfg *ProducerHooks[A]) patternProducer[A, C, N] {
-	return patternProducer[A, C, N]{kind: kind, cfg: cfg, loaded: cfg.Queue == nil, currentSeqNr: 1}
+func NewController[A, C, N any](kind string, cfg *ProducerHooks[A]) Controller[A, C, N] {
+	return Controller[A, C, N]{kind: kind, Cfg: cfg, Loaded: cfg.Queue == nil, CurrentSeqNr: 1}
 }
 
 // started takes the actor's context and logger when it starts and, with a
 // durable queue, starts loading its state; wrap makes the outcomes of the
 // queue's calls commands of the controller.
-func (f *patternProducer[A, C, N]) started(ctx *runtime.Context[C], log *slog.Logger, wrap func(durablecalls.Msg[A]) C) {
-	f.ctx, f.self, f.log = ctx, ctx.Self(), log
-	if f.cfg.Queue != nil {
-		f.dq = durablecalls.Start(ctx, f.cfg.Queue, f.cfg.ID, f.cfg.Durable, f.log, wrap)
-		f.dq.LoadState()
+func (f *Controller[A, C, N]) Started(ctx *runtime.Context[C], log *slog.Logger, wrap func(durablecalls.Msg[A]) C) {
+	f.Ctx, f.self, f.Log = ctx, ctx.Self(), log
+	if f.Cfg.Queue != nil {
+		f.Dq = durablecalls.Start(ctx, f.Cfg.Queue, f.Cfg.ID, f.Cfg.Durable, f.Log, wrap)
+		f.Dq.LoadState()
 	}
 }
 
 // stopped ends the durable queue's calls when the actor stops or restarts.
-func (f *patternProducer[A, C, N]) stopped() {
-	if f.dq != nil {
-		f.dq.Stop()
+func (f *Controller[A, C, N]) Stopped() {
+	if f.Dq != nil {
+		f.Dq.Stop()
 	}
 }
 
 // fail stops the controller: something it cannot recover from happened.
-func (f *patternProducer[A, C, N]) fail(err error) {
-	if f.failed {
+func (f *Controller[A, C, N]) Fail(err error) {
+	if f.Failed {
 		return
 	}
-	f.failed = true
-	f.log.Error(f.kind+" producer controller failed", "err", err)
-	_ = f.ctx.Stop(f.self)
+	f.Failed = true
+	f.Log.Error(f.kind+" producer controller failed", "err", err)
+	_ = f.Ctx.Stop(f.self)
 }
 
 // onStart takes the producer of the Start message named start. A new
@@ -110,66 +111,66 @@ func (f *patternProducer[A, C, N]) fail(err error) {
 // old one did not use, since it may never have seen it; otherwise it gets
 // one as soon as the controller may send it (maybeRequestNext). A producer
 // that is not local to the controller fails it.
-func (f *patternProducer[A, C, N]) onStart(start string, producer runtime.Ref[N], sendRequestNext, maybeRequestNext func()) {
+func (f *Controller[A, C, N]) OnStart(start string, producer runtime.Ref[N], sendRequestNext, maybeRequestNext func()) {
 	if producer == nil {
-		f.log.Error(start + " without a producer ref: ignored")
+		f.Log.Error(start + " without a producer ref: ignored")
 		return
 	}
-	if err := controller.RequireLocal(f.ctx.System(), producer, start+".Producer", "producer", f.kind+" producer controller"); err != nil {
-		f.fail(err)
+	if err := controller.RequireLocal(f.Ctx.System(), producer, start+".Producer", "producer", f.kind+" producer controller"); err != nil {
+		f.Fail(err)
 		return
 	}
-	f.producer = producer
-	if f.requested {
+	f.Producer = producer
+	if f.Requested {
 		sendRequestNext()
 		return
 	}
 	maybeRequestNext()
 }
 
-func (f *patternProducer[A, C, N]) storing() bool { return f.dq != nil && f.dq.Storing() }
+func (f *Controller[A, C, N]) Storing() bool { return f.Dq != nil && f.Dq.Storing() }
 
 // spawnChild spawns the point-to-point producer controller of one worker
 // or entity, with the producer id producerID and no durable queue (the
 // controller stores for it), connected to consumer. Its RequestNexts come
 // to the controller as next, its replies to asks sent with replyTo (one
 // per message, in order) as confirmed, and its stop as stopped.
-func (f *patternProducer[A, C, N]) spawnChild(producerID string, consumer runtime.Ref[ConsumerCommand[A]],
-	next, confirmed, stopped C) (pc runtime.Ref[ProducerCommand[A]], replyTo runtime.Ref[SeqNr], err error) {
-	pc, err = runtime.Spawn(f.ctx, "", f.cfg.Child(producerID, f.generation), runtime.WithSupervision(runtime.StopOnFailure()))
+func (f *Controller[A, C, N]) SpawnChild(producerID string, consumer runtime.Ref[delivery.ConsumerCommand[A]],
+	next, confirmed, stopped C) (pc runtime.Ref[delivery.ProducerCommand[A]], replyTo runtime.Ref[delivery.SeqNr], err error) {
+	pc, err = runtime.Spawn(f.Ctx, "", f.Cfg.Child(producerID, f.generation), runtime.WithSupervision(runtime.StopOnFailure()))
 	if err != nil {
 		return nil, nil, err
 	}
-	replyTo = runtime.MessageAdapter(f.ctx, func(SeqNr) C { return confirmed })
-	f.ctx.WatchWith(pc, stopped)
-	pc.Tell(ProducerStart[A]{Producer: runtime.MessageAdapter(f.ctx, func(RequestNext[A]) C { return next })})
-	pc.Tell(RegisterConsumer[A]{ConsumerController: consumer})
+	replyTo = runtime.MessageAdapter(f.Ctx, func(delivery.SeqNr) C { return confirmed })
+	f.Ctx.WatchWith(pc, stopped)
+	pc.Tell(delivery.ProducerStart[A]{Producer: runtime.MessageAdapter(f.Ctx, func(delivery.RequestNext[A]) C { return next })})
+	pc.Tell(delivery.RegisterConsumer[A]{ConsumerController: consumer})
 	return pc, replyTo, nil
 }
 
 // storeNext stores msg in the durable queue under the next sequence number
 // and qualifier (the worker or entity it goes to); ack says the producer
 // asked for a reply. One store at a time: the outcome comes to onDurable.
-func (f *patternProducer[A, C, N]) storeNext(msg A, ack bool, qualifier string) {
-	f.dq.StoreSent(durable.MessageSent[A]{
-		SeqNr:     f.currentSeqNr,
+func (f *Controller[A, C, N]) StoreNext(msg A, ack bool, qualifier string) {
+	f.Dq.StoreSent(durable.MessageSent[A]{
+		SeqNr:     f.CurrentSeqNr,
 		Message:   msg,
 		Ack:       ack,
 		Qualifier: qualifier,
-		Timestamp: f.dq.Now(),
+		Timestamp: f.Dq.Now(),
 	})
 }
 
 // onDurable handles the outcome of a durable queue call, its deadline or
 // its backoff: a queue that keeps failing fails the controller, a loaded
 // state goes to loaded, the end of a storeNext to stored.
-func (f *patternProducer[A, C, N]) onDurable(m durablecalls.Msg[A], loaded func(durable.State[A]), stored func()) {
-	if f.dq == nil {
+func (f *Controller[A, C, N]) OnDurable(m durablecalls.Msg[A], loaded func(durable.State[A]), stored func()) {
+	if f.Dq == nil {
 		return
 	}
-	switch out := f.dq.Handle(m); {
+	switch out := f.Dq.Handle(m); {
 	case out.Err != nil:
-		f.fail(out.Err)
+		f.Fail(out.Err)
 	case out.Loaded != nil:
 		f.generation = out.Loaded.Incarnation
 		loaded(*out.Loaded)
@@ -181,26 +182,26 @@ func (f *patternProducer[A, C, N]) onDurable(m durablecalls.Msg[A], loaded func(
 // demandSet holds the workers or entities that have demand, in no order.
 // Each member knows its index in the set (-1 when it is not in it), so it
 // joins and leaves in constant time.
-type demandSet[T interface{ demandIndex() *int }] []T
+type DemandSet[T interface{ DemandIndex() *int }] []T
 
 // add puts x, which is not in the set, in it.
-func (s *demandSet[T]) add(x T) {
-	*x.demandIndex() = len(*s)
+func (s *DemandSet[T]) Add(x T) {
+	*x.DemandIndex() = len(*s)
 	*s = append(*s, x)
 }
 
 // remove takes x out of the set, and reports whether it was in it.
-func (s *demandSet[T]) remove(x T) bool {
-	i := *x.demandIndex()
+func (s *DemandSet[T]) Remove(x T) bool {
+	i := *x.DemandIndex()
 	if i < 0 {
 		return false
 	}
 	last := len(*s) - 1
 	(*s)[i] = (*s)[last]
-	*(*s)[i].demandIndex() = i
+	*(*s)[i].DemandIndex() = i
 	var zero T
 	(*s)[last] = zero
 	*s = (*s)[:last]
-	*x.demandIndex() = -1
+	*x.DemandIndex() = -1
 	return true
 }

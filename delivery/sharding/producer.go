@@ -1,4 +1,4 @@
-package delivery
+package sharding
 
 // The sharding producer controller: one producer sending to any entity of
 // one sharded entity type. Its protocol and behavior are here; the
@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -20,19 +22,19 @@ import (
 // ShardingCommand is what a sharding producer controller handles:
 // [ShardingStart] and [GetShardingStats]. The producer's messages reach it through the refs of
 // [ShardingRequestNext].
-type ShardingCommand[A any] interface{ shardingCommand(A) }
+type Command[A any] interface{ shardingCommand(A) }
 
 // ShardingStart connects the producer to its sharding producer controller,
 // which answers with a [ShardingRequestNext]. Sending it again (after a
 // producer restart) moves the flow to the new producer. The producer must
 // be local to its controller, as for [ProducerStart]: any other makes the
 // controller stop with [ErrNotLocal].
-type ShardingStart[A any] struct {
-	Producer runtime.Ref[ShardingRequestNext[A]]
+type Start[A any] struct {
+	Producer runtime.Ref[RequestNext[A]]
 }
 
 // ShardingEnvelope is a message for one entity.
-type ShardingEnvelope[A any] struct {
+type Envelope[A any] struct {
 	EntityID string
 	Message  A
 }
@@ -41,10 +43,10 @@ type ShardingEnvelope[A any] struct {
 // sequence number (the sharding producer controller's numbering) is sent
 // to ReplyTo once the entity has confirmed it or, with a durable queue,
 // once it is stored.
-type ShardingMessageWithConfirmation[A any] struct {
+type MessageWithConfirmation[A any] struct {
 	EntityID string
 	Message  A
-	ReplyTo  runtime.Ref[SeqNr]
+	ReplyTo  runtime.Ref[delivery.SeqNr]
 }
 
 // ShardingRequestNext allows the producer to send one message, to any
@@ -53,9 +55,9 @@ type ShardingMessageWithConfirmation[A any] struct {
 // demand; the controller sends no RequestNext while its buffer is full.
 // The producer should prefer the entities with demand. The slice and the
 // map are the producer's to read, never to modify.
-type ShardingRequestNext[A any] struct {
-	SendNextTo runtime.Ref[ShardingEnvelope[A]]
-	AskNextTo  runtime.Ref[ShardingMessageWithConfirmation[A]]
+type RequestNext[A any] struct {
+	SendNextTo runtime.Ref[Envelope[A]]
+	AskNextTo  runtime.Ref[MessageWithConfirmation[A]]
 	// EntitiesWithDemand are the entities that can take a message at
 	// once, in no particular order.
 	EntitiesWithDemand []string
@@ -66,12 +68,12 @@ type ShardingRequestNext[A any] struct {
 
 // GetShardingStats asks a sharding producer controller for its
 // [ShardingStats].
-type GetShardingStats[A any] struct {
-	ReplyTo runtime.Ref[ShardingStats]
+type GetStats[A any] struct {
+	ReplyTo runtime.Ref[Stats]
 }
 
 // ShardingStats describe a sharding producer controller's entities.
-type ShardingStats struct {
+type Stats struct {
 	// Entities is how many entities have a producer controller: those
 	// sent to and not cleaned up since.
 	Entities int
@@ -85,14 +87,14 @@ type ShardingStats struct {
 	Unconfirmed int
 }
 
-func (ShardingStart[A]) shardingCommand(A)    {}
-func (GetShardingStats[A]) shardingCommand(A) {}
+func (Start[A]) shardingCommand(A)    {}
+func (GetStats[A]) shardingCommand(A) {}
 
 // EntityRegion is where a sharding producer controller finds its entities:
 // the *runtime.Sharding of their entity type, whose entities are
 // [NewShardingConsumerController]s, or anything that forwards to one.
 type EntityRegion[A any] interface {
-	EntityRef(entityID string) runtime.Ref[ConsumerCommand[A]]
+	EntityRef(entityID string) runtime.Ref[delivery.ConsumerCommand[A]]
 }
 
 // NewShardingProducerController validates the settings and returns the
@@ -114,27 +116,27 @@ type EntityRegion[A any] interface {
 // With a durable queue ([WithDurableQueue]) every message is stored as it
 // arrives, qualified by its entity id, and a new controller with the same
 // producer id sends every unconfirmed message again, in order.
-func NewShardingProducerController[A any](producerID string, region EntityRegion[A], settings ShardingSettings,
-	opts ...ProducerOption[A]) (func() runtime.Behavior[ShardingCommand[A]], error) {
+func NewProducerController[A any](producerID string, region EntityRegion[A], settings Settings,
+	opts ...delivery.ProducerOption[A]) (func() runtime.Behavior[Command[A]], error) {
 	s, err := settings.validate()
 	if err != nil {
 		return nil, fmt.Errorf("sharding producer controller %q: %w", producerID, err)
 	}
 	if controller.IsNil(region) {
-		return nil, fmt.Errorf("sharding producer controller %q: %w: the entity region is nil", producerID, ErrInvalidSettings)
+		return nil, fmt.Errorf("sharding producer controller %q: %w: the entity region is nil", producerID, delivery.ErrInvalidSettings)
 	}
-	cfg, err := Hooks[A]().NewProducer(producerID, s.Producer, opts)
+	cfg, err := pattern.Hooks[A]().NewProducer(producerID, s.Producer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
-	return func() runtime.Behavior[ShardingCommand[A]] { return newShardingProducer(cfg, region, s) }, nil
+	return func() runtime.Behavior[Command[A]] { return newShardingProducer(cfg, region, s) }, nil
 }
 
 // SpawnShardingProducerController spawns a sharding producer controller
 // under on, named name. It stops if it fails.
-func SpawnShardingProducerController[A any](on runtime.Spawner, name, producerID string, region EntityRegion[A],
-	settings ShardingSettings, opts ...ProducerOption[A]) (runtime.Ref[ShardingCommand[A]], error) {
-	factory, err := NewShardingProducerController(producerID, region, settings, opts...)
+func SpawnProducerController[A any](on runtime.Spawner, name, producerID string, region EntityRegion[A],
+	settings Settings, opts ...delivery.ProducerOption[A]) (runtime.Ref[Command[A]], error) {
+	factory, err := NewProducerController(producerID, region, settings, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +149,8 @@ func SpawnShardingProducerController[A any](on runtime.Spawner, name, producerID
 type spEntry[A any] struct {
 	entityID string
 	msg      A
-	replyTo  runtime.Ref[SeqNr] // the producer's ask, until it is answered
-	seqNr    SeqNr              // the controller's number (under which it is stored, if durable)
+	replyTo  runtime.Ref[delivery.SeqNr] // the producer's ask, until it is answered
+	seqNr    delivery.SeqNr              // the controller's number (under which it is stored, if durable)
 }
 
 func (*spEntry[A]) shardingCommand(A) {}
@@ -161,34 +163,34 @@ func (spDurable[A]) shardingCommand(A) {}
 
 // shardingProducer is the sharding producer controller's behavior and state.
 type shardingProducer[A any] struct {
-	patternProducer[A, ShardingCommand[A], ShardingRequestNext[A]]
-	settings ShardingSettings
+	pattern.Controller[A, Command[A], RequestNext[A]]
+	settings Settings
 	region   EntityRegion[A]
-	sendNext runtime.Ref[ShardingEnvelope[A]]
-	askNext  runtime.Ref[ShardingMessageWithConfirmation[A]]
+	sendNext runtime.Ref[Envelope[A]]
+	askNext  runtime.Ref[MessageWithConfirmation[A]]
 
 	entities map[string]*entityOut[A]
-	demand   demandSet[*entityOut[A]] // the entities with demand
-	buffered int                      // messages in the entities' buffers and in arrivals
+	demand   pattern.DemandSet[*entityOut[A]] // the entities with demand
+	buffered int                              // messages in the entities' buffers and in arrivals
 	// bufferedBy counts the buffered messages of each entity that has
 	// some, for RequestNext; snapshot holds the slice and map last sent,
 	// reused until something changes.
 	bufferedBy map[string]int
-	snapshot   ShardingRequestNext[A]
+	snapshot   RequestNext[A]
 	stale      bool
 
 	arrivals ring.Ring[*spEntry[A]] // durable: messages waiting to be stored
 	storingE *spEntry[A]
 }
 
-func newShardingProducer[A any](cfg *ProducerHooks[A], region EntityRegion[A], s ShardingSettings) *shardingProducer[A] {
+func newShardingProducer[A any](cfg *pattern.ProducerHooks[A], region EntityRegion[A], s Settings) *shardingProducer[A] {
 	return &shardingProducer[A]{
-		patternProducer: newPatternProducer[A, ShardingCommand[A], ShardingRequestNext[A]]("sharding", cfg),
-		settings:        s,
-		region:          region,
-		entities:        make(map[string]*entityOut[A]),
-		bufferedBy:      make(map[string]int),
-		stale:           true,
+		Controller: pattern.NewController[A, Command[A], RequestNext[A]]("sharding", cfg),
+		settings:   s,
+		region:     region,
+		entities:   make(map[string]*entityOut[A]),
+		bufferedBy: make(map[string]int),
+		stale:      true,
 	}
 }
 
@@ -202,25 +204,25 @@ type spWakeKey struct{}
 func (spCleanupTick[A]) shardingCommand(A) {}
 func (spWakeTick[A]) shardingCommand(A)    {}
 
-func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[ShardingCommand[A]], sig runtime.Signal) {
+func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[Command[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
-		p.started(ctx, ctx.Log().With("producerId", p.cfg.ID), func(m durablecalls.Msg[A]) ShardingCommand[A] { return spDurable[A]{m} })
-		p.sendNext = runtime.DirectAdapter(ctx, func(m ShardingEnvelope[A]) ShardingCommand[A] {
+		p.Started(ctx, ctx.Log().With("producerId", p.Cfg.ID), func(m durablecalls.Msg[A]) Command[A] { return spDurable[A]{m} })
+		p.sendNext = runtime.DirectAdapter(ctx, func(m Envelope[A]) Command[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message}
 		})
-		p.askNext = runtime.DirectAdapter(ctx, func(m ShardingMessageWithConfirmation[A]) ShardingCommand[A] {
+		p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) Command[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message, replyTo: m.ReplyTo}
 		})
 		ctx.Timers().StartPeriodic(spCleanupKey{}, spCleanupTick[A]{}, max(p.settings.CleanupUnusedAfter/2, 1))
 		ctx.Timers().StartPeriodic(spWakeKey{}, spWakeTick[A]{}, max(p.settings.ResendFirstUnconfirmedIdleTimeout/2, 1))
 	case runtime.Stopped, runtime.Restarting:
-		p.stopped()
+		p.Stopped()
 	}
 }
 
-func (p *shardingProducer[A]) Receive(_ *runtime.Context[ShardingCommand[A]], msg ShardingCommand[A]) {
-	if p.failed {
+func (p *shardingProducer[A]) Receive(_ *runtime.Context[Command[A]], msg Command[A]) {
+	if p.Failed {
 		return
 	}
 	switch m := msg.(type) {
@@ -232,22 +234,22 @@ func (p *shardingProducer[A]) Receive(_ *runtime.Context[ShardingCommand[A]], ms
 		p.onEntityConfirmed(m.e)
 	case spChildStopped[A]:
 		if !m.e.gone {
-			p.fail(fmt.Errorf("the producer controller of entity %q stopped: it failed (see its error)", m.e.id))
+			p.Fail(fmt.Errorf("the producer controller of entity %q stopped: it failed (see its error)", m.e.id))
 		}
 	case spCleanupTick[A]:
 		p.cleanup()
 	case spWakeTick[A]:
 		p.wake()
-	case ShardingStart[A]:
-		p.onStart("ShardingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
-	case GetShardingStats[A]:
+	case Start[A]:
+		p.OnStart("ShardingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
+	case GetStats[A]:
 		p.onStats(m)
 	case spDurable[A]:
-		p.onDurable(m.Msg, p.onLoaded, p.onStored)
+		p.OnDurable(m.Msg, p.onLoaded, p.onStored)
 	}
 }
 
-func (p *shardingProducer[A]) onStats(m GetShardingStats[A]) {
+func (p *shardingProducer[A]) onStats(m GetStats[A]) {
 	if m.ReplyTo == nil {
 		return
 	}
@@ -255,15 +257,15 @@ func (p *shardingProducer[A]) onStats(m GetShardingStats[A]) {
 	for _, e := range p.entities {
 		unconfirmed += e.unconfirmed.Len()
 	}
-	m.ReplyTo.Tell(ShardingStats{Entities: len(p.entities), EntitiesWithDemand: len(p.demand), Buffered: p.buffered, Unconfirmed: unconfirmed})
+	m.ReplyTo.Tell(Stats{Entities: len(p.entities), EntitiesWithDemand: len(p.demand), Buffered: p.buffered, Unconfirmed: unconfirmed})
 }
 
 // onMessage takes a message from the producer: stored first with a
 // durable queue, then sent to its entity or buffered for it.
 func (p *shardingProducer[A]) onMessage(e *spEntry[A]) {
-	p.requested = false
-	if p.dq != nil {
-		if p.loaded && !p.storing() && p.arrivals.Len() == 0 {
+	p.Requested = false
+	if p.Dq != nil {
+		if p.Loaded && !p.Storing() && p.arrivals.Len() == 0 {
 			p.store(e)
 			return
 		}
@@ -274,8 +276,8 @@ func (p *shardingProducer[A]) onMessage(e *spEntry[A]) {
 		p.buffered++
 		return
 	}
-	e.seqNr = p.currentSeqNr
-	p.currentSeqNr++
+	e.seqNr = p.CurrentSeqNr
+	p.CurrentSeqNr++
 	if !p.hasDemand(e.entityID) && !p.admit() {
 		return
 	}
@@ -289,19 +291,19 @@ func (p *shardingProducer[A]) admit() bool {
 	if p.buffered < p.settings.BufferSize {
 		return true
 	}
-	p.fail(fmt.Errorf("%w: %d messages are buffered for entities without demand (ShardingSettings.BufferSize); the producer must wait for RequestNext",
-		ErrBufferFull, p.buffered))
+	p.Fail(fmt.Errorf("%w: %d messages are buffered for entities without demand (ShardingSettings.BufferSize); the producer must wait for RequestNext",
+		pattern.ErrBufferFull, p.buffered))
 	return false
 }
 
 // maybeRequestNext gives the producer permission for one more message when
 // the buffer has room and nothing else waits.
 func (p *shardingProducer[A]) maybeRequestNext() {
-	if p.producer == nil || p.requested || p.failed || !p.loaded || p.storing() || p.arrivals.Len() > 0 ||
+	if p.Producer == nil || p.Requested || p.Failed || !p.Loaded || p.Storing() || p.arrivals.Len() > 0 ||
 		p.buffered >= p.settings.BufferSize {
 		return
 	}
-	p.requested = true
+	p.Requested = true
 	p.sendRequestNext()
 }
 
@@ -320,5 +322,5 @@ func (p *shardingProducer[A]) sendRequestNext() {
 		p.stale = false
 	}
 	p.snapshot.SendNextTo, p.snapshot.AskNextTo = p.sendNext, p.askNext
-	p.producer.Tell(p.snapshot)
+	p.Producer.Tell(p.snapshot)
 }

@@ -1,4 +1,4 @@
-package delivery
+package sharding
 
 // The entities of a sharding producer controller: each one reached through
 // a producer controller of its own, with a buffer for when it has no
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -16,9 +17,9 @@ import (
 // entityOut is one entity and the producer controller that sends to it.
 type entityOut[A any] struct {
 	id       string
-	pc       runtime.Ref[ProducerCommand[A]]
-	replyTo  runtime.Ref[SeqNr] // where pc confirms each message
-	demandAt int                // index in shardingProducer.demand, or -1 (see demandSet)
+	pc       runtime.Ref[delivery.ProducerCommand[A]]
+	replyTo  runtime.Ref[delivery.SeqNr] // where pc confirms each message
+	demandAt int                         // index in shardingProducer.demand, or -1 (see demandSet)
 	// buffer holds the messages waiting for demand; unconfirmed those sent
 	// to pc, which confirms them in order, one reply each.
 	buffer      ring.Ring[*spEntry[A]]
@@ -29,7 +30,7 @@ type entityOut[A any] struct {
 	gone         bool // cleaned up: messages about it are stale
 }
 
-func (e *entityOut[A]) demandIndex() *int { return &e.demandAt }
+func (e *entityOut[A]) DemandIndex() *int { return &e.demandAt }
 
 // Internal messages about entities, made by adapters and watches.
 type (
@@ -42,7 +43,7 @@ func (spEntityNext[A]) shardingCommand(A)   {}
 func (spConfirmed[A]) shardingCommand(A)    {}
 func (spChildStopped[A]) shardingCommand(A) {}
 
-func (p *shardingProducer[A]) now() time.Time { return p.ctx.System().Clock().Now() }
+func (p *shardingProducer[A]) now() time.Time { return p.Ctx.System().Clock().Now() }
 
 func (p *shardingProducer[A]) hasDemand(id string) bool {
 	e := p.entities[id]
@@ -59,10 +60,10 @@ func (p *shardingProducer[A]) entity(id string) *entityOut[A] {
 	// Its consumer is the entity itself: the first message goes out before
 	// any demand, which starts the entity.
 	var err error
-	e.pc, e.replyTo, err = p.spawnChild(p.cfg.ID+"-"+id, p.region.EntityRef(id),
+	e.pc, e.replyTo, err = p.SpawnChild(p.Cfg.ID+"-"+id, p.region.EntityRef(id),
 		spEntityNext[A]{e: e}, spConfirmed[A]{e: e}, spChildStopped[A]{e: e})
 	if err != nil {
-		p.fail(fmt.Errorf("spawn the producer controller of entity %q: %w", id, err))
+		p.Fail(fmt.Errorf("spawn the producer controller of entity %q: %w", id, err))
 		return nil
 	}
 	p.entities[id] = e
@@ -92,7 +93,7 @@ func (p *shardingProducer[A]) sendTo(e *entityOut[A], m *spEntry[A]) {
 	e.lastActivity = p.now()
 	// The producer's ask wants its reply soon: only then is the entity
 	// asked to confirm this very message at once.
-	e.pc.Tell(p.cfg.Outgoing(m.msg, e.replyTo, m.replyTo == nil))
+	e.pc.Tell(p.Cfg.Outgoing(m.msg, e.replyTo, m.replyTo == nil))
 }
 
 // onEntityDemand takes the RequestNext of an entity's producer controller:
@@ -104,7 +105,7 @@ func (p *shardingProducer[A]) onEntityDemand(e *entityOut[A]) {
 	e.lastActivity = p.now()
 	p.stale = true
 	if e.buffer.Len() == 0 {
-		p.demand.add(e)
+		p.demand.Add(e)
 		return
 	}
 	m := e.buffer.Pop()
@@ -117,7 +118,7 @@ func (p *shardingProducer[A]) onEntityDemand(e *entityOut[A]) {
 }
 
 func (p *shardingProducer[A]) dropDemand(e *entityOut[A]) {
-	if p.demand.remove(e) {
+	if p.demand.Remove(e) {
 		p.stale = true
 	}
 }
@@ -130,8 +131,8 @@ func (p *shardingProducer[A]) onEntityConfirmed(e *entityOut[A]) {
 	m := e.unconfirmed.Pop()
 	e.lastActivity = p.now()
 	switch {
-	case p.dq != nil:
-		p.dq.StoreConfirmed(m.seqNr, e.id)
+	case p.Dq != nil:
+		p.Dq.StoreConfirmed(m.seqNr, e.id)
 	case m.replyTo != nil:
 		m.replyTo.Tell(m.seqNr)
 		m.replyTo = nil
@@ -151,9 +152,9 @@ func (p *shardingProducer[A]) cleanup() {
 		delete(p.entities, id)
 		p.dropDemand(e)
 		e.gone = true
-		p.ctx.Unwatch(e.pc)
-		_ = p.ctx.Stop(e.pc)
-		p.log.Debug("producer controller of an unused entity stopped", "entityId", id)
+		p.Ctx.Unwatch(e.pc)
+		_ = p.Ctx.Stop(e.pc)
+		p.Log.Debug("producer controller of an unused entity stopped", "entityId", id)
 	}
 }
 
@@ -169,7 +170,7 @@ func (p *shardingProducer[A]) wake() {
 			continue
 		}
 		e.lastActivity = now
-		p.log.Debug("entity silent with unconfirmed messages: sending them again", "entityId", e.id, "unconfirmed", e.unconfirmed.Len())
-		e.pc.Tell(p.cfg.ResendUnconfirmed)
+		p.Log.Debug("entity silent with unconfirmed messages: sending them again", "entityId", e.id, "unconfirmed", e.unconfirmed.Len())
+		e.pc.Tell(p.Cfg.ResendUnconfirmed)
 	}
 }

@@ -1,4 +1,4 @@
-package delivery
+package deliverytest
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
 )
 
@@ -16,7 +17,7 @@ var errFlaky = errors.New("flaky queue: injected failure")
 // flakyQueue wraps a durable queue and fails calls at random: a store
 // fails either before it stores or after it (as a lost reply would), so the
 // retries exercise the queue's idempotence.
-type flakyQueue[A any] struct {
+type FlakyQueue[A any] struct {
 	q        durable.Queue[A]
 	fail     float64       // probability that a call fails
 	delay    time.Duration // every call takes this long
@@ -25,12 +26,12 @@ type flakyQueue[A any] struct {
 	failures atomic.Int64
 }
 
-func newFlakyQueue[A any](q durable.Queue[A], fail float64, delay time.Duration, seed uint64) *flakyQueue[A] {
-	return &flakyQueue[A]{q: q, fail: fail, delay: delay, rng: rand.New(rand.NewPCG(seed, 3))}
+func newFlakyQueue[A any](q durable.Queue[A], fail float64, delay time.Duration, seed uint64) *FlakyQueue[A] {
+	return &FlakyQueue[A]{q: q, fail: fail, delay: delay, rng: rand.New(rand.NewPCG(seed, 3))}
 }
 
 // roll returns a number in [0, 1) after the call's delay.
-func (f *flakyQueue[A]) roll(ctx context.Context) (float64, error) {
+func (f *FlakyQueue[A]) roll(ctx context.Context) (float64, error) {
 	if f.delay > 0 {
 		t := time.NewTimer(f.delay)
 		defer t.Stop()
@@ -45,7 +46,7 @@ func (f *flakyQueue[A]) roll(ctx context.Context) (float64, error) {
 	return f.rng.Float64(), nil
 }
 
-func (f *flakyQueue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
+func (f *FlakyQueue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 	r, err := f.roll(ctx)
 	if err != nil {
 		return durable.State[A]{}, err
@@ -57,18 +58,18 @@ func (f *flakyQueue[A]) LoadState(ctx context.Context) (durable.State[A], error)
 	return f.q.LoadState(ctx)
 }
 
-func (f *flakyQueue[A]) StoreMessageSent(ctx context.Context, m durable.MessageSent[A]) error {
+func (f *FlakyQueue[A]) StoreMessageSent(ctx context.Context, m durable.MessageSent[A]) error {
 	return f.store(ctx, func() error { return f.q.StoreMessageSent(ctx, m) })
 }
 
 // StoreBatch makes the queue a durable.BatchQueue, as its inner queue must
 // be, so that the retries exercise the idempotence of batches too.
-func (f *flakyQueue[A]) StoreBatch(ctx context.Context, b durable.Batch[A]) error {
+func (f *FlakyQueue[A]) StoreBatch(ctx context.Context, b durable.Batch[A]) error {
 	return f.store(ctx, func() error { return f.q.(durable.BatchQueue[A]).StoreBatch(ctx, b) })
 }
 
 // store runs a store that fails before or after it stores, at random.
-func (f *flakyQueue[A]) store(ctx context.Context, store func() error) error {
+func (f *FlakyQueue[A]) store(ctx context.Context, store func() error) error {
 	r, err := f.roll(ctx)
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func (f *flakyQueue[A]) store(ctx context.Context, store func() error) error {
 	return nil
 }
 
-func (f *flakyQueue[A]) StoreMessageConfirmed(ctx context.Context, seqNr SeqNr, qualifier string, at time.Time) error {
+func (f *FlakyQueue[A]) StoreMessageConfirmed(ctx context.Context, seqNr delivery.SeqNr, qualifier string, at time.Time) error {
 	r, err := f.roll(ctx)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package delivery
+package workpulling
 
 // The work-pulling producer controller's durable queue. A message is
 // stored once its worker is chosen, with the worker's producer id as its
@@ -19,7 +19,7 @@ import (
 // storeFor stores e as the next message, for worker w.
 func (p *workPulling[A]) storeFor(w *worker[A], e *wpEntry[A]) {
 	p.storingE, p.storingW = e, w
-	p.storeNext(e.msg, e.replyTo != nil, w.key)
+	p.StoreNext(e.msg, e.replyTo != nil, w.key)
 }
 
 // onStored sends the message just stored to its worker, or, if that worker
@@ -28,14 +28,14 @@ func (p *workPulling[A]) onStored() {
 	e, w := p.storingE, p.storingW
 	p.storingE, p.storingW = nil, nil
 	old, oldQualifier, again := e.seqNr, e.qualifier, e.stored
-	e.seqNr, e.qualifier, e.stored = p.currentSeqNr, w.key, true
-	p.currentSeqNr++
+	e.seqNr, e.qualifier, e.stored = p.CurrentSeqNr, w.key, true
+	p.CurrentSeqNr++
 	if e.replyTo != nil {
 		e.replyTo.Tell(e.seqNr) // stored: that is all a durable ask waits for
 		e.replyTo = nil
 	}
 	if again {
-		p.dq.StoreConfirmed(old, oldQualifier)
+		p.Dq.StoreConfirmed(old, oldQualifier)
 	}
 	if w.gone {
 		p.handovers.Push(e)
@@ -48,17 +48,17 @@ func (p *workPulling[A]) onStored() {
 // onLoaded takes the stored state: every unconfirmed message goes to a
 // worker again, as a hand-over, in the order of its sequence number.
 func (p *workPulling[A]) onLoaded(s durable.State[A]) {
-	p.currentSeqNr = max(s.CurrentSeqNr, 1)
+	p.CurrentSeqNr = max(s.CurrentSeqNr, 1)
 	for _, u := range s.Unconfirmed {
 		if u.Chunk != nil {
-			p.fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a work-pulling one's", u.SeqNr))
+			p.Fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a work-pulling one's", u.SeqNr))
 			return
 		}
 		p.handovers.Push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier})
 	}
-	p.loaded = true
+	p.Loaded = true
 	if n := p.handovers.Len(); n > 0 {
-		p.log.Info("durable queue loaded", "currentSeqNr", p.currentSeqNr, "unconfirmed", n)
+		p.Log.Info("durable queue loaded", "currentSeqNr", p.CurrentSeqNr, "unconfirmed", n)
 	}
 	p.dispatch()
 }

@@ -1,4 +1,4 @@
-package delivery
+package sharding
 
 // The sharding producer controller's durable queue. A message is stored as
 // it arrives, qualified by its entity id, before it is sent or buffered, so
@@ -17,7 +17,7 @@ import (
 
 func (p *shardingProducer[A]) store(e *spEntry[A]) {
 	p.storingE = e
-	p.storeNext(e.msg, e.replyTo != nil, e.entityID)
+	p.StoreNext(e.msg, e.replyTo != nil, e.entityID)
 }
 
 // onStored sends the message just stored to its entity, or buffers it for
@@ -25,8 +25,8 @@ func (p *shardingProducer[A]) store(e *spEntry[A]) {
 func (p *shardingProducer[A]) onStored() {
 	e := p.storingE
 	p.storingE = nil
-	e.seqNr = p.currentSeqNr
-	p.currentSeqNr++
+	e.seqNr = p.CurrentSeqNr
+	p.CurrentSeqNr++
 	if e.replyTo != nil {
 		e.replyTo.Tell(e.seqNr) // stored: that is all a durable ask waits for
 		e.replyTo = nil
@@ -38,7 +38,7 @@ func (p *shardingProducer[A]) onStored() {
 // storeArrival stores the next message that arrived while another was
 // being stored, or asks the producer for more.
 func (p *shardingProducer[A]) storeArrival() {
-	if p.failed {
+	if p.Failed {
 		return
 	}
 	if p.arrivals.Len() == 0 {
@@ -52,17 +52,17 @@ func (p *shardingProducer[A]) storeArrival() {
 // onLoaded takes the stored state: every unconfirmed message is buffered
 // for its entity again, with its sequence number.
 func (p *shardingProducer[A]) onLoaded(s durable.State[A]) {
-	p.currentSeqNr = max(s.CurrentSeqNr, 1)
+	p.CurrentSeqNr = max(s.CurrentSeqNr, 1)
 	for _, u := range s.Unconfirmed {
 		if u.Chunk != nil {
-			p.fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a sharding one's", u.SeqNr))
+			p.Fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a sharding one's", u.SeqNr))
 			return
 		}
 		p.accept(&spEntry[A]{entityID: u.Qualifier, msg: u.Message, seqNr: u.SeqNr})
 	}
-	p.loaded = true
+	p.Loaded = true
 	if n := len(s.Unconfirmed); n > 0 {
-		p.log.Info("durable queue loaded", "currentSeqNr", p.currentSeqNr, "unconfirmed", n, "entities", len(p.entities))
+		p.Log.Info("durable queue loaded", "currentSeqNr", p.CurrentSeqNr, "unconfirmed", n, "entities", len(p.entities))
 	}
 	p.storeArrival()
 }

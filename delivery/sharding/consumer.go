@@ -1,4 +1,4 @@
-package delivery
+package sharding
 
 // The consumer side of sharding: the sharded entity's behavior. It starts
 // the consumer, keeps what arrives until the consumer has started, and
@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -32,36 +34,36 @@ import (
 // messages reach the consumer in order, from one consumer controller at a
 // time (messages of different producers may be outstanding at once). The
 // entity stops when its consumer stops.
-func NewShardingConsumerController[A, C any](newConsumer func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C],
-	settings ShardingConsumerSettings, opts ...ConsumerOption[A]) (func(entityID string) runtime.Behavior[ConsumerCommand[A]], error) {
+func NewConsumerController[A, C any](newConsumer func(entityID string, start runtime.Ref[delivery.ConsumerStart[A]]) runtime.Behavior[C],
+	settings ConsumerSettings, opts ...delivery.ConsumerOption[A]) (func(entityID string) runtime.Behavior[delivery.ConsumerCommand[A]], error) {
 	s, err := settings.validate()
 	if err != nil {
 		return nil, fmt.Errorf("sharding consumer controller: %w", err)
 	}
 	if newConsumer == nil {
-		return nil, fmt.Errorf("sharding consumer controller: %w: the consumer factory is nil", ErrInvalidSettings)
+		return nil, fmt.Errorf("sharding consumer controller: %w: the consumer factory is nil", delivery.ErrInvalidSettings)
 	}
-	hooks := Hooks[A]()
+	hooks := pattern.Hooks[A]()
 	cc, err := hooks.NewConsumer(s.Consumer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
 	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, controller: cc, bufferSize: s.BufferSize,
 		wrap: hooks.WrapConsumer, unwrap: hooks.UnwrapConsumer}
-	return func(entityID string) runtime.Behavior[ConsumerCommand[A]] {
+	return func(entityID string) runtime.Behavior[delivery.ConsumerCommand[A]] {
 		return &shardingConsumer[A, C]{cfg: cfg, entityID: entityID}
 	}, nil
 }
 
 type shardingConsumerConfig[A, C any] struct {
-	newConsumer func(entityID string, start runtime.Ref[ConsumerStart[A]]) runtime.Behavior[C]
-	controller  *ConsumerHooks[A]
+	newConsumer func(entityID string, start runtime.Ref[delivery.ConsumerStart[A]]) runtime.Behavior[C]
+	controller  *pattern.ConsumerHooks[A]
 	bufferSize  int
 	// wrap makes the entity's own messages (scProducerStopped,
 	// scControllerStopped, scConsumerStopped) consumer commands; unwrap
 	// gives them back.
-	wrap   func(v any) ConsumerCommand[A]
-	unwrap func(m ConsumerCommand[A]) (any, bool)
+	wrap   func(v any) delivery.ConsumerCommand[A]
+	unwrap func(m delivery.ConsumerCommand[A]) (any, bool)
 }
 
 // producerLink is the consumer controller of one producer id, and the
@@ -71,13 +73,13 @@ type shardingConsumerConfig[A, C any] struct {
 // in pending until it has, so that one producer's messages never reach the
 // consumer from two consumer controllers at once, out of order.
 type producerLink[A any] struct {
-	cc         runtime.Ref[ConsumerCommand[A]]
-	pc         runtime.Ref[ProducerCommand[A]]
+	cc         runtime.Ref[delivery.ConsumerCommand[A]]
+	pc         runtime.Ref[delivery.ProducerCommand[A]]
 	generation uint64 // the highest of the producer controllers heard from
 	routed     uint64 // SequencedMessages given to cc
 	idleAt     uint64 // routed, as of cc's last ccIdle: equal when cc holds nothing
 	draining   bool
-	pending    []*SequencedMessage[A]
+	pending    []*delivery.SequencedMessage[A]
 }
 
 // Internal messages of the entity, from its watches, wrapped as consumer
@@ -97,24 +99,24 @@ var _ runtime.PassivationGuard = (*shardingConsumer[int, int])(nil)
 type shardingConsumer[A, C any] struct {
 	cfg      *shardingConsumerConfig[A, C]
 	entityID string
-	ctx      *runtime.Context[ConsumerCommand[A]]
+	ctx      *runtime.Context[delivery.ConsumerCommand[A]]
 	log      *slog.Logger
 
-	deliverTo  runtime.Ref[Delivery[A]] // nil until the consumer starts
-	stash      ring.Ring[*SequencedMessage[A]]
+	deliverTo  runtime.Ref[delivery.Delivery[A]] // nil until the consumer starts
+	stash      ring.Ring[*delivery.SequencedMessage[A]]
 	byProducer map[string]*producerLink[A]
 	byPC       map[runtime.AnyRef]string // the producer id of each watched producer controller
 	stopping   bool                      // DeliverThenStop
 }
 
-func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig runtime.Signal) {
+func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[delivery.ConsumerCommand[A]], sig runtime.Signal) {
 	if _, ok := sig.(runtime.Started); !ok {
 		return
 	}
 	s.ctx, s.log = ctx, ctx.Log().With("entityId", s.entityID)
 	s.byProducer = make(map[string]*producerLink[A])
 	s.byPC = make(map[runtime.AnyRef]string)
-	start := runtime.MessageAdapter(ctx, func(m ConsumerStart[A]) ConsumerCommand[A] { return m })
+	start := runtime.MessageAdapter(ctx, func(m delivery.ConsumerStart[A]) delivery.ConsumerCommand[A] { return m })
 	consumer, err := runtime.Spawn(ctx, "consumer", func() runtime.Behavior[C] { return s.cfg.newConsumer(s.entityID, start) })
 	if err != nil {
 		s.log.Error("sharding consumer controller: spawn the consumer failed; stopping", "err", err)
@@ -124,9 +126,9 @@ func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[ConsumerCommand[A
 	ctx.WatchWith(consumer, s.cfg.wrap(scConsumerStopped{}))
 }
 
-func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
+func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[delivery.ConsumerCommand[A]], msg delivery.ConsumerCommand[A]) {
 	switch m := msg.(type) {
-	case *SequencedMessage[A]:
+	case *delivery.SequencedMessage[A]:
 		if m == nil {
 			return
 		}
@@ -137,9 +139,9 @@ func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]
 			return
 		}
 		s.route(m)
-	case ConsumerStart[A]:
+	case delivery.ConsumerStart[A]:
 		s.onStart(m)
-	case DeliverThenStop[A]:
+	case delivery.DeliverThenStop[A]:
 		s.stopping = true
 		for _, l := range s.byProducer {
 			l.cc.Tell(m)
@@ -152,7 +154,7 @@ func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[ConsumerCommand[A]
 
 // onOwn handles the entity's own messages: a consumer controller's report
 // that it holds nothing, and the entity's watches.
-func (s *shardingConsumer[A, C]) onOwn(ctx *runtime.Context[ConsumerCommand[A]], msg ConsumerCommand[A]) {
+func (s *shardingConsumer[A, C]) onOwn(ctx *runtime.Context[delivery.ConsumerCommand[A]], msg delivery.ConsumerCommand[A]) {
 	if cc, handled, ok := s.cfg.controller.Idle(msg); ok {
 		s.onIdle(cc, handled)
 		return
@@ -173,7 +175,7 @@ func (s *shardingConsumer[A, C]) onOwn(ctx *runtime.Context[ConsumerCommand[A]],
 
 // onStart connects the consumer: every consumer controller delivers to
 // it, and what was kept is routed now.
-func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
+func (s *shardingConsumer[A, C]) onStart(m delivery.ConsumerStart[A]) {
 	if m.DeliverTo == nil {
 		s.log.Error("ConsumerStart without a consumer ref: ignored")
 		return
@@ -196,7 +198,7 @@ func (s *shardingConsumer[A, C]) onStart(m ConsumerStart[A]) {
 
 // route hands m to the consumer controller of its producer id, made on
 // its first message.
-func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
+func (s *shardingConsumer[A, C]) route(m *delivery.SequencedMessage[A]) {
 	l := s.byProducer[m.ProducerID]
 	if l != nil && m.Generation < l.generation {
 		return // a late message of a producer controller that was replaced
@@ -217,7 +219,7 @@ func (s *shardingConsumer[A, C]) route(m *SequencedMessage[A]) {
 		l = &producerLink[A]{cc: cc}
 		s.byProducer[m.ProducerID] = l
 		s.ctx.WatchWith(cc, s.cfg.wrap(scControllerStopped{producerID: m.ProducerID, cc: cc}))
-		cc.Tell(ConsumerStart[A]{DeliverTo: s.deliverTo})
+		cc.Tell(delivery.ConsumerStart[A]{DeliverTo: s.deliverTo})
 	}
 	if l.pc != m.ProducerController {
 		// A new producer controller for the producer id (the old one was
@@ -281,7 +283,7 @@ func (s *shardingConsumer[A, C]) onProducerStopped(pc runtime.AnyRef) {
 	delete(s.byPC, pc)
 	if l := s.byProducer[id]; l != nil && runtime.AnyRef(l.pc) == pc && !l.draining {
 		l.draining = true
-		l.cc.Tell(DeliverThenStop[A]{})
+		l.cc.Tell(delivery.DeliverThenStop[A]{})
 	}
 }
 

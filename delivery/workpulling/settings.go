@@ -1,14 +1,16 @@
-package delivery
+package workpulling
 
 import (
 	"fmt"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/pattern"
 )
 
 // WorkPullingSettings configure a work-pulling producer controller. A zero
 // field takes its default.
-type WorkPullingSettings struct {
+type Settings struct {
 	// BufferSize bounds the messages from the producer that wait for a
 	// worker with demand (default 1000). A producer that waits for each
 	// RequestNext never fills it; one more message than it holds stops the
@@ -21,25 +23,25 @@ type WorkPullingSettings struct {
 	// [WithProducerCodec]) and the resend-first interval. Its durable
 	// queue fields configure the work-pulling controller's own calls to
 	// its durable queue ([WithDurableQueue]).
-	Producer ProducerSettings
+	Producer delivery.ProducerSettings
 }
 
 // DefaultWorkPullingSettings are the defaults, written out.
-func DefaultWorkPullingSettings() WorkPullingSettings {
-	s, _ := WorkPullingSettings{}.validate()
+func DefaultSettings() Settings {
+	s, _ := Settings{}.validate()
 	return s
 }
 
 // validate returns the settings with defaults applied, or an error naming
 // the first field out of range.
-func (s WorkPullingSettings) validate() (WorkPullingSettings, error) {
+func (s Settings) validate() (Settings, error) {
 	if s.BufferSize == 0 {
-		s.BufferSize = DefaultBufferSize
+		s.BufferSize = pattern.DefaultBufferSize
 	}
 	if s.BufferSize < 1 {
 		return s, controller.Invalid("workpulling.Settings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
 	}
-	p, err := ValidateProducerSettings(s.Producer)
+	p, err := pattern.ValidateProducerSettings(s.Producer)
 	if err != nil {
 		return s, fmt.Errorf("workpulling.Settings.Producer: %w", err)
 	}

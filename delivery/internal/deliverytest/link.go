@@ -1,4 +1,4 @@
-package delivery
+package deliverytest
 
 import (
 	"math/rand/v2"
@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/runtime"
 )
 
 // faults says what a faultLink does to each internal message in one
 // direction, with probabilities drawn from the link's seeded RNG.
-type faults struct {
+type Faults struct {
 	drop     float64       // lose the message
 	dup      float64       // deliver it twice
 	delay    float64       // hold it back, so later messages overtake it
@@ -33,7 +35,7 @@ type laggedMessage struct {
 
 // linkStats counts what a faultLink did.
 type linkStats struct {
-	passed, dropped, duplicated, delayed atomic.Int64
+	Passed, dropped, duplicated, delayed atomic.Int64
 }
 
 // faultLink sits between a producer controller and a consumer controller,
@@ -47,34 +49,34 @@ type linkStats struct {
 // made without a producer controller (work pulling and sharding, whose
 // producer controllers are made as needed) sends the answers to the one
 // whose SequencedMessage came last.
-type faultLink[A any] struct {
-	toCC       runtime.Ref[ConsumerCommand[A]]
-	toPC       runtime.Ref[ProducerCommand[A]]
+type FaultLink[A any] struct {
+	toCC       runtime.Ref[delivery.ConsumerCommand[A]]
+	ToPC       runtime.Ref[delivery.ProducerCommand[A]]
 	toCCStats  linkStats
-	toPCStats  linkStats
-	pc         runtime.Ref[ProducerCommand[A]]
-	cc         runtime.Ref[ConsumerCommand[A]]
-	ccFaults   faults
-	pcFaults   faults
+	ToPCStats  linkStats
+	pc         runtime.Ref[delivery.ProducerCommand[A]]
+	cc         runtime.Ref[delivery.ConsumerCommand[A]]
+	ccFaults   Faults
+	pcFaults   Faults
 	delayCount atomic.Uint64
-	learned    atomic.Pointer[runtime.Ref[ProducerCommand[A]]] // with pc nil: the last sender
+	learned    atomic.Pointer[runtime.Ref[delivery.ProducerCommand[A]]] // with pc nil: the last sender
 
 	// The test's own choices, made before the random faults: gate says
 	// what to do with each message, and held keeps those it holds back
 	// until release.
 	gateMu sync.Mutex
-	gate   func(m any) verdict
+	gate   func(m any) Verdict
 	held   []heldMessage
 }
 
 // verdict is what a link's gate does with one message.
-type verdict uint8
+type Verdict uint8
 
 const (
-	pass     verdict = iota // on to the random faults, if any, then through
-	drop                    // lose it
-	hold                    // keep it until the test releases it
-	holdCopy                // pass it, and keep a copy until the test releases it
+	Pass     Verdict = iota // on to the random faults, if any, then through
+	Drop                    // lose it
+	Hold                    // keep it until the test releases it
+	HoldCopy                // pass it, and keep a copy until the test releases it
 )
 
 // heldMessage is a message a link holds back, and how to send it on.
@@ -86,33 +88,33 @@ type heldMessage struct {
 // setGate makes gate decide, from now on, what the link does with each
 // message (a *SequencedMessage one way; RegisterConsumer, Request, Resend,
 // Ack or *Ack the other).
-func (l *faultLink[A]) setGate(gate func(m any) verdict) {
+func (l *FaultLink[A]) SetGate(gate func(m any) Verdict) {
 	l.gateMu.Lock()
 	defer l.gateMu.Unlock()
 	l.gate = gate
 }
 
 // gated applies the gate to m, and reports whether it took the message.
-func (l *faultLink[A]) gated(m any, send func()) bool {
+func (l *FaultLink[A]) gated(m any, send func()) bool {
 	l.gateMu.Lock()
 	defer l.gateMu.Unlock()
 	if l.gate == nil {
 		return false
 	}
 	switch l.gate(m) {
-	case drop:
+	case Drop:
 		return true
-	case hold:
+	case Hold:
 		l.held = append(l.held, heldMessage{msg: m, send: send})
 		return true
-	case holdCopy:
+	case HoldCopy:
 		l.held = append(l.held, heldMessage{msg: m, send: send})
 	}
 	return false
 }
 
 // heldCount is how many held messages match.
-func (l *faultLink[A]) heldCount(match func(m any) bool) int {
+func (l *FaultLink[A]) HeldCount(match func(m any) bool) int {
 	l.gateMu.Lock()
 	defer l.gateMu.Unlock()
 	n := 0
@@ -126,7 +128,7 @@ func (l *faultLink[A]) heldCount(match func(m any) bool) int {
 
 // release sends on, in the order they came, the held messages that
 // match, and returns how many.
-func (l *faultLink[A]) release(match func(m any) bool) int {
+func (l *FaultLink[A]) Release(match func(m any) bool) int {
 	l.gateMu.Lock()
 	var out []heldMessage
 	kept := l.held[:0]
@@ -146,7 +148,7 @@ func (l *faultLink[A]) release(match func(m any) bool) int {
 }
 
 // producerController is where the answers go: pc, or the one learned.
-func (l *faultLink[A]) producerController() runtime.Ref[ProducerCommand[A]] {
+func (l *FaultLink[A]) producerController() runtime.Ref[delivery.ProducerCommand[A]] {
 	if l.pc != nil {
 		return l.pc
 	}
@@ -157,7 +159,7 @@ func (l *faultLink[A]) producerController() runtime.Ref[ProducerCommand[A]] {
 }
 
 // toProducer sends an answer to the producer controller, if there is one yet.
-func (l *faultLink[A]) toProducer(m ProducerCommand[A]) {
+func (l *FaultLink[A]) toProducer(m delivery.ProducerCommand[A]) {
 	if pc := l.producerController(); pc != nil {
 		pc.Tell(m)
 	}
@@ -166,39 +168,39 @@ func (l *faultLink[A]) toProducer(m ProducerCommand[A]) {
 // toConsumer passes a SequencedMessage on as a producer controller sends
 // it: postponable, so that a consumer controller with a delivery out holds
 // it (runtime.PostponeWakeups), and the faults meet that path too.
-func (l *faultLink[A]) toConsumer(m ConsumerCommand[A]) { runtime.TellPostponable(l.cc, m) }
+func (l *FaultLink[A]) toConsumer(m delivery.ConsumerCommand[A]) { runtime.TellPostponable(l.cc, m) }
 
 // linkDelayed is a message the link held back, back from its timer.
 type linkDelayed struct{ msg any }
 
 // linkLagTick says that the head of a direction's lagged messages is due.
-type linkLagTick struct{ f *faults }
+type linkLagTick struct{ f *Faults }
 
 // The link's own messages (linkDelayed, linkLagTick) travel wrapped as
 // commands of the controllers it stands for.
 
 // newFaultLink spawns the two actors of a link between pc and cc, with
 // random streams derived from seed.
-func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runtime.Ref[ProducerCommand[A]],
-	cc runtime.Ref[ConsumerCommand[A]], toCC, toPC faults, seed uint64) *faultLink[A] {
+func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runtime.Ref[delivery.ProducerCommand[A]],
+	cc runtime.Ref[delivery.ConsumerCommand[A]], toCC, toPC Faults, seed uint64) *FaultLink[A] {
 	t.Helper()
-	l := &faultLink[A]{pc: pc, cc: cc, ccFaults: toCC, pcFaults: toPC}
-	hooks := Hooks[A]()
+	l := &FaultLink[A]{pc: pc, cc: cc, ccFaults: toCC, pcFaults: toPC}
+	hooks := pattern.Hooks[A]()
 	var err error
-	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[ConsumerCommand[A]] {
+	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[delivery.ConsumerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		return runtime.ReceiveFunc(func(ctx *runtime.Context[ConsumerCommand[A]], m ConsumerCommand[A]) {
+		return runtime.ReceiveFunc(func(ctx *runtime.Context[delivery.ConsumerCommand[A]], m delivery.ConsumerCommand[A]) {
 			if v, ok := hooks.UnwrapConsumer(m); ok {
 				switch v := v.(type) {
 				case linkDelayed:
-					l.toConsumer(v.msg.(ConsumerCommand[A]))
+					l.toConsumer(v.msg.(delivery.ConsumerCommand[A]))
 				case linkLagTick:
 					releaseLagged(ctx, v.f, hooks.WrapConsumer)
 				}
 				return
 			}
 			switch m := m.(type) {
-			case *SequencedMessage[A]:
+			case *delivery.SequencedMessage[A]:
 				if l.pc == nil {
 					if p := l.learned.Load(); p == nil || *p != m.ProducerController {
 						pc := m.ProducerController
@@ -206,8 +208,8 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 					}
 				}
 				c := *m // shared with the producer controller: copy, never modify
-				c.ProducerController = l.toPC
-				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, ConsumerCommand[A](&c), l.toConsumer, hooks.WrapConsumer)
+				c.ProducerController = l.ToPC
+				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, delivery.ConsumerCommand[A](&c), l.toConsumer, hooks.WrapConsumer)
 			default:
 				l.cc.Tell(m)
 			}
@@ -216,24 +218,24 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	if err != nil {
 		t.Fatalf("spawn link: %v", err)
 	}
-	l.toPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[ProducerCommand[A]] {
+	l.ToPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[delivery.ProducerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 2))
-		return runtime.ReceiveFunc(func(ctx *runtime.Context[ProducerCommand[A]], m ProducerCommand[A]) {
+		return runtime.ReceiveFunc(func(ctx *runtime.Context[delivery.ProducerCommand[A]], m delivery.ProducerCommand[A]) {
 			if v, ok := hooks.UnwrapProducer(m); ok {
 				switch v := v.(type) {
 				case linkDelayed:
-					l.toProducer(v.msg.(ProducerCommand[A]))
+					l.toProducer(v.msg.(delivery.ProducerCommand[A]))
 				case linkLagTick:
 					releaseLagged(ctx, v.f, hooks.WrapProducer)
 				}
 				return
 			}
 			switch m := m.(type) {
-			case RegisterConsumer[A]:
+			case delivery.RegisterConsumer[A]:
 				m.ConsumerController = l.toCC
-				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, ProducerCommand[A](m), l.toProducer, hooks.WrapProducer)
-			case Request[A], Resend[A], Ack[A], *Ack[A]:
-				linkApply(ctx, rng, l, &l.pcFaults, &l.toPCStats, m, l.toProducer, hooks.WrapProducer)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, delivery.ProducerCommand[A](m), l.toProducer, hooks.WrapProducer)
+			case delivery.Request[A], delivery.Resend[A], delivery.Ack[A], *delivery.Ack[A]:
+				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, m, l.toProducer, hooks.WrapProducer)
 			default:
 				l.toProducer(m)
 			}
@@ -247,7 +249,7 @@ func newFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 
 // linkApply passes m on through send, or loses, repeats or delays it; wrap
 // makes the link's own messages Ts.
-func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A], f *faults, st *linkStats, m T, send func(T), wrap func(any) T) {
+func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *FaultLink[A], f *Faults, st *linkStats, m T, send func(T), wrap func(any) T) {
 	if l.gated(m, func() { send(m) }) {
 		return
 	}
@@ -268,7 +270,7 @@ func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A
 			ctx.Timers().StartSingle(l.delayCount.Add(1), held, d)
 			continue
 		}
-		st.passed.Add(1)
+		st.Passed.Add(1)
 		if f.lag > 0 {
 			lagSend(ctx, rng, f, func() { send(m) }, wrap)
 			continue
@@ -279,7 +281,7 @@ func linkApply[T, A any](ctx *runtime.Context[T], rng *rand.Rand, l *faultLink[A
 
 // lagSend holds send back for a random time up to f.lag, after every
 // message held before it.
-func lagSend[T any](ctx *runtime.Context[T], rng *rand.Rand, f *faults, send func(), wrap func(any) T) {
+func lagSend[T any](ctx *runtime.Context[T], rng *rand.Rand, f *Faults, send func(), wrap func(any) T) {
 	at := time.Now().Add(time.Duration(rng.Int64N(int64(f.lag))))
 	if n := len(f.lagged); n > 0 && at.Before(f.lagged[n-1].at) {
 		at = f.lagged[n-1].at
@@ -289,7 +291,7 @@ func lagSend[T any](ctx *runtime.Context[T], rng *rand.Rand, f *faults, send fun
 }
 
 // releaseLagged sends, in order, the lagged messages that are due.
-func releaseLagged[T any](ctx *runtime.Context[T], f *faults, wrap func(any) T) {
+func releaseLagged[T any](ctx *runtime.Context[T], f *Faults, wrap func(any) T) {
 	f.lagArmed = false
 	now := time.Now()
 	i := 0
@@ -300,7 +302,7 @@ func releaseLagged[T any](ctx *runtime.Context[T], f *faults, wrap func(any) T) 
 	armLag(ctx, f, wrap)
 }
 
-func armLag[T any](ctx *runtime.Context[T], f *faults, wrap func(any) T) {
+func armLag[T any](ctx *runtime.Context[T], f *Faults, wrap func(any) T) {
 	if f.lagArmed || len(f.lagged) == 0 {
 		return
 	}
