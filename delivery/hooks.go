@@ -10,6 +10,7 @@ import (
 )
 
 func init() {
+	controller.ErrInvalidSettings, controller.ErrNotLocal = ErrInvalidSettings, ErrNotLocal
 	controller.Register(func(probe any) any { return probe.(hooker).hooks() },
 		func(s any) (any, error) { return s.(ProducerSettings).validate() },
 		func(s any) (any, error) { return s.(ConsumerSettings).validate() })

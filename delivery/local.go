@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"errors"
+
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 )
 
@@ -11,7 +13,7 @@ import (
 // and its producer or consumer messages are plain tells, with nothing to
 // make up for a lost one, so the rule is checked where the runtime can
 // tell (see runtime.IsLocal), as the reference implementation does.
-var ErrNotLocal = controller.ErrNotLocal
+var ErrNotLocal = errors.New("delivery: not local to its controller")
 
 // The checks and spawning every controller shares.
 var (

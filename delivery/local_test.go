@@ -49,14 +49,14 @@ func TestNotLocal(t *testing.T) {
 				cc.Tell(delivery.ConsumerStart[deliverytest.Job]{DeliverTo: deliverytest.NewProbe[delivery.Delivery[deliverytest.Job]](t, other, "consumer").Ref})
 				return cc
 			}},
-		{name: "work-pulling producer controller, producer of another system", want: "WorkPullingStart.Producer /user/producer:",
+		{name: "work-pulling producer controller, producer of another system", want: "workpulling.Start.Producer /user/producer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
 				key := runtime.NewServiceKey[delivery.ConsumerCommand[deliverytest.Job]]("workers")
 				wp := deliverytest.SpawnWP(t, sys, "wp", key, workpulling.Settings{})
 				wp.Tell(workpulling.Start[deliverytest.Job]{Producer: deliverytest.NewProbe[workpulling.RequestNext[deliverytest.Job]](t, other, "producer").Ref})
 				return wp
 			}},
-		{name: "sharding producer controller, producer of another system", want: "ShardingStart.Producer /user/producer:",
+		{name: "sharding producer controller, producer of another system", want: "sharding.Start.Producer /user/producer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
 				region := deliverytest.StartRegion(t, sys, deliverytest.RegionSpec{}, deliverytest.NewCollectorAll(1))
 				sp := deliverytest.SpawnSP(t, sys, "sp", region, sharding.Settings{})

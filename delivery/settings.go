@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 // ErrInvalidSettings is wrapped by the error of a controller whose settings
 // are out of range, or whose constructor is given a nil argument.
-var ErrInvalidSettings = controller.ErrInvalidSettings
+var ErrInvalidSettings = errors.New("delivery: invalid settings")
 
 // Defaults of the settings; a zero field of a settings struct means its default.
 const (

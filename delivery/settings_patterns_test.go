@@ -22,9 +22,9 @@ func TestPatternSettingsValidation(t *testing.T) {
 	}
 	cases := []struct {
 		name        string
-		workPulling *workpulling.Settings      // checked with NewWorkPullingProducerController
-		sharding    *sharding.Settings         // checked with NewShardingProducerController
-		consumer    *sharding.ConsumerSettings // checked with NewShardingConsumerController
+		workPulling *workpulling.Settings      // checked with workpulling.NewProducerController
+		sharding    *sharding.Settings         // checked with sharding.NewProducerController
+		consumer    *sharding.ConsumerSettings // checked with sharding.NewConsumerController
 		field       string                     // the field the error must name
 	}{
 		{name: "work pulling: negative buffer", workPulling: &workpulling.Settings{BufferSize: -1}, field: "workpulling.Settings.BufferSize"},

@@ -15,20 +15,20 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// NewShardingConsumerController validates the settings and returns the
+// NewConsumerController validates the settings and returns the
 // Create function of the entities of a sharded entity type whose messages
-// come from [ShardingProducerController]s:
+// come from sharding producer controllers ([SpawnProducerController]):
 //
-//	create, _ := delivery.NewShardingConsumerController(newTodoList, delivery.ShardingConsumerSettings{})
+//	create, _ := sharding.NewConsumerController(newTodoList, sharding.ConsumerSettings{})
 //	region, _ := runtime.InitSharding(sys, runtime.Entity[delivery.ConsumerCommand[Todo]]{Key: key, Create: create})
 //
 // Each entity spawns its consumer as a child named "consumer", with the
 // behavior that newConsumer makes for the entity's id; the consumer sends
-// its [ConsumerStart] to start, and handles every [Delivery] as with a
+// its [delivery.ConsumerStart] to start, and handles every [delivery.Delivery] as with a
 // consumer controller. Until then, what arrives is kept (up to
 // BufferSize). The entity runs one consumer controller per producer id
 // sending to it, all delivering to the one consumer, and tells a consumer
-// controller to deliver what it has and stop ([DeliverThenStop]) when its
+// controller to deliver what it has and stop ([delivery.DeliverThenStop]) when its
 // producer controller stops; what a new producer controller with the same
 // producer id sends meanwhile waits until it has, so one producer's
 // messages reach the consumer in order, from one consumer controller at a

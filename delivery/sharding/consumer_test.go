@@ -30,7 +30,7 @@ func newSCC(t *testing.T, want int) *sccHarness {
 	// The consumer starts only when the test tells it to, and reports its
 	// ref so that the test can.
 	create, err := sharding.NewConsumerController(func(_ string, start runtime.Ref[delivery.ConsumerStart[deliverytest.Job]]) runtime.Behavior[deliverytest.ConsMsg] {
-		inner := deliverytest.TestConsumer(deliverytest.ConsumerSpec{}, h.col, func(s delivery.ConsumerStart[deliverytest.Job]) { start.Tell(s) })
+		inner := deliverytest.ConsumerBehavior(deliverytest.ConsumerSpec{}, h.col, func(s delivery.ConsumerStart[deliverytest.Job]) { start.Tell(s) })
 		return runtime.Funcs[deliverytest.ConsMsg]{
 			Message: inner.Receive,
 			Signal: func(ctx *runtime.Context[deliverytest.ConsMsg], s runtime.Signal) {
@@ -141,7 +141,7 @@ func TestShardingConsumerHandOver(t *testing.T) {
 	col := deliverytest.NewCollectorAll(2)
 	create, err := sharding.NewConsumerController(func(_ string, start runtime.Ref[delivery.ConsumerStart[deliverytest.Job]]) runtime.Behavior[deliverytest.ConsMsg] {
 		// The consumer confirms each job hold after it came, on the fake clock.
-		return deliverytest.TestConsumer(deliverytest.ConsumerSpec{Delay: func() time.Duration { return hold }, Started: true}, col,
+		return deliverytest.ConsumerBehavior(deliverytest.ConsumerSpec{Delay: func() time.Duration { return hold }, Started: true}, col,
 			func(s delivery.ConsumerStart[deliverytest.Job]) { start.Tell(s) })
 	}, sharding.ConsumerSettings{Consumer: delivery.ConsumerSettings{ResendIntervalMin: time.Hour}})
 	if err != nil {

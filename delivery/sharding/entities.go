@@ -39,9 +39,9 @@ type (
 	spChildStopped[A any] struct{ e *entityOut[A] }
 )
 
-func (spEntityNext[A]) shardingCommand(A)   {}
-func (spConfirmed[A]) shardingCommand(A)    {}
-func (spChildStopped[A]) shardingCommand(A) {}
+func (spEntityNext[A]) command(A)   {}
+func (spConfirmed[A]) command(A)    {}
+func (spChildStopped[A]) command(A) {}
 
 func (p *shardingProducer[A]) now() time.Time { return p.Ctx.System().Clock().Now() }
 

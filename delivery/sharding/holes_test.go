@@ -1,11 +1,5 @@
 package sharding_test
 
-// Deterministic tests of ways the protocol once stopped for good, confirmed
-// a message before it was processed, or delivered one twice. Each builds
-// its case with a link whose gate holds back, drops and later releases
-// chosen messages, on a fake clock: no timer fires unless a test moves it,
-// so whatever recovers does so with nothing more from anyone.
-
 import (
 	"sync/atomic"
 	"testing"

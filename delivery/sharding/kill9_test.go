@@ -8,6 +8,10 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
+// The kill -9 test of sharding: as for work pulling
+// (delivery/workpulling/kill9_test.go), with the sharding producer
+// controller's durable queue in Redis.
+
 // TestKill9DurableRedisSharding: 100 entities; every job arrives, each
 // entity's in order before the kill, and after it at most two steps back
 // (its unconfirmed jobs again, then the jobs stored whose replies the

@@ -3,9 +3,9 @@ package sharding
 // The sharding producer controller: one producer sending to any entity of
 // one sharded entity type. Its protocol and behavior are here; the
 // entities' producer controllers (demand, buffers, cleanup, waking) are in
-// sharding_entities.go, its durable queue in sharding_durable.go, what it
-// shares with the work-pulling producer controller in pattern_producer.go,
-// and the entity side in sharding_consumer.go.
+// entities.go, its durable queue in durable.go, what it shares with the
+// work-pulling producer controller in delivery/internal/pattern, and the
+// entity side in consumer.go.
 
 import (
 	"fmt"
@@ -19,27 +19,27 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// ShardingCommand is what a sharding producer controller handles:
-// [ShardingStart] and [GetShardingStats]. The producer's messages reach it through the refs of
-// [ShardingRequestNext].
-type Command[A any] interface{ shardingCommand(A) }
+// Command is what a sharding producer controller handles:
+// [Start] and [GetStats]. The producer's messages reach it through the refs of
+// [RequestNext].
+type Command[A any] interface{ command(A) }
 
-// ShardingStart connects the producer to its sharding producer controller,
-// which answers with a [ShardingRequestNext]. Sending it again (after a
+// Start connects the producer to its sharding producer controller,
+// which answers with a [RequestNext]. Sending it again (after a
 // producer restart) moves the flow to the new producer. The producer must
-// be local to its controller, as for [ProducerStart]: any other makes the
-// controller stop with [ErrNotLocal].
+// be local to its controller, as for [delivery.ProducerStart]: any other makes the
+// controller stop with [delivery.ErrNotLocal].
 type Start[A any] struct {
 	Producer runtime.Ref[RequestNext[A]]
 }
 
-// ShardingEnvelope is a message for one entity.
+// Envelope is a message for one entity.
 type Envelope[A any] struct {
 	EntityID string
 	Message  A
 }
 
-// ShardingMessageWithConfirmation is a message for one entity whose
+// MessageWithConfirmation is a message for one entity whose
 // sequence number (the sharding producer controller's numbering) is sent
 // to ReplyTo once the entity has confirmed it or, with a durable queue,
 // once it is stored.
@@ -49,7 +49,7 @@ type MessageWithConfirmation[A any] struct {
 	ReplyTo  runtime.Ref[delivery.SeqNr]
 }
 
-// ShardingRequestNext allows the producer to send one message, to any
+// RequestNext allows the producer to send one message, to any
 // entity: to SendNextTo, or to AskNextTo with a confirmation reply. A
 // message to an entity without demand is buffered until the entity has
 // demand; the controller sends no RequestNext while its buffer is full.
@@ -66,13 +66,13 @@ type RequestNext[A any] struct {
 	BufferedForEntitiesWithoutDemand map[string]int
 }
 
-// GetShardingStats asks a sharding producer controller for its
-// [ShardingStats].
+// GetStats asks a sharding producer controller for its
+// [Stats].
 type GetStats[A any] struct {
 	ReplyTo runtime.Ref[Stats]
 }
 
-// ShardingStats describe a sharding producer controller's entities.
+// Stats describe a sharding producer controller's entities.
 type Stats struct {
 	// Entities is how many entities have a producer controller: those
 	// sent to and not cleaned up since.
@@ -83,29 +83,29 @@ type Stats struct {
 	// with a durable queue, to be stored).
 	Buffered int
 	// Unconfirmed is how many messages entities have not yet confirmed, as
-	// far as the controller knows (see [WorkerStats.Unconfirmed]).
+	// far as the controller knows (see workpulling.WorkerStats.Unconfirmed).
 	Unconfirmed int
 }
 
-func (Start[A]) shardingCommand(A)    {}
-func (GetStats[A]) shardingCommand(A) {}
+func (Start[A]) command(A)    {}
+func (GetStats[A]) command(A) {}
 
 // EntityRegion is where a sharding producer controller finds its entities:
 // the *runtime.Sharding of their entity type, whose entities are
-// [NewShardingConsumerController]s, or anything that forwards to one.
+// [NewConsumerController]s, or anything that forwards to one.
 type EntityRegion[A any] interface {
 	EntityRef(entityID string) runtime.Ref[delivery.ConsumerCommand[A]]
 }
 
-// NewShardingProducerController validates the settings and returns the
+// NewProducerController validates the settings and returns the
 // factory of a sharding producer controller for producerID, to give to
-// runtime.Spawn. Prefer [SpawnShardingProducerController], which also
+// runtime.Spawn. Prefer [SpawnProducerController], which also
 // makes it stop, rather than restart empty, if it fails.
 //
 // For each entity it sends to, the controller runs a producer controller
 // of its own (producer id producerID-entityID) whose consumer is the
 // entity's ref in region: its first message starts the entity, and the
-// entity's ShardingConsumerController makes the consumer controller that
+// entity's [NewConsumerController] makes the consumer controller that
 // answers it. The messages to each entity arrive in the order they were
 // sent, without loss or duplicates while neither side crashes. An entity
 // that is passivated with messages it has not confirmed is started again
@@ -113,7 +113,7 @@ type EntityRegion[A any] interface {
 // producer controller of an entity unused for CleanupUnusedAfter is
 // stopped.
 //
-// With a durable queue ([WithDurableQueue]) every message is stored as it
+// With a durable queue ([delivery.WithDurableQueue]) every message is stored as it
 // arrives, qualified by its entity id, and a new controller with the same
 // producer id sends every unconfirmed message again, in order.
 func NewProducerController[A any](producerID string, region EntityRegion[A], settings Settings,
@@ -132,7 +132,7 @@ func NewProducerController[A any](producerID string, region EntityRegion[A], set
 	return func() runtime.Behavior[Command[A]] { return newShardingProducer(cfg, region, s) }, nil
 }
 
-// SpawnShardingProducerController spawns a sharding producer controller
+// SpawnProducerController spawns a sharding producer controller
 // under on, named name. It stops if it fails.
 func SpawnProducerController[A any](on runtime.Spawner, name, producerID string, region EntityRegion[A],
 	settings Settings, opts ...delivery.ProducerOption[A]) (runtime.Ref[Command[A]], error) {
@@ -153,13 +153,13 @@ type spEntry[A any] struct {
 	seqNr    delivery.SeqNr              // the controller's number (under which it is stored, if durable)
 }
 
-func (*spEntry[A]) shardingCommand(A) {}
+func (*spEntry[A]) command(A) {}
 
 // spDurable is the outcome of a durable queue call, its deadline or its
 // backoff.
 type spDurable[A any] struct{ durablecalls.Msg[A] }
 
-func (spDurable[A]) shardingCommand(A) {}
+func (spDurable[A]) command(A) {}
 
 // shardingProducer is the sharding producer controller's behavior and state.
 type shardingProducer[A any] struct {
@@ -201,8 +201,8 @@ type spWakeTick[A any] struct{}
 type spCleanupKey struct{}
 type spWakeKey struct{}
 
-func (spCleanupTick[A]) shardingCommand(A) {}
-func (spWakeTick[A]) shardingCommand(A)    {}
+func (spCleanupTick[A]) command(A) {}
+func (spWakeTick[A]) command(A)    {}
 
 func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[Command[A]], sig runtime.Signal) {
 	switch sig.(type) {
@@ -241,7 +241,7 @@ func (p *shardingProducer[A]) Receive(_ *runtime.Context[Command[A]], msg Comman
 	case spWakeTick[A]:
 		p.wake()
 	case Start[A]:
-		p.OnStart("ShardingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
+		p.OnStart("sharding.Start", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetStats[A]:
 		p.onStats(m)
 	case spDurable[A]:
@@ -291,8 +291,8 @@ func (p *shardingProducer[A]) admit() bool {
 	if p.buffered < p.settings.BufferSize {
 		return true
 	}
-	p.Fail(fmt.Errorf("%w: %d messages are buffered for entities without demand (ShardingSettings.BufferSize); the producer must wait for RequestNext",
-		pattern.ErrBufferFull, p.buffered))
+	p.Fail(fmt.Errorf("%w: %d messages are buffered for entities without demand (sharding.Settings.BufferSize); the producer must wait for RequestNext",
+		ErrBufferFull, p.buffered))
 	return false
 }
 

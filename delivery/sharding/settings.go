@@ -12,11 +12,18 @@ import (
 // Defaults of the sharding settings; a zero field of a settings struct
 // means its default.
 const (
+	DefaultBufferSize                        = 1000
 	DefaultCleanupUnusedAfter                = 120 * time.Second
 	DefaultResendFirstUnconfirmedIdleTimeout = 10 * time.Second
 )
 
-// ShardingSettings configure a sharding producer controller. A zero field
+// ErrBufferFull is wrapped by the error with which a sharding producer
+// controller stops when its producer sends more messages than its buffer
+// holds, which only a producer that does not wait for [RequestNext] can
+// do. It is workpulling.ErrBufferFull too.
+var ErrBufferFull = pattern.ErrBufferFull
+
+// Settings configure a sharding producer controller. A zero field
 // takes its default.
 type Settings struct {
 	// BufferSize bounds the messages buffered for entities without demand,
@@ -35,11 +42,11 @@ type Settings struct {
 	// (default 10 s).
 	ResendFirstUnconfirmedIdleTimeout time.Duration
 	// Producer configures the producer controller of each entity, as
-	// [WorkPullingSettings.Producer] does each worker's.
+	// workpulling.Settings.Producer does each worker's.
 	Producer delivery.ProducerSettings
 }
 
-// DefaultShardingSettings are the defaults, written out.
+// DefaultSettings are the defaults, written out.
 func DefaultSettings() Settings {
 	s, _ := Settings{}.validate()
 	return s
@@ -47,7 +54,7 @@ func DefaultSettings() Settings {
 
 func (s Settings) validate() (Settings, error) {
 	if s.BufferSize == 0 {
-		s.BufferSize = pattern.DefaultBufferSize
+		s.BufferSize = DefaultBufferSize
 	}
 	if s.CleanupUnusedAfter == 0 {
 		s.CleanupUnusedAfter = DefaultCleanupUnusedAfter
@@ -71,8 +78,8 @@ func (s Settings) validate() (Settings, error) {
 	return s, nil
 }
 
-// ShardingConsumerSettings configure the consumer side of sharding: the
-// entity's ShardingConsumerController. A zero field takes its default.
+// ConsumerSettings configure the consumer side of sharding: the
+// entity's [NewConsumerController]. A zero field takes its default.
 type ConsumerSettings struct {
 	// BufferSize bounds the messages kept until the consumer has started
 	// (default 1000); beyond it they are dropped, and the producer
@@ -82,7 +89,7 @@ type ConsumerSettings struct {
 	Consumer delivery.ConsumerSettings
 }
 
-// DefaultShardingConsumerSettings are the defaults, written out.
+// DefaultConsumerSettings are the defaults, written out.
 func DefaultConsumerSettings() ConsumerSettings {
 	s, _ := ConsumerSettings{}.validate()
 	return s
@@ -90,7 +97,7 @@ func DefaultConsumerSettings() ConsumerSettings {
 
 func (s ConsumerSettings) validate() (ConsumerSettings, error) {
 	if s.BufferSize == 0 {
-		s.BufferSize = pattern.DefaultBufferSize
+		s.BufferSize = DefaultBufferSize
 	}
 	if s.BufferSize < 1 {
 		return s, controller.Invalid("sharding.ConsumerSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")

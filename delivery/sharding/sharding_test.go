@@ -162,7 +162,7 @@ func TestShardingBufferFull(t *testing.T) {
 	for n := 1; n <= 4; n++ {
 		r.SendNextTo.Tell(sharding.Envelope[deliverytest.Job]{EntityID: "e1", Message: deliverytest.Job{N: n}})
 	}
-	deliverytest.ExpectFailed(t, w, logs, "/user/sp", "buffer full", "ShardingSettings.BufferSize")
+	deliverytest.ExpectFailed(t, w, logs, "/user/sp", "buffer full", "sharding.Settings.BufferSize")
 }
 
 // TestShardingNotPassivatedWithUnconfirmed: an entity whose consumer holds

@@ -12,10 +12,11 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// The work-pulling and sharding benchmarks run point to point (runP2P) in
-// the same run, on the same actor system, and report both and their ratio:
+// The work-pulling and sharding benchmarks run point to point
+// (deliverytest.RunP2P) in the same run, on the same actor system, and
+// report both and their ratio:
 //
-//	go test -run '^$' -bench 'WorkPulling|Sharding' -benchmem ./delivery/
+//	go test -run '^$' -bench 'WorkPulling|Sharding' -benchmem ./delivery/workpulling/ ./delivery/sharding/
 
 // runWorkPulling sends n ints from a producer through a work-pulling
 // producer controller to workers workers, and waits until they have all

@@ -6,9 +6,10 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
-// The kill -9 test of work pulling and sharding: as for point to point
-// (kill9_test.go), with the work-pulling or sharding producer controller's
-// durable queue in Redis. The producer asks for every job and records in
+// The kill -9 test of work pulling: as for point to point
+// (delivery/kill9_test.go, and deliverytest.Kill9PatternChild for the child
+// process), with the work-pulling producer controller's durable queue in
+// Redis. The producer asks for every job and records in
 // Redis the last one stored (the ask's reply); a restarted producer goes on
 // after it. Every consumer appends the jobs it is delivered to a list, and
 // adds them to a set, before it confirms them; the child is done when the

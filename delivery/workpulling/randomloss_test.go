@@ -6,12 +6,11 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
-// The random-loss acceptance cases again, through work pulling and
-// sharding: every link between a worker's or an entity's producer
-// controller and its consumer controller is lossy, as in point to point.
-// Without resending, each worker and each entity must see its jobs in
-// increasing order, and no job twice; with it, every job arrives exactly
-// once (no worker leaves, nobody crashes), and each entity's in order.
+// The random-loss acceptance cases again, through work pulling: every link
+// between a worker's producer controller and its consumer controller is
+// lossy, as in point to point. Without resending, each worker must see its
+// jobs in increasing order, and no job twice; with it, every job arrives
+// exactly once (no worker leaves, nobody crashes).
 
 func TestRandomLossWorkPulling(t *testing.T) {
 	for _, c := range deliverytest.LossCases() {

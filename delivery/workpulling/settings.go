@@ -8,7 +8,16 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 )
 
-// WorkPullingSettings configure a work-pulling producer controller. A zero
+// DefaultBufferSize is the default of [Settings.BufferSize].
+const DefaultBufferSize = 1000
+
+// ErrBufferFull is wrapped by the error with which a work-pulling producer
+// controller stops when its producer sends more messages than its buffer
+// holds, which only a producer that does not wait for [RequestNext] can
+// do. It is sharding.ErrBufferFull too.
+var ErrBufferFull = pattern.ErrBufferFull
+
+// Settings configure a work-pulling producer controller. A zero
 // field takes its default.
 type Settings struct {
 	// BufferSize bounds the messages from the producer that wait for a
@@ -20,13 +29,13 @@ type Settings struct {
 	BufferSize int
 	// Producer configures the producer controller of each worker:
 	// chunking (ChunkLargeMessages, with the codec of
-	// [WithProducerCodec]) and the resend-first interval. Its durable
+	// [delivery.WithProducerCodec]) and the resend-first interval. Its durable
 	// queue fields configure the work-pulling controller's own calls to
-	// its durable queue ([WithDurableQueue]).
+	// its durable queue ([delivery.WithDurableQueue]).
 	Producer delivery.ProducerSettings
 }
 
-// DefaultWorkPullingSettings are the defaults, written out.
+// DefaultSettings are the defaults, written out.
 func DefaultSettings() Settings {
 	s, _ := Settings{}.validate()
 	return s
@@ -36,7 +45,7 @@ func DefaultSettings() Settings {
 // the first field out of range.
 func (s Settings) validate() (Settings, error) {
 	if s.BufferSize == 0 {
-		s.BufferSize = pattern.DefaultBufferSize
+		s.BufferSize = DefaultBufferSize
 	}
 	if s.BufferSize < 1 {
 		return s, controller.Invalid("workpulling.Settings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")

@@ -42,10 +42,10 @@ type (
 	wpChildStopped[A any] struct{ w *worker[A] }
 )
 
-func (wpListing[A]) workPullingCommand(A)      {}
-func (wpWorkerNext[A]) workPullingCommand(A)   {}
-func (wpConfirmed[A]) workPullingCommand(A)    {}
-func (wpChildStopped[A]) workPullingCommand(A) {}
+func (wpListing[A]) command(A)      {}
+func (wpWorkerNext[A]) command(A)   {}
+func (wpConfirmed[A]) command(A)    {}
+func (wpChildStopped[A]) command(A) {}
 
 // onListing takes the workers registered now: new ones get a producer
 // controller, those no longer listed (deregistered or stopped) leave.

@@ -2,10 +2,9 @@ package workpulling
 
 // The work-pulling producer controller: one producer, any number of
 // workers that come and go. Its protocol and behavior are here; the
-// workers (discovery, demand, routing, hand-over) are in
-// workpulling_workers.go, its durable queue in workpulling_durable.go, and
-// what it shares with the sharding producer controller in
-// pattern_producer.go.
+// workers (discovery, demand, routing, hand-over) are in workers.go, its
+// durable queue in durable.go, and what it shares with the sharding
+// producer controller in delivery/internal/pattern.
 
 import (
 	"fmt"
@@ -18,23 +17,23 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// WorkPullingCommand is what a work-pulling producer controller handles:
-// [WorkPullingStart] and [GetWorkerStats]. The producer's messages reach it
-// through the refs of [WorkPullingRequestNext].
-type Command[A any] interface{ workPullingCommand(A) }
+// Command is what a work-pulling producer controller handles:
+// [Start] and [GetWorkerStats]. The producer's messages reach it
+// through the refs of [RequestNext].
+type Command[A any] interface{ command(A) }
 
-// WorkPullingStart connects the producer to its work-pulling producer
-// controller, which answers with a [WorkPullingRequestNext] when some
+// Start connects the producer to its work-pulling producer
+// controller, which answers with a [RequestNext] when some
 // worker has demand. Sending it again (after a producer restart) moves the
 // flow to the new producer. The producer must be local to its controller,
-// as for [ProducerStart]: any other makes the controller stop with
-// [ErrNotLocal].
+// as for [delivery.ProducerStart]: any other makes the controller stop with
+// [delivery.ErrNotLocal].
 type Start[A any] struct {
 	Producer runtime.Ref[RequestNext[A]]
 }
 
-// WorkPullingRequestNext allows the producer to send one message: to
-// SendNextTo, or wrapped in a [MessageWithConfirmation] to AskNextTo. The
+// RequestNext allows the producer to send one message: to
+// SendNextTo, or wrapped in a [delivery.MessageWithConfirmation] to AskNextTo. The
 // message goes to a worker with demand, chosen at random. The reply of an
 // ask is the controller's sequence number of the message (its own
 // numbering, not a worker's), sent once the worker confirmed it or, with a
@@ -65,12 +64,12 @@ type WorkerStats struct {
 	Unconfirmed int
 }
 
-func (Start[A]) workPullingCommand(A)          {}
-func (GetWorkerStats[A]) workPullingCommand(A) {}
+func (Start[A]) command(A)          {}
+func (GetWorkerStats[A]) command(A) {}
 
-// NewWorkPullingProducerController validates the settings and returns the
+// NewProducerController validates the settings and returns the
 // factory of a work-pulling producer controller for producerID, to give to
-// runtime.Spawn. Prefer [SpawnWorkPullingProducerController], which also
+// runtime.Spawn. Prefer [SpawnProducerController], which also
 // makes it stop, rather than restart empty, if it fails.
 //
 // The controller finds its workers by subscribing to the receptionist
@@ -83,7 +82,7 @@ func (GetWorkerStats[A]) workPullingCommand(A) {}
 // unconfirmed go to other workers, so a message may be processed twice,
 // never lost: delivery is at least once.
 //
-// With a durable queue ([WithDurableQueue]) every message is stored, with
+// With a durable queue ([delivery.WithDurableQueue]) every message is stored, with
 // the worker it goes to as its qualifier, before it is sent; a new
 // controller with the same producer id sends every unconfirmed message
 // again, to the workers there are then.
@@ -100,7 +99,7 @@ func NewProducerController[A any](producerID string, key runtime.ServiceKey[deli
 	return func() runtime.Behavior[Command[A]] { return newWorkPulling(cfg, key, s.BufferSize) }, nil
 }
 
-// SpawnWorkPullingProducerController spawns a work-pulling producer
+// SpawnProducerController spawns a work-pulling producer
 // controller under on, named name. It stops if it fails.
 func SpawnProducerController[A any](on runtime.Spawner, name, producerID string, key runtime.ServiceKey[delivery.ConsumerCommand[A]],
 	settings Settings, opts ...delivery.ProducerOption[A]) (runtime.Ref[Command[A]], error) {
@@ -125,13 +124,13 @@ type wpEntry[A any] struct {
 	qualifier string
 }
 
-func (*wpEntry[A]) workPullingCommand(A) {}
+func (*wpEntry[A]) command(A) {}
 
 // wpDurable is the outcome of a durable queue call, its deadline or its
 // backoff.
 type wpDurable[A any] struct{ durablecalls.Msg[A] }
 
-func (wpDurable[A]) workPullingCommand(A) {}
+func (wpDurable[A]) command(A) {}
 
 // workPulling is the work-pulling producer controller's behavior and state.
 type workPulling[A any] struct {
@@ -194,7 +193,7 @@ func (p *workPulling[A]) Receive(ctx *runtime.Context[Command[A]], msg Command[A
 			p.Fail(fmt.Errorf("the producer controller of worker %s stopped: it failed (see its error)", m.w.cc.Path()))
 		}
 	case Start[A]:
-		p.OnStart("WorkPullingStart", m.Producer, p.sendRequestNext, p.maybeRequestNext)
+		p.OnStart("workpulling.Start", m.Producer, p.sendRequestNext, p.maybeRequestNext)
 	case GetWorkerStats[A]:
 		p.onStats(m)
 	case wpDurable[A]:
@@ -228,8 +227,8 @@ func (p *workPulling[A]) onMessage(e *wpEntry[A]) {
 	}
 	if !p.canRoute() || p.handovers.Len() > 0 || p.buffer.Len() > 0 {
 		if p.buffer.Len() >= p.bufferSize {
-			p.Fail(fmt.Errorf("%w: %d messages wait for a worker with demand (WorkPullingSettings.BufferSize); the producer must wait for RequestNext",
-				pattern.ErrBufferFull, p.buffer.Len()))
+			p.Fail(fmt.Errorf("%w: %d messages wait for a worker with demand (workpulling.Settings.BufferSize); the producer must wait for RequestNext",
+				ErrBufferFull, p.buffer.Len()))
 			return
 		}
 		p.buffer.Push(e)

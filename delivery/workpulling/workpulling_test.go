@@ -190,7 +190,7 @@ func TestWorkPullingBufferFull(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		r.SendNextTo.Tell(deliverytest.Job{N: n})
 	}
-	deliverytest.ExpectFailed(t, w, logs, "/user/wp", "buffer full", "WorkPullingSettings.BufferSize")
+	deliverytest.ExpectFailed(t, w, logs, "/user/wp", "buffer full", "workpulling.Settings.BufferSize")
 }
 
 // TestWorkPullingWorkersAdded: workers that register while jobs flow get

@@ -15,18 +15,15 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// ErrInvalidSettings is delivery.ErrInvalidSettings.
-var ErrInvalidSettings = errors.New("delivery: invalid settings")
-
-// ErrNotLocal is delivery.ErrNotLocal.
-var ErrNotLocal = errors.New("delivery: not local to its controller")
+// ErrInvalidSettings and ErrNotLocal are delivery's, set by its init
+// (before any package that imports delivery uses them).
+var ErrInvalidSettings, ErrNotLocal error
 
 // Invalid returns the error of a settings field out of range, wrapping
 // ErrInvalidSettings.

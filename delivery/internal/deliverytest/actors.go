@@ -13,13 +13,13 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// job is the message of most tests.
+// Job is the message of most tests.
 type Job struct {
 	N   int    `json:"n"`
 	Pad string `json:"pad,omitempty"`
 }
 
-// prodMsg is the protocol of testProducer: a RequestNext (of point to
+// ProdMsg is the protocol of testProducer: a RequestNext (of point to
 // point or work pulling, or of sharding), a timer that says to send now, or
 // an ask's reply.
 type ProdMsg struct {
@@ -31,7 +31,7 @@ type ProdMsg struct {
 	err   error
 }
 
-// producerSpec describes a testProducer.
+// ProducerSpec describes a testProducer.
 type ProducerSpec struct {
 	Limit    int                   // jobs to send, numbered 1..limit; 0: no limit
 	Ask      bool                  // send with MessageWithConfirmation and report the replies
@@ -39,21 +39,21 @@ type ProducerSpec struct {
 	Delay    func() time.Duration  // wait before sending each job; nil: none
 	Replies  chan<- delivery.SeqNr // with ask: every reply
 	accepted chan<- int            // with ask: the number of every job replied to
-	// bySeqNr numbers each job with the RequestNext's CurrentSeqNr (without
+	// BySeqNr numbers each job with the RequestNext's CurrentSeqNr (without
 	// chunking, the job's sequence number), as a producer that restarts
 	// after a crash must, to go on where the durable queue left off.
 	BySeqNr bool
-	// first is the number of the first job (0: 1).
+	// First is the number of the first job (0: 1).
 	First int
-	// connect, when set, starts the flow instead of ProducerStart to the
+	// Connect, when set, starts the flow instead of ProducerStart to the
 	// producer controller: for work pulling and sharding, whose Start and
 	// RequestNext differ (see workPullingConnect and shardingConnect).
 	Connect func(ctx *runtime.Context[ProdMsg])
-	// entity, with sharding, names the entity of each job.
+	// Entity, with sharding, names the entity of each job.
 	Entity func(j Job) string
 }
 
-// workPullingConnect starts a testProducer with a work-pulling producer
+// WorkPullingConnect starts a testProducer with a work-pulling producer
 // controller: its RequestNext carries the same refs as point to point's.
 func WorkPullingConnect(wp runtime.Ref[workpulling.Command[Job]]) func(ctx *runtime.Context[ProdMsg]) {
 	return func(ctx *runtime.Context[ProdMsg]) {
@@ -63,7 +63,7 @@ func WorkPullingConnect(wp runtime.Ref[workpulling.Command[Job]]) func(ctx *runt
 	}
 }
 
-// shardingConnect starts a testProducer with a sharding producer controller.
+// ShardingConnect starts a testProducer with a sharding producer controller.
 func ShardingConnect(sp runtime.Ref[sharding.Command[Job]]) func(ctx *runtime.Context[ProdMsg]) {
 	return func(ctx *runtime.Context[ProdMsg]) {
 		sp.Tell(sharding.Start[Job]{Producer: runtime.MessageAdapter(ctx, func(r sharding.RequestNext[Job]) ProdMsg {
@@ -72,7 +72,7 @@ func ShardingConnect(sp runtime.Ref[sharding.Command[Job]]) func(ctx *runtime.Co
 	}
 }
 
-// spawnProducer spawns a producer that sends jobs to pc as RequestNexts allow.
+// SpawnProducer spawns a producer that sends jobs to pc as RequestNexts allow.
 func SpawnProducer(t testing.TB, sys *runtime.System, name string, pc runtime.Ref[delivery.ProducerCommand[Job]], spec ProducerSpec) runtime.Ref[ProdMsg] {
 	t.Helper()
 	ref, err := runtime.Spawn(sys, name, func() runtime.Behavior[ProdMsg] {
@@ -157,7 +157,7 @@ func SpawnProducer(t testing.TB, sys *runtime.System, name string, pc runtime.Re
 	return ref
 }
 
-// consMsg is the protocol of testConsumer: a Delivery, or a timer that says
+// ConsMsg is the protocol of testConsumer: a Delivery, or a timer that says
 // to confirm now.
 type ConsMsg struct {
 	d       delivery.Delivery[Job]
@@ -165,22 +165,22 @@ type ConsMsg struct {
 	pending int // with confirm: which delayed Delivery to confirm
 }
 
-// consumerSpec describes a testConsumer.
+// ConsumerSpec describes a testConsumer.
 type ConsumerSpec struct {
 	Delay func() time.Duration // wait before confirming each job; nil: none
-	// hold, when set, is asked about every Delivery and again every
+	// Hold, when set, is asked about every Delivery and again every
 	// millisecond while it says true: the consumer keeps the job
 	// unconfirmed until then (see holdGate).
 	Hold func(d delivery.Delivery[Job]) bool
-	// drop, when set, is asked about every Delivery: true loses it (no
+	// Drop, when set, is asked about every Delivery: true loses it (no
 	// confirmation), as a consumer that failed while handling it would.
 	Drop func(d delivery.Delivery[Job]) bool
-	// started makes the consumer send ConsumerStart in its Started signal
+	// Started makes the consumer send ConsumerStart in its Started signal
 	// (again after a restart), as consumers should.
 	Started bool
 }
 
-// collector records what testConsumers were delivered; several consumers
+// Collector records what testConsumers were delivered; several consumers
 // (workers, entities) may share one.
 type Collector struct {
 	Mu    sync.Mutex
@@ -196,7 +196,7 @@ func NewCollector(want int) *Collector {
 	return &Collector{want: want, Seen: make(map[int]int), done: make(chan struct{}), event: make(chan delivery.Delivery[Job], 1<<16)}
 }
 
-// newCollectorAll makes a collector that is done once every job 1..n has
+// NewCollectorAll makes a collector that is done once every job 1..n has
 // arrived, in any order: what work pulling and sharding promise.
 func NewCollectorAll(n int) *Collector {
 	c := NewCollector(n)
@@ -228,7 +228,7 @@ func (c *Collector) add(d delivery.Delivery[Job]) {
 	}
 }
 
-// jobs returns the job numbers delivered so far, in order.
+// Jobs returns the job numbers delivered so far, in order.
 func (c *Collector) Jobs() []int {
 	c.Mu.Lock()
 	defer c.Mu.Unlock()
@@ -239,14 +239,14 @@ func (c *Collector) Jobs() []int {
 	return out
 }
 
-// deliveries returns what was delivered so far, in order.
+// Deliveries returns what was delivered so far, in order.
 func (c *Collector) Deliveries() []delivery.Delivery[Job] {
 	c.Mu.Lock()
 	defer c.Mu.Unlock()
 	return append([]delivery.Delivery[Job](nil), c.got...)
 }
 
-// distinct is the number of different jobs 1..want delivered so far.
+// Distinct is the number of different jobs 1..want delivered so far.
 func (c *Collector) Distinct() int {
 	c.Mu.Lock()
 	defer c.Mu.Unlock()
@@ -259,7 +259,7 @@ func (c *Collector) Count() int {
 	return len(c.got)
 }
 
-// wait waits until the wanted job arrives or the limit passes.
+// Wait waits until the wanted job arrives or the limit passes.
 func (c *Collector) Wait(ctx context.Context) error {
 	select {
 	case <-c.done:
@@ -272,12 +272,12 @@ func (c *Collector) Wait(ctx context.Context) error {
 	}
 }
 
-// spawnConsumer spawns a consumer that confirms every Delivery from cc, and
+// SpawnConsumer spawns a consumer that confirms every Delivery from cc, and
 // starts cc with it.
 func SpawnConsumer(t testing.TB, sys *runtime.System, name string, cc runtime.Ref[delivery.ConsumerCommand[Job]], spec ConsumerSpec, col *Collector) runtime.Ref[ConsMsg] {
 	t.Helper()
 	ref, err := runtime.Spawn(sys, name, func() runtime.Behavior[ConsMsg] {
-		return TestConsumer(spec, col, func(s delivery.ConsumerStart[Job]) { cc.Tell(s) })
+		return ConsumerBehavior(spec, col, func(s delivery.ConsumerStart[Job]) { cc.Tell(s) })
 	})
 	if err != nil {
 		t.Fatalf("spawn consumer: %v", err)
@@ -288,11 +288,11 @@ func SpawnConsumer(t testing.TB, sys *runtime.System, name string, cc runtime.Re
 	return ref
 }
 
-// testConsumer is the behavior of a consumer that confirms every Delivery
+// ConsumerBehavior is the behavior of a consumer that confirms every Delivery
 // it gets, and records it in col. It starts its consumer controller by
 // calling start (in its Started signal with spec.started, else when the
 // test sends it a zero consMsg).
-func TestConsumer(spec ConsumerSpec, col *Collector, start func(delivery.ConsumerStart[Job])) runtime.Behavior[ConsMsg] {
+func ConsumerBehavior(spec ConsumerSpec, col *Collector, start func(delivery.ConsumerStart[Job])) runtime.Behavior[ConsMsg] {
 	// A consumer may have several Deliveries outstanding, one from each
 	// consumer controller delivering to it (a sharded entity hears from
 	// every producer, and from the old and the new controller of one

@@ -40,7 +40,7 @@ type benchProdMsg struct {
 	isNext bool
 }
 
-// p2pSpec describes a point-to-point run.
+// P2pSpec describes a point-to-point run.
 type P2pSpec struct {
 	N            int           // messages
 	Ask          bool          // the producer asks (MessageWithConfirmation) instead of telling
@@ -51,7 +51,7 @@ type P2pSpec struct {
 	Queue        durable.Queue[int] // the producer controller's durable queue; nil: none
 }
 
-// p2pRun is the outcome of one run.
+// P2pRun is the outcome of one run.
 type P2pRun struct {
 	Elapsed    time.Duration
 	OutOfOrder int64  // deliveries that were not the next message: duplicates or gaps
@@ -61,7 +61,7 @@ type P2pRun struct {
 	PeakHeap   uint64 // the most heap in use while running, when sampled
 }
 
-// spin keeps the goroutine busy for d, as real work would.
+// Spin keeps the goroutine busy for d, as real work would.
 func Spin(d time.Duration) {
 	if d <= 0 {
 		return
@@ -70,7 +70,7 @@ func Spin(d time.Duration) {
 	}
 }
 
-// runP2P sends spec.n ints from a producer through a producer controller
+// RunP2P sends spec.n ints from a producer through a producer controller
 // and a consumer controller to a consumer, and waits for the last.
 func RunP2P(b *testing.B, sys *runtime.System, spec P2pSpec) P2pRun {
 	b.Helper()
@@ -171,7 +171,7 @@ func RunP2P(b *testing.B, sys *runtime.System, spec P2pSpec) P2pRun {
 	return out
 }
 
-// samplePeakHeap records the most heap in use, every millisecond, until stop.
+// SamplePeakHeap records the most heap in use, every millisecond, until stop.
 func SamplePeakHeap(peak *atomic.Uint64, stop <-chan struct{}) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	t := time.NewTicker(time.Millisecond)
@@ -189,7 +189,7 @@ func SamplePeakHeap(peak *atomic.Uint64, stop <-chan struct{}) {
 	}
 }
 
-// countingConsumer spawns a consumer that confirms every Delivery and
+// CountingConsumer spawns a consumer that confirms every Delivery and
 // closes done when all of them together have had n.
 func CountingConsumer(b *testing.B, sys *runtime.System, total *atomic.Int64, n int64, done chan struct{}) func() runtime.Behavior[delivery.Delivery[int]] {
 	return func() runtime.Behavior[delivery.Delivery[int]] {
@@ -202,7 +202,7 @@ func CountingConsumer(b *testing.B, sys *runtime.System, total *atomic.Int64, n 
 	}
 }
 
-// reportPattern reports a pattern's throughput against point to point's.
+// ReportPattern reports a pattern's throughput against point to point's.
 func ReportPattern(b *testing.B, what string, n, runs int, pattern, p2p time.Duration) {
 	msgs := float64(n * runs)
 	rate, p2pRate := msgs/pattern.Seconds(), msgs/p2p.Seconds()
@@ -213,7 +213,7 @@ func ReportPattern(b *testing.B, what string, n, runs int, pattern, p2p time.Dur
 	b.Logf("%s: %.0f msgs/s; point to point %.0f msgs/s in the same run; ratio %.2f (n=%d x %d)", what, rate, p2pRate, rate/p2pRate, n, runs)
 }
 
-// patternN is how many messages one run of a pattern benchmark sends.
+// PatternN is how many messages one run of a pattern benchmark sends.
 const PatternN = 200_000
 
 var (

@@ -1,11 +1,5 @@
 package deliverytest
 
-// Deterministic tests of ways the protocol once stopped for good, confirmed
-// a message before it was processed, or delivered one twice. Each builds
-// its case with a link whose gate holds back, drops and later releases
-// chosen messages, on a fake clock: no timer fires unless a test moves it,
-// so whatever recovers does so with nothing more from anyone.
-
 import (
 	"context"
 	"testing"
@@ -16,7 +10,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// holesSystem starts a system on a fake clock.
+// HolesSystem starts a system on a fake clock.
 func HolesSystem(t *testing.T) (*runtime.System, *clockwork.FakeClock) {
 	t.Helper()
 	clock := clockwork.NewFakeClock()
@@ -24,7 +18,7 @@ func HolesSystem(t *testing.T) (*runtime.System, *clockwork.FakeClock) {
 	return sys, clock
 }
 
-// stays checks that cond holds throughout a short bounded wait: for what
+// Stays checks that cond holds throughout a short bounded wait: for what
 // must not happen, when nothing signals that it did not.
 func Stays(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -37,7 +31,7 @@ func Stays(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waitJob waits until col has the wanted job.
+// WaitJob waits until col has the wanted job.
 func WaitJob(t *testing.T, col *Collector) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)

@@ -14,7 +14,7 @@ import (
 
 var errFlaky = errors.New("flaky queue: injected failure")
 
-// flakyQueue wraps a durable queue and fails calls at random: a store
+// FlakyQueue wraps a durable queue and fails calls at random: a store
 // fails either before it stores or after it (as a lost reply would), so the
 // retries exercise the queue's idempotence.
 type FlakyQueue[A any] struct {

@@ -24,7 +24,7 @@ import (
 )
 
 // The kill -9 test runs producer, controllers and consumer in a child
-// process (this test binary, re-executed with kill9RoleEnv set), with the
+// process (the test binary, re-executed with Kill9RoleEnv set: see Main), with the
 // producer controller's durable queue in Redis. The consumer appends every
 // job it is delivered to a Redis list before it confirms it. The test kills
 // the child with SIGKILL mid-stream, starts it again with the same producer
@@ -45,7 +45,7 @@ type kill9Result struct {
 	Got    []int
 }
 
-// runKill9 runs the child process in mode (kill9ModeEnv; "" is point to
+// RunKill9 runs the child process in mode (kill9ModeEnv; "" is point to
 // point) once until a third of the jobs are delivered, kills it with
 // SIGKILL, runs it again until it has delivered every job, and returns
 // what the consumers recorded.
@@ -136,7 +136,7 @@ func RunKill9(t *testing.T, mode string, jobs int) kill9Result {
 	return r
 }
 
-// kill9Child is the child process: it delivers jobs until the last one,
+// Kill9Child is the child process: it delivers jobs until the last one,
 // then exits 0. Its exit code says what went wrong otherwise.
 func Kill9Child() int {
 	switch os.Getenv(kill9ModeEnv) {
@@ -226,7 +226,7 @@ func Kill9Child() int {
 	return 0
 }
 
-// kill9Entities is how many entities the sharding child sends to.
+// Kill9Entities is how many entities the sharding child sends to.
 const Kill9Entities = 100
 
 // kill9PatternChild is the child process of the work-pulling and sharding

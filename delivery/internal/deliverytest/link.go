@@ -12,7 +12,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// faults says what a faultLink does to each internal message in one
+// Faults says what a faultLink does to each internal message in one
 // direction, with probabilities drawn from the link's seeded RNG.
 type Faults struct {
 	drop     float64       // lose the message
@@ -38,7 +38,7 @@ type linkStats struct {
 	Passed, dropped, duplicated, delayed atomic.Int64
 }
 
-// faultLink sits between a producer controller and a consumer controller,
+// FaultLink sits between a producer controller and a consumer controller,
 // as an unreliable network would: two actors, one each way, that lose,
 // repeat or delay the internal messages (SequencedMessage one way; Request,
 // Resend, Ack and RegisterConsumer the other). They rewrite the refs in the
@@ -69,7 +69,7 @@ type FaultLink[A any] struct {
 	held   []heldMessage
 }
 
-// verdict is what a link's gate does with one message.
+// Verdict is what a link's gate does with one message.
 type Verdict uint8
 
 const (
@@ -85,7 +85,7 @@ type heldMessage struct {
 	send func()
 }
 
-// setGate makes gate decide, from now on, what the link does with each
+// SetGate makes gate decide, from now on, what the link does with each
 // message (a *SequencedMessage one way; RegisterConsumer, Request, Resend,
 // Ack or *Ack the other).
 func (l *FaultLink[A]) SetGate(gate func(m any) Verdict) {
@@ -113,7 +113,7 @@ func (l *FaultLink[A]) gated(m any, send func()) bool {
 	return false
 }
 
-// heldCount is how many held messages match.
+// HeldCount is how many held messages match.
 func (l *FaultLink[A]) HeldCount(match func(m any) bool) int {
 	l.gateMu.Lock()
 	defer l.gateMu.Unlock()
@@ -126,7 +126,7 @@ func (l *FaultLink[A]) HeldCount(match func(m any) bool) int {
 	return n
 }
 
-// release sends on, in the order they came, the held messages that
+// Release sends on, in the order they came, the held messages that
 // match, and returns how many.
 func (l *FaultLink[A]) Release(match func(m any) bool) int {
 	l.gateMu.Lock()
@@ -179,7 +179,7 @@ type linkLagTick struct{ f *Faults }
 // The link's own messages (linkDelayed, linkLagTick) travel wrapped as
 // commands of the controllers it stands for.
 
-// newFaultLink spawns the two actors of a link between pc and cc, with
+// NewFaultLink spawns the two actors of a link between pc and cc, with
 // random streams derived from seed.
 func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runtime.Ref[delivery.ProducerCommand[A]],
 	cc runtime.Ref[delivery.ConsumerCommand[A]], toCC, toPC Faults, seed uint64) *FaultLink[A] {

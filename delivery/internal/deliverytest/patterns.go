@@ -18,7 +18,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// waitAll waits until every job of col has arrived.
+// WaitAll waits until every job of col has arrived.
 func WaitAll(t testing.TB, col *Collector) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
@@ -28,7 +28,7 @@ func WaitAll(t testing.TB, col *Collector) {
 	}
 }
 
-// exactlyOnce fails unless every job 1..n was delivered exactly once.
+// ExactlyOnce fails unless every job 1..n was delivered exactly once.
 func ExactlyOnce(t testing.TB, col *Collector, n int) {
 	t.Helper()
 	got := col.Deliveries()
@@ -44,10 +44,10 @@ func ExactlyOnce(t testing.TB, col *Collector, n int) {
 	}
 }
 
-// padding is n bytes of padding.
+// Padding is n bytes of padding.
 func Padding(n int) string { return strings.Repeat("x", n) }
 
-// memoryQueue returns a durable queue in memory and, when use is set, the
+// MemoryQueue returns a durable queue in memory and, when use is set, the
 // option that makes a controller use it (none otherwise).
 func MemoryQueue(use bool) (*durable.Memory[Job], []delivery.ProducerOption[Job]) {
 	q := durable.NewMemory[Job]()
@@ -57,7 +57,7 @@ func MemoryQueue(use bool) (*durable.Memory[Job], []delivery.ProducerOption[Job]
 	return q, []delivery.ProducerOption[Job]{delivery.WithDurableQueue[Job](q)}
 }
 
-// expectReplies takes n ask replies from replies: each must be a distinct
+// ExpectReplies takes n ask replies from replies: each must be a distinct
 // sequence number in 1..n, the controller's numbering of n jobs.
 func ExpectReplies(t testing.TB, replies <-chan delivery.SeqNr, n int) {
 	t.Helper()
@@ -71,7 +71,7 @@ func ExpectReplies(t testing.TB, replies <-chan delivery.SeqNr, n int) {
 	}
 }
 
-// queueDrained waits until q holds nothing unconfirmed and, if
+// QueueDrained waits until q holds nothing unconfirmed and, if
 // currentSeqNr is not zero, has stored exactly the messages before it.
 func QueueDrained(t testing.TB, q durable.Queue[Job], currentSeqNr delivery.SeqNr) {
 	t.Helper()
@@ -81,7 +81,7 @@ func QueueDrained(t testing.TB, q durable.Queue[Job], currentSeqNr delivery.SeqN
 	})
 }
 
-// holdGate keeps the jobs numbered above a bound unconfirmed until it is
+// HoldGate keeps the jobs numbered above a bound unconfirmed until it is
 // opened (as consumerSpec.hold), so that a test can stop a durable
 // controller with jobs certainly unconfirmed, however fast the processors.
 type HoldGate struct {
@@ -95,7 +95,7 @@ func (g *HoldGate) Holds(d delivery.Delivery[Job]) bool {
 
 func (g *HoldGate) Open() { g.opened.Store(true) }
 
-// stopMidStream waits until the producer has had ask replies (in replies)
+// StopMidStream waits until the producer has had ask replies (in replies)
 // for stored jobs, stops it and its durable controller, waits until the
 // controller has stopped (w watches it), and returns the highest job
 // replied to and the state left in q. It fails the test if nothing is left
@@ -121,7 +121,7 @@ func StopMidStream(t testing.TB, sys *runtime.System, w *Watcher, producer, cont
 	return accepted, s
 }
 
-// expectFailed waits until the controller at path (watched by w) stops,
+// ExpectFailed waits until the controller at path (watched by w) stops,
 // and checks that the log says why: every one of wants.
 func ExpectFailed(t testing.TB, w *Watcher, logs *LogBuffer, path string, wants ...string) {
 	t.Helper()
@@ -133,7 +133,7 @@ func ExpectFailed(t testing.TB, w *Watcher, logs *LogBuffer, path string, wants 
 	}
 }
 
-// ask sends to what build makes for a reply address and returns the
+// Ask sends to what build makes for a reply address and returns the
 // reply, failing the test if none comes within waitLimit.
 func Ask[Req, Resp any](t testing.TB, to runtime.Ref[Req], build func(runtime.Ref[Resp]) Req) Resp {
 	t.Helper()
@@ -146,7 +146,7 @@ func Ask[Req, Resp any](t testing.TB, to runtime.Ref[Req], build func(runtime.Re
 	return r
 }
 
-// spawnWP spawns a work-pulling producer controller named name, with
+// SpawnWP spawns a work-pulling producer controller named name, with
 // producer id wp, for the workers registered under key.
 func SpawnWP(t testing.TB, sys *runtime.System, name string, key runtime.ServiceKey[delivery.ConsumerCommand[Job]], s workpulling.Settings,
 	opts ...delivery.ProducerOption[Job]) runtime.Ref[workpulling.Command[Job]] {
@@ -158,7 +158,7 @@ func SpawnWP(t testing.TB, sys *runtime.System, name string, key runtime.Service
 	return wp
 }
 
-// spawnSP spawns a sharding producer controller named name, with producer
+// SpawnSP spawns a sharding producer controller named name, with producer
 // id sp, for the entities of region.
 func SpawnSP(t testing.TB, sys *runtime.System, name string, region sharding.EntityRegion[Job], s sharding.Settings,
 	opts ...delivery.ProducerOption[Job]) runtime.Ref[sharding.Command[Job]] {
@@ -170,7 +170,7 @@ func SpawnSP(t testing.TB, sys *runtime.System, name string, region sharding.Ent
 	return sp
 }
 
-// workPullingProbe starts wp with a probe, named producer, as its producer.
+// WorkPullingProbe starts wp with a probe, named producer, as its producer.
 func WorkPullingProbe(t testing.TB, sys *runtime.System, wp runtime.Ref[workpulling.Command[Job]]) *Probe[workpulling.RequestNext[Job]] {
 	t.Helper()
 	producer := NewProbe[workpulling.RequestNext[Job]](t, sys, "producer")
@@ -178,7 +178,7 @@ func WorkPullingProbe(t testing.TB, sys *runtime.System, wp runtime.Ref[workpull
 	return producer
 }
 
-// shardingProbe starts sp with a probe, named producer, as its producer.
+// ShardingProbe starts sp with a probe, named producer, as its producer.
 func ShardingProbe(t testing.TB, sys *runtime.System, sp runtime.Ref[sharding.Command[Job]]) *Probe[sharding.RequestNext[Job]] {
 	t.Helper()
 	producer := NewProbe[sharding.RequestNext[Job]](t, sys, "producer")

@@ -20,7 +20,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// lossCase is one row of the acceptance test's table.
+// LossCase is one row of the acceptance test's table.
 type LossCase struct {
 	Name     string
 	Messages int              // jobs that must arrive
@@ -58,7 +58,7 @@ func LossCases() []LossCase {
 	return out
 }
 
-// flowOnlyChunkCases are flow control only with every message in 3 to 4
+// FlowOnlyChunkCases are flow control only with every message in 3 to 4
 // chunks, at the smallest windows, through a slow link that keeps order
 // and loses and repeats messages each way: a chunk lost in the middle or at
 // the end of a message must neither stop the stream nor hold it for long.
@@ -72,7 +72,7 @@ func FlowOnlyChunkCases() []LossCase {
 	return out
 }
 
-// runLossCase runs c with every seed, several at a time, and reports each
+// RunLossCase runs c with every seed, several at a time, and reports each
 // failing seed. run runs one seed: point to point, work pulling or
 // sharding.
 func RunLossCase(t *testing.T, c LossCase, run func(c LossCase, seed uint64) error) {
@@ -125,7 +125,7 @@ func scaled(d time.Duration) time.Duration {
 	return max(time.Duration(float64(d)**flagScale), time.Millisecond)
 }
 
-// lossRun is what one seed of a case sets up, whatever the pattern: the
+// LossRun is what one seed of a case sets up, whatever the pattern: the
 // parameters drawn from the seed, an actor system of its own, and the
 // settings of the controllers.
 type LossRun struct {
@@ -177,7 +177,7 @@ func NewLossRun(c LossCase, seed uint64) *LossRun {
 	return r
 }
 
-// close shuts the system down; err is the seed's outcome so far.
+// Close shuts the system down; err is the seed's outcome so far.
 func (r *LossRun) Close(err *error) {
 	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
 	defer cancel()
@@ -191,7 +191,7 @@ func (r *LossRun) Params() string {
 		r.pToCC, r.pToPC, r.pQueue, r.consumerDelay, r.producerDelay, r.queueDelay)
 }
 
-// queueOpts are the producer options of the case's durable queue: a flaky
+// QueueOpts are the producer options of the case's durable queue: a flaky
 // one in memory, or none.
 func (r *LossRun) QueueOpts() []delivery.ProducerOption[Job] {
 	if r.C.Queue[1] == 0 {
@@ -200,14 +200,14 @@ func (r *LossRun) QueueOpts() []delivery.ProducerOption[Job] {
 	return []delivery.ProducerOption[Job]{delivery.WithDurableQueue[Job](newFlakyQueue[Job](durable.NewMemory[Job](), r.pQueue, r.queueDelay, r.Seed))}
 }
 
-// faults are what a link does each way, from the case and the draws.
+// Faults are what a link does each way, from the case and the draws.
 func (r *LossRun) Faults() (toCC, toPC Faults) {
 	maxDelay := scaled(100 * time.Millisecond)
 	return Faults{drop: r.pToCC, dup: r.C.Dup, delay: r.C.Reorder, maxDelay: maxDelay, lag: r.C.Lag},
 		Faults{drop: r.pToPC, dup: r.C.Dup, delay: r.C.Reorder, maxDelay: maxDelay, lag: r.C.Lag}
 }
 
-// consumerSpec and producerDelay are the drawn delays of consumer and
+// ConsumerSpec and producerDelay are the drawn delays of consumer and
 // producer, if any.
 func (r *LossRun) ConsumerSpec() ConsumerSpec {
 	if d := r.consumerDelay; d > 0 {
@@ -223,7 +223,7 @@ func (r *LossRun) ProducerDelayFunc() func() time.Duration {
 	return nil
 }
 
-// wait waits for col, a minute at most; what is wrong is an error.
+// Wait waits for col, a minute at most; what is wrong is an error.
 func (r *LossRun) Wait(col *Collector, describe func() string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -273,7 +273,7 @@ func (l *FaultLink[A]) Describe() string {
 	return "to cc: " + st(&l.toCCStats) + "; to pc: " + st(&l.ToPCStats)
 }
 
-// runWorkPullingLossSeed runs one case through a work-pulling producer
+// RunWorkPullingLossSeed runs one case through a work-pulling producer
 // controller and 2-4 workers, each behind a lossy link of its own.
 func RunWorkPullingLossSeed(c LossCase, seed uint64) (err error) {
 	r := NewLossRun(c, seed)
@@ -323,7 +323,7 @@ func RunWorkPullingLossSeed(c LossCase, seed uint64) (err error) {
 	return nil
 }
 
-// runShardingLossSeed runs one case through a sharding producer controller
+// RunShardingLossSeed runs one case through a sharding producer controller
 // to 5-20 entities, each behind a lossy link of its own.
 func RunShardingLossSeed(c LossCase, seed uint64) (err error) {
 	r := NewLossRun(c, seed)

@@ -10,17 +10,17 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// entityKey is the entity type of the sharding tests.
+// EntityKey is the entity type of the sharding tests.
 var EntityKey = runtime.NewEntityTypeKey[delivery.ConsumerCommand[Job]]("jobs")
 
-// regionSpec describes the entities of a sharding test.
+// RegionSpec describes the entities of a sharding test.
 type RegionSpec struct {
 	Settings  sharding.ConsumerSettings // each entity's settings
 	Consumer  ConsumerSpec              // each entity's consumer (it starts in Started)
 	Passivate time.Duration             // Entity.PassivateAfter; 0: the runtime's default
 }
 
-// startRegion initialises sharding of entityKey on sys: each entity is a
+// StartRegion initialises sharding of entityKey on sys: each entity is a
 // ShardingConsumerController whose consumer is a testConsumer recording in
 // col.
 func StartRegion(t testing.TB, sys *runtime.System, rs RegionSpec, col *Collector) *runtime.Sharding[delivery.ConsumerCommand[Job]] {
@@ -28,7 +28,7 @@ func StartRegion(t testing.TB, sys *runtime.System, rs RegionSpec, col *Collecto
 	spec := rs.Consumer
 	spec.Started = true
 	create, err := sharding.NewConsumerController(func(_ string, start runtime.Ref[delivery.ConsumerStart[Job]]) runtime.Behavior[ConsMsg] {
-		return TestConsumer(spec, col, func(s delivery.ConsumerStart[Job]) { start.Tell(s) })
+		return ConsumerBehavior(spec, col, func(s delivery.ConsumerStart[Job]) { start.Tell(s) })
 	}, rs.Settings)
 	if err != nil {
 		t.Fatalf("sharding consumer controller: %v", err)
@@ -40,12 +40,12 @@ func StartRegion(t testing.TB, sys *runtime.System, rs RegionSpec, col *Collecto
 	return region
 }
 
-// entityOf spreads jobs over n entities, e0..e(n-1).
+// EntityOf spreads jobs over n entities, e0..e(n-1).
 func EntityOf(n int) func(j Job) string {
 	return func(j Job) string { return fmt.Sprintf("e%d", j.N%n) }
 }
 
-// byEntity groups the job numbers delivered by the producer id of their
+// ByEntity groups the job numbers delivered by the producer id of their
 // consumer controller's producer: one per entity.
 func ByEntity(ds []delivery.Delivery[Job]) map[string][]int {
 	out := make(map[string][]int)
@@ -55,7 +55,7 @@ func ByEntity(ds []delivery.Delivery[Job]) map[string][]int {
 	return out
 }
 
-// perEntityOrder returns an error unless each entity got its jobs in
+// PerEntityOrder returns an error unless each entity got its jobs in
 // increasing order (strictly: no duplicates).
 func PerEntityOrder(ds []delivery.Delivery[Job]) error {
 	for id, jobs := range ByEntity(ds) {
@@ -68,7 +68,7 @@ func PerEntityOrder(ds []delivery.Delivery[Job]) error {
 	return nil
 }
 
-// perEntityAtLeastOnce returns an error unless every job 1..n was
+// PerEntityAtLeastOnce returns an error unless every job 1..n was
 // delivered, and each entity's jobs came in increasing order except where
 // a producer restart sent some again: at most restarts steps back (or
 // repeats) per entity.

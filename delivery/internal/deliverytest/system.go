@@ -16,10 +16,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// waitLimit bounds every wait in these tests; nothing waits on a bare sleep.
+// WaitLimit bounds every wait in these tests; nothing waits on a bare sleep.
 const WaitLimit = 10 * time.Second
 
-// newSystem starts a system that is shut down when the test ends. Its log
+// NewSystem starts a system that is shut down when the test ends. Its log
 // goes to the test's output when the test is verbose, and is kept in the
 // returned buffer, with the errors it logs, for tests that look for one.
 func NewSystem(t testing.TB, opts ...runtime.Option) (*runtime.System, *LogBuffer) {
@@ -49,7 +49,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// logBuffer collects log lines and the errors logged, safe for concurrent
+// LogBuffer collects log lines and the errors logged, safe for concurrent
 // use.
 type LogBuffer struct {
 	mu   sync.Mutex
@@ -57,7 +57,7 @@ type LogBuffer struct {
 	errs []error
 }
 
-// loggedError returns the first error logged that wraps target, or nil.
+// LoggedError returns the first error logged that wraps target, or nil.
 func (b *LogBuffer) LoggedError(target error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -109,28 +109,28 @@ func (b *LogBuffer) Contains(s string) bool {
 	return bytes.Contains(b.buf.Bytes(), []byte(s))
 }
 
-// probe is an actor that hands every message it gets to the test.
+// Probe is an actor that hands every message it gets to the test.
 type Probe[T any] = testenv.Probe[T]
 
-// newProbe spawns a probe whose Expect waits at most waitLimit.
+// NewProbe spawns a probe whose Expect waits at most waitLimit.
 func NewProbe[T any](t testing.TB, sys *runtime.System, name string) *Probe[T] {
 	t.Helper()
 	return testenv.NewProbe[T](t, sys, name, WaitLimit)
 }
 
-// recv takes one value from ch or fails after waitLimit.
+// Recv takes one value from ch or fails after waitLimit.
 func Recv[T any](t testing.TB, ch <-chan T) T {
 	t.Helper()
 	return testenv.Recv(t, ch, WaitLimit)
 }
 
-// eventually polls cond until it holds or waitLimit passes.
+// Eventually polls cond until it holds or waitLimit passes.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testenv.Eventually(t, WaitLimit, what, cond)
 }
 
-// watcher reports the end of the actors it is told to watch.
+// Watcher reports the end of the actors it is told to watch.
 type Watcher struct {
 	ref     runtime.Ref[runtime.AnyRef]
 	Stopped chan string // the path of each watched actor that stopped
@@ -156,10 +156,10 @@ func NewWatcher(t testing.TB, sys *runtime.System) *Watcher {
 	return w
 }
 
-// watch starts watching ref.
+// Watch starts watching ref.
 func (w *Watcher) Watch(ref runtime.AnyRef) { w.ref.Tell(ref) }
 
-// expectStopped waits until the watched actor at path stops.
+// ExpectStopped waits until the watched actor at path stops.
 func (w *Watcher) ExpectStopped(t testing.TB, path string) {
 	t.Helper()
 	if got := Recv(t, w.Stopped); got != path {
@@ -167,7 +167,7 @@ func (w *Watcher) ExpectStopped(t testing.TB, path string) {
 	}
 }
 
-// tail returns the last n lines logged.
+// Tail returns the last n lines logged.
 func (b *LogBuffer) Tail(n int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

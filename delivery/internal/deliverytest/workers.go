@@ -7,7 +7,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// testWorker is a worker of work pulling: a consumer controller, its
+// Worker is a worker of work pulling: a consumer controller, its
 // consumer, and, when the test wants a lossy network, a faultLink in front
 // of the controller; registered is what the receptionist lists.
 type testWorker struct {
@@ -17,7 +17,7 @@ type testWorker struct {
 	Registered runtime.Ref[delivery.ConsumerCommand[Job]]
 }
 
-// workerSpec describes a testWorker.
+// WorkerSpec describes a testWorker.
 type WorkerSpec struct {
 	Consumer delivery.ConsumerSettings // its consumer controller's settings
 	Spec     ConsumerSpec              // its consumer's behavior
@@ -26,7 +26,7 @@ type WorkerSpec struct {
 	seed     uint64                    // with a link: its random streams
 }
 
-// spawnWorker starts a worker named name and registers it under key.
+// SpawnWorker starts a worker named name and registers it under key.
 func SpawnWorker(t testing.TB, sys *runtime.System, name string, key runtime.ServiceKey[delivery.ConsumerCommand[Job]], ws WorkerSpec, col *Collector) *testWorker {
 	t.Helper()
 	cc, err := delivery.SpawnConsumerController[Job](sys, name+"-cc", ws.Consumer)
@@ -43,7 +43,7 @@ func SpawnWorker(t testing.TB, sys *runtime.System, name string, key runtime.Ser
 	return w
 }
 
-// stop stops the worker's consumer, its consumer controller and its link:
+// Stop stops the worker's consumer, its consumer controller and its link:
 // the receptionist drops it.
 func (w *testWorker) Stop(sys *runtime.System) {
 	sys.Stop(w.consumer)

@@ -211,7 +211,7 @@ func callQueue[A any](ctx context.Context, op durableOp, seqNr durable.SeqNr, n 
 	return f(ctx)
 }
 
-// errQueuePanicked is wrapped by the error of a call whose queue panicked.
+// ErrQueuePanicked is wrapped by the error of a call whose queue panicked.
 var ErrQueuePanicked = errors.New("durable queue panicked")
 
 // LoadState loads the queue's state; the outcome is loaded.

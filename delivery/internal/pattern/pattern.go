@@ -1,11 +1,14 @@
+// Package pattern is what the work-pulling and the sharding producer
+// controllers (packages delivery/workpulling and delivery/sharding) share:
+// they face one producer the same way, own a durable queue the same way,
+// fail the same way, and reach each worker or entity through a
+// point-to-point producer controller of package delivery, made the same
+// way, whose demand they track in a [DemandSet]. Each embeds a
+// [Controller]; what differs (which worker or entity a message goes to,
+// buffering, stats) is theirs. They reach delivery's controllers through
+// [Hooks] (see delivery/internal/controller), which this package gives
+// delivery's types.
 package pattern
-
-// What the work-pulling and the sharding producer controllers share: they
-// face one producer the same way, own a durable queue the same way, fail
-// the same way, and reach each worker or entity through a point-to-point
-// producer controller of their own, made the same way, whose demand they
-// track in a demandSet. Each embeds a patternProducer; what differs (which
-// worker or entity a message goes to, buffering, stats) is theirs.
 
 import (
 	"errors"
@@ -23,9 +26,6 @@ import (
 // than its buffer holds, which only a producer that does not wait for
 // RequestNext can do.
 var ErrBufferFull = errors.New("delivery: buffer full")
-
-// DefaultBufferSize is the default of the patterns' buffer sizes.
-const DefaultBufferSize = 1000
 
 // ProducerHooks are what a pattern controller uses of delivery's producer
 // controller (see controller.Hooks).
@@ -78,7 +78,7 @@ func NewController[A, C, N any](kind string, cfg *ProducerHooks[A]) Controller[A
 	return Controller[A, C, N]{kind: kind, Cfg: cfg, Loaded: cfg.Queue == nil, CurrentSeqNr: 1}
 }
 
-// started takes the actor's context and logger when it starts and, with a
+// Started takes the actor's context and logger when it starts and, with a
 // durable queue, starts loading its state; wrap makes the outcomes of the
 // queue's calls commands of the controller.
 func (f *Controller[A, C, N]) Started(ctx *runtime.Context[C], log *slog.Logger, wrap func(durablecalls.Msg[A]) C) {
@@ -89,14 +89,14 @@ func (f *Controller[A, C, N]) Started(ctx *runtime.Context[C], log *slog.Logger,
 	}
 }
 
-// stopped ends the durable queue's calls when the actor stops or restarts.
+// Stopped ends the durable queue's calls when the actor stops or restarts.
 func (f *Controller[A, C, N]) Stopped() {
 	if f.Dq != nil {
 		f.Dq.Stop()
 	}
 }
 
-// fail stops the controller: something it cannot recover from happened.
+// Fail stops the controller: something it cannot recover from happened.
 func (f *Controller[A, C, N]) Fail(err error) {
 	if f.Failed {
 		return
@@ -106,7 +106,7 @@ func (f *Controller[A, C, N]) Fail(err error) {
 	_ = f.Ctx.Stop(f.self)
 }
 
-// onStart takes the producer of the Start message named start. A new
+// OnStart takes the producer of the Start message named start. A new
 // producer (after a producer restart, say) gets again the RequestNext the
 // old one did not use, since it may never have seen it; otherwise it gets
 // one as soon as the controller may send it (maybeRequestNext). A producer
@@ -130,7 +130,7 @@ func (f *Controller[A, C, N]) OnStart(start string, producer runtime.Ref[N], sen
 
 func (f *Controller[A, C, N]) Storing() bool { return f.Dq != nil && f.Dq.Storing() }
 
-// spawnChild spawns the point-to-point producer controller of one worker
+// SpawnChild spawns the point-to-point producer controller of one worker
 // or entity, with the producer id producerID and no durable queue (the
 // controller stores for it), connected to consumer. Its RequestNexts come
 // to the controller as next, its replies to asks sent with replyTo (one
@@ -148,7 +148,7 @@ func (f *Controller[A, C, N]) SpawnChild(producerID string, consumer runtime.Ref
 	return pc, replyTo, nil
 }
 
-// storeNext stores msg in the durable queue under the next sequence number
+// StoreNext stores msg in the durable queue under the next sequence number
 // and qualifier (the worker or entity it goes to); ack says the producer
 // asked for a reply. One store at a time: the outcome comes to onDurable.
 func (f *Controller[A, C, N]) StoreNext(msg A, ack bool, qualifier string) {
@@ -161,7 +161,7 @@ func (f *Controller[A, C, N]) StoreNext(msg A, ack bool, qualifier string) {
 	})
 }
 
-// onDurable handles the outcome of a durable queue call, its deadline or
+// OnDurable handles the outcome of a durable queue call, its deadline or
 // its backoff: a queue that keeps failing fails the controller, a loaded
 // state goes to loaded, the end of a storeNext to stored.
 func (f *Controller[A, C, N]) OnDurable(m durablecalls.Msg[A], loaded func(durable.State[A]), stored func()) {
@@ -179,18 +179,18 @@ func (f *Controller[A, C, N]) OnDurable(m durablecalls.Msg[A], loaded func(durab
 	}
 }
 
-// demandSet holds the workers or entities that have demand, in no order.
+// DemandSet holds the workers or entities that have demand, in no order.
 // Each member knows its index in the set (-1 when it is not in it), so it
 // joins and leaves in constant time.
 type DemandSet[T interface{ DemandIndex() *int }] []T
 
-// add puts x, which is not in the set, in it.
+// Add puts x, which is not in the set, in it.
 func (s *DemandSet[T]) Add(x T) {
 	*x.DemandIndex() = len(*s)
 	*s = append(*s, x)
 }
 
-// remove takes x out of the set, and reports whether it was in it.
+// Remove takes x out of the set, and reports whether it was in it.
 func (s *DemandSet[T]) Remove(x T) bool {
 	i := *x.DemandIndex()
 	if i < 0 {
