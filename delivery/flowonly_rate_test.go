@@ -53,20 +53,20 @@ func TestFlowOnlyChunkedRate(t *testing.T) {
 func flowOnlyRate(c deliverytest.LossCase, seed uint64) (seqs, msgs float64, err error) {
 	r := deliverytest.NewLossRun(c, seed)
 	defer r.Close(&err)
-	pc, err := delivery.SpawnProducerController[deliverytest.Job](r.Sys, "pc", "p", r.Ps)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](r.Sys, "pc", "p", r.Producer)
 	if err != nil {
 		return 0, 0, err
 	}
-	cc, err := delivery.SpawnConsumerController[deliverytest.Job](r.Sys, "cc", r.Cs)
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](r.Sys, "cc", r.Consumer)
 	if err != nil {
 		return 0, 0, err
 	}
 	toCC, toPC := r.Faults()
-	link := deliverytest.NewFaultLink[deliverytest.Job](r.Rt, r.Sys, "link", pc, cc, toCC, toPC, seed)
+	link := deliverytest.NewFaultLink[deliverytest.Job](r.TB, r.Sys, "link", pc, cc, toCC, toPC, seed)
 	col := deliverytest.NewCollector(c.Messages)
-	deliverytest.SpawnConsumer(r.Rt, r.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
+	deliverytest.SpawnConsumer(r.TB, r.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
 	start := time.Now()
-	deliverytest.SpawnProducer(r.Rt, r.Sys, "producer", pc, deliverytest.ProducerSpec{})
+	deliverytest.SpawnProducer(r.TB, r.Sys, "producer", pc, deliverytest.ProducerSpec{})
 	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link.ToPC})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

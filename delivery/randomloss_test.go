@@ -36,19 +36,19 @@ func TestRandomLossLong(t *testing.T) {
 func runLossSeed(c deliverytest.LossCase, seed uint64) (err error) {
 	r := deliverytest.NewLossRun(c, seed)
 	defer r.Close(&err)
-	pc, err := delivery.SpawnProducerController[deliverytest.Job](r.Sys, "pc", "p-"+fmt.Sprint(seed), r.Ps, r.QueueOpts()...)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](r.Sys, "pc", "p-"+fmt.Sprint(seed), r.Producer, r.QueueOpts()...)
 	if err != nil {
 		return err
 	}
-	cc, err := delivery.SpawnConsumerController[deliverytest.Job](r.Sys, "cc", r.Cs)
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](r.Sys, "cc", r.Consumer)
 	if err != nil {
 		return err
 	}
 	toCC, toPC := r.Faults()
-	link := deliverytest.NewFaultLink[deliverytest.Job](r.Rt, r.Sys, "link", pc, cc, toCC, toPC, seed)
+	link := deliverytest.NewFaultLink[deliverytest.Job](r.TB, r.Sys, "link", pc, cc, toCC, toPC, seed)
 	col := deliverytest.NewCollector(c.Messages)
-	deliverytest.SpawnConsumer(r.Rt, r.Sys, "consumer", cc, r.ConsumerSpec(), col)
-	deliverytest.SpawnProducer(r.Rt, r.Sys, "producer", pc, deliverytest.ProducerSpec{Delay: r.ProducerDelayFunc()})
+	deliverytest.SpawnConsumer(r.TB, r.Sys, "consumer", cc, r.ConsumerSpec(), col)
+	deliverytest.SpawnProducer(r.TB, r.Sys, "producer", pc, deliverytest.ProducerSpec{Delay: r.ProducerDelayFunc()})
 	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link.ToPC})
 
 	if err := r.Wait(col, link.Describe); err != nil {

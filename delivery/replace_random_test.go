@@ -73,17 +73,17 @@ type replaceRun struct {
 
 func (x *replaceRun) startProducer() error {
 	x.pcs++
-	pc, err := delivery.SpawnProducerController[deliverytest.Job](x.Sys, fmt.Sprintf("pc%d", x.pcs), x.id, x.Ps, x.opts...)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](x.Sys, fmt.Sprintf("pc%d", x.pcs), x.id, x.Producer, x.opts...)
 	if err != nil {
 		return err
 	}
 	x.pc = pc
-	x.prod = deliverytest.SpawnProducer(x.Rt, x.Sys, fmt.Sprintf("producer%d", x.pcs), pc, deliverytest.ProducerSpec{BySeqNr: true, Delay: x.ProducerDelayFunc()})
+	x.prod = deliverytest.SpawnProducer(x.TB, x.Sys, fmt.Sprintf("producer%d", x.pcs), pc, deliverytest.ProducerSpec{BySeqNr: true, Delay: x.ProducerDelayFunc()})
 	return nil
 }
 
 func (x *replaceRun) startConsumer() error {
-	cc, err := delivery.SpawnConsumerController[deliverytest.Job](x.Sys, fmt.Sprintf("cc%d", len(x.cols)+1), x.Cs)
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](x.Sys, fmt.Sprintf("cc%d", len(x.cols)+1), x.Consumer)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (x *replaceRun) startConsumer() error {
 	x.cc, x.cols = cc, append(x.cols, col)
 	spec := x.ConsumerSpec()
 	spec.Started = true // started before anything can stop it: its controller watches it
-	x.cons = deliverytest.SpawnConsumer(x.Rt, x.Sys, fmt.Sprintf("consumer%d", len(x.cols)), cc, spec, col)
+	x.cons = deliverytest.SpawnConsumer(x.TB, x.Sys, fmt.Sprintf("consumer%d", len(x.cols)), cc, spec, col)
 	return nil
 }
 
@@ -108,7 +108,7 @@ func (x *replaceRun) startConsumer() error {
 // its successor, and take the stream from it, as it is entitled to.
 func (x *replaceRun) connect(deadline time.Time) error {
 	toCC, toPC := x.Faults()
-	l := deliverytest.NewFaultLink[deliverytest.Job](x.Rt, x.Sys, fmt.Sprintf("link%d-%d", x.pcs, len(x.cols)), x.pc, x.cc, toCC, toPC,
+	l := deliverytest.NewFaultLink[deliverytest.Job](x.TB, x.Sys, fmt.Sprintf("link%d-%d", x.pcs, len(x.cols)), x.pc, x.cc, toCC, toPC,
 		x.Seed+uint64(x.pcs)<<40+uint64(len(x.cols))<<20)
 	copied := false // the gate runs under the link's lock
 	l.SetGate(func(m any) deliverytest.Verdict {
@@ -147,7 +147,7 @@ func (x *replaceRun) releaseLate(p float64, deadline time.Time) error {
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
 	for i, l := range x.links {
-		if x.linkCol[i] < len(x.cols)-1 && x.Rng.Float64() < p {
+		if x.linkCol[i] < len(x.cols)-1 && x.RNG.Float64() < p {
 			l.Release(isRegisterConsumer)
 		}
 	}
@@ -203,7 +203,7 @@ func runReplaceSeed(c deliverytest.LossCase, seed uint64, queue string, client *
 	if q != nil {
 		x.opts = []delivery.ProducerOption[deliverytest.Job]{delivery.WithDurableQueue(q)}
 	}
-	x.watcher = deliverytest.NewWatcher(r.Rt, r.Sys)
+	x.watcher = deliverytest.NewWatcher(r.TB, r.Sys)
 	if err := x.startProducer(); err != nil {
 		return err
 	}
@@ -221,12 +221,12 @@ func runReplaceSeed(c deliverytest.LossCase, seed uint64, queue string, client *
 		producer bool // replace the producer controller, else the consumer
 	}
 	var events []event
-	for range 2 + r.Rng.IntN(5) {
-		events = append(events, event{at: c.Messages/10 + r.Rng.IntN(c.Messages*8/10)})
+	for range 2 + r.RNG.IntN(5) {
+		events = append(events, event{at: c.Messages/10 + r.RNG.IntN(c.Messages*8/10)})
 	}
 	if q != nil {
-		for range 1 + r.Rng.IntN(2) {
-			events = append(events, event{at: c.Messages/10 + r.Rng.IntN(c.Messages*8/10), producer: true})
+		for range 1 + r.RNG.IntN(2) {
+			events = append(events, event{at: c.Messages/10 + r.RNG.IntN(c.Messages*8/10), producer: true})
 		}
 	}
 	slices.SortFunc(events, func(a, b event) int { return a.at - b.at })
@@ -236,10 +236,10 @@ func runReplaceSeed(c deliverytest.LossCase, seed uint64, queue string, client *
 			return fmt.Errorf("%s: %w", r.Params(), err)
 		}
 		if !e.producer {
-			if r.Rng.IntN(2) == 0 {
+			if r.RNG.IntN(2) == 0 {
 				r.Sys.Stop(x.cons) // its consumer controller stops with it
 			} // else it runs on, replaced
-			allowed += r.Cs.FlowControlWindow
+			allowed += r.Consumer.FlowControlWindow
 			if err := x.startConsumer(); err != nil {
 				return err
 			}
@@ -278,8 +278,8 @@ func runReplaceSeed(c deliverytest.LossCase, seed uint64, queue string, client *
 	if err := x.waitArrived(c.Messages, deadline); err != nil {
 		return fmt.Errorf("%s: %w", r.Params(), err)
 	}
-	if r.Rt.Failed() {
-		return fmt.Errorf("%s: %s", r.Params(), r.Rt.Errors())
+	if r.TB.Failed() {
+		return fmt.Errorf("%s: %s", r.Params(), r.TB.Errors())
 	}
 	_, dups := x.arrived()
 	dupsTotal.Add(int64(dups))

@@ -35,25 +35,25 @@ func runPassivationSeed(c deliverytest.LossCase, seed uint64) (err error) {
 	r := deliverytest.NewLossRun(c, seed)
 	defer r.Close(&err)
 	const entities = 200
-	passivate := time.Duration(20+r.Rng.IntN(81)) * time.Millisecond
+	passivate := time.Duration(20+r.RNG.IntN(81)) * time.Millisecond
 	col := deliverytest.NewCollectorAll(c.Messages)
 	var mu sync.Mutex // the consumers draw from one RNG
 	slow := func() time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
-		if r.Rng.IntN(100) == 0 {
+		if r.RNG.IntN(100) == 0 {
 			return passivate * 3 / 2
 		}
 		return 0
 	}
-	region := deliverytest.StartRegion(r.Rt, r.Sys, deliverytest.RegionSpec{Passivate: passivate, Consumer: deliverytest.ConsumerSpec{Delay: slow},
+	region := deliverytest.StartRegion(r.TB, r.Sys, deliverytest.RegionSpec{Passivate: passivate, Consumer: deliverytest.ConsumerSpec{Delay: slow},
 		Settings: sharding.ConsumerSettings{Consumer: delivery.ConsumerSettings{ResendIntervalMin: 50 * time.Millisecond}}}, col)
 	sp, err := sharding.SpawnProducerController[deliverytest.Job](r.Sys, "sp", "sp", region,
 		sharding.Settings{ResendFirstUnconfirmedIdleTimeout: 50 * time.Millisecond})
 	if err != nil {
 		return err
 	}
-	deliverytest.SpawnProducer(r.Rt, r.Sys, "producer", nil, deliverytest.ProducerSpec{Limit: c.Messages, Connect: deliverytest.ShardingConnect(sp), Entity: deliverytest.EntityOf(entities)})
+	deliverytest.SpawnProducer(r.TB, r.Sys, "producer", nil, deliverytest.ProducerSpec{Limit: c.Messages, Connect: deliverytest.ShardingConnect(sp), Entity: deliverytest.EntityOf(entities)})
 	if err := r.Wait(col, func() string {
 		return fmt.Sprintf("passivate after %v, %d entities active", passivate, region.Active())
 	}); err != nil {

@@ -131,24 +131,24 @@ func scaled(d time.Duration) time.Duration {
 type LossRun struct {
 	C                                        LossCase
 	Seed                                     uint64
-	Rng                                      *rand.Rand // for the pattern's own draws, after the common ones
+	RNG                                      *rand.Rand // for the pattern's own draws, after the common ones
 	pToCC, pToPC, pQueue                     float64
 	consumerDelay, producerDelay, queueDelay time.Duration
 	Sys                                      *runtime.System
 	Logs                                     *LogBuffer
-	Rt                                       *seedT // the testing.TB of the helpers
-	Cs                                       delivery.ConsumerSettings
-	Ps                                       delivery.ProducerSettings
+	TB                                       *seedT // the testing.TB of the helpers
+	Consumer                                 delivery.ConsumerSettings
+	Producer                                 delivery.ProducerSettings
 }
 
 func NewLossRun(c LossCase, seed uint64) *LossRun {
-	r := &LossRun{C: c, Seed: seed, Rng: rand.New(rand.NewPCG(seed, 0)), Rt: &seedT{}}
-	between := func(b [2]float64) float64 { return b[0] + r.Rng.Float64()*(b[1]-b[0]) }
+	r := &LossRun{C: c, Seed: seed, RNG: rand.New(rand.NewPCG(seed, 0)), TB: &seedT{}}
+	between := func(b [2]float64) float64 { return b[0] + r.RNG.Float64()*(b[1]-b[0]) }
 	r.pToCC, r.pToPC, r.pQueue = between(c.ToCC), between(c.ToPC), between(c.Queue)
 	if c.Delays {
-		r.consumerDelay = scaled(time.Duration(r.Rng.IntN(40)) * time.Millisecond)
-		r.producerDelay = scaled(time.Duration(r.Rng.IntN(40)) * time.Millisecond)
-		r.queueDelay = scaled(time.Duration(r.Rng.IntN(40)) * time.Millisecond)
+		r.consumerDelay = scaled(time.Duration(r.RNG.IntN(40)) * time.Millisecond)
+		r.producerDelay = scaled(time.Duration(r.RNG.IntN(40)) * time.Millisecond)
+		r.queueDelay = scaled(time.Duration(r.RNG.IntN(40)) * time.Millisecond)
 	}
 	// A test's t is not usable from these goroutines for cleanup; the
 	// system is shut down by close, and its log kept for the failure report.
@@ -159,16 +159,16 @@ func NewLossRun(c LossCase, seed uint64) *LossRun {
 	if window == 0 {
 		window = 20
 	}
-	r.Cs = delivery.ConsumerSettings{
+	r.Consumer = delivery.ConsumerSettings{
 		FlowControlWindow: window,
 		ResendIntervalMin: scaled(500 * time.Millisecond),
 		ResendIntervalMax: scaled(2 * time.Second),
 		OnlyFlowControl:   c.OnlyFlow,
 	}
 	if c.Resend[0] > 0 {
-		r.Cs.ResendIntervalMin, r.Cs.ResendIntervalMax = c.Resend[0], c.Resend[1]
+		r.Consumer.ResendIntervalMin, r.Consumer.ResendIntervalMax = c.Resend[0], c.Resend[1]
 	}
-	r.Ps = delivery.ProducerSettings{
+	r.Producer = delivery.ProducerSettings{
 		ChunkLargeMessages:         c.Chunk,
 		ResendFirstInterval:        scaled(time.Second),
 		DurableQueueRequestTimeout: scaled(3 * time.Second),
@@ -230,8 +230,8 @@ func (r *LossRun) Wait(col *Collector, describe func() string) error {
 	if err := col.Wait(ctx); err != nil {
 		return fmt.Errorf("%s: %w\n\tlinks: %s\n\tlog tail:\n%s", r.Params(), err, describe(), r.Logs.Tail(20))
 	}
-	if r.Rt.Failed() {
-		return fmt.Errorf("%s: %s", r.Params(), r.Rt.Errors())
+	if r.TB.Failed() {
+		return fmt.Errorf("%s: %s", r.Params(), r.TB.Errors())
 	}
 	return nil
 }
@@ -278,7 +278,7 @@ func (l *FaultLink[A]) Describe() string {
 func RunWorkPullingLossSeed(c LossCase, seed uint64) (err error) {
 	r := NewLossRun(c, seed)
 	defer r.Close(&err)
-	workers := 2 + r.Rng.IntN(3)
+	workers := 2 + r.RNG.IntN(3)
 	key := runtime.NewServiceKey[delivery.ConsumerCommand[Job]]("workers")
 	col := NewCollectorAll(c.Messages)
 	limit := c.Messages
@@ -291,23 +291,23 @@ func RunWorkPullingLossSeed(c LossCase, seed uint64) (err error) {
 	links := make([]*FaultLink[Job], workers)
 	var leaving *testWorker
 	for i := range workers {
-		w := SpawnWorker(r.Rt, r.Sys, fmt.Sprintf("worker%d", i), key,
-			WorkerSpec{Consumer: r.Cs, Spec: r.ConsumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(i)<<32}, col)
+		w := SpawnWorker(r.TB, r.Sys, fmt.Sprintf("worker%d", i), key,
+			WorkerSpec{Consumer: r.Consumer, Spec: r.ConsumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(i)<<32}, col)
 		links[i] = w.link
 		leaving = w
 	}
-	wp, err := workpulling.SpawnProducerController[Job](r.Sys, "wp", fmt.Sprint("wp-", seed), key, workpulling.Settings{Producer: r.Ps}, r.QueueOpts()...)
+	wp, err := workpulling.SpawnProducerController[Job](r.Sys, "wp", fmt.Sprint("wp-", seed), key, workpulling.Settings{Producer: r.Producer}, r.QueueOpts()...)
 	if err != nil {
 		return err
 	}
-	SpawnProducer(r.Rt, r.Sys, "producer", nil, ProducerSpec{Limit: limit, Delay: r.ProducerDelayFunc(), Connect: WorkPullingConnect(wp)})
+	SpawnProducer(r.TB, r.Sys, "producer", nil, ProducerSpec{Limit: limit, Delay: r.ProducerDelayFunc(), Connect: WorkPullingConnect(wp)})
 	describe := func() string { return DescribeLinks(links) }
 	if c.Churn {
 		if err := waitFor(func() bool { return col.Count() >= c.Messages/3 }); err != nil {
 			return fmt.Errorf("%s: before the churn: %w", r.Params(), err)
 		}
-		w := SpawnWorker(r.Rt, r.Sys, "worker-new", key,
-			WorkerSpec{Consumer: r.Cs, Spec: r.ConsumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(workers)<<32}, col)
+		w := SpawnWorker(r.TB, r.Sys, "worker-new", key,
+			WorkerSpec{Consumer: r.Consumer, Spec: r.ConsumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(workers)<<32}, col)
 		links = append(links, w.link)
 		leaving.Stop(r.Sys)
 	}
@@ -328,21 +328,21 @@ func RunWorkPullingLossSeed(c LossCase, seed uint64) (err error) {
 func RunShardingLossSeed(c LossCase, seed uint64) (err error) {
 	r := NewLossRun(c, seed)
 	defer r.Close(&err)
-	entities := 5 + r.Rng.IntN(16)
+	entities := 5 + r.RNG.IntN(16)
 	col := NewCollectorAll(c.Messages)
 	limit := c.Messages
 	if c.OnlyFlow {
 		col, limit = NewCollector(c.Messages), 0
 	}
-	region := StartRegion(r.Rt, r.Sys, RegionSpec{Settings: sharding.ConsumerSettings{Consumer: r.Cs}, Consumer: r.ConsumerSpec()}, col)
+	region := StartRegion(r.TB, r.Sys, RegionSpec{Settings: sharding.ConsumerSettings{Consumer: r.Consumer}, Consumer: r.ConsumerSpec()}, col)
 	toCC, toPC := r.Faults()
-	links := &linkRegion{t: r.Rt, sys: r.Sys, region: region, toCC: toCC, toPC: toPC, seed: seed, links: make(map[string]*FaultLink[Job])}
-	ss := sharding.Settings{Producer: r.Ps, ResendFirstUnconfirmedIdleTimeout: scaled(10 * delivery.DefaultResendIntervalMin)}
+	links := &linkRegion{t: r.TB, sys: r.Sys, region: region, toCC: toCC, toPC: toPC, seed: seed, links: make(map[string]*FaultLink[Job])}
+	ss := sharding.Settings{Producer: r.Producer, ResendFirstUnconfirmedIdleTimeout: scaled(10 * delivery.DefaultResendIntervalMin)}
 	sp, err := sharding.SpawnProducerController[Job](r.Sys, "sp", fmt.Sprint("sp-", seed), links, ss, r.QueueOpts()...)
 	if err != nil {
 		return err
 	}
-	SpawnProducer(r.Rt, r.Sys, "producer", nil, ProducerSpec{Limit: limit, Delay: r.ProducerDelayFunc(),
+	SpawnProducer(r.TB, r.Sys, "producer", nil, ProducerSpec{Limit: limit, Delay: r.ProducerDelayFunc(),
 		Connect: ShardingConnect(sp), Entity: EntityOf(entities)})
 	if err := r.Wait(col, links.describe); err != nil {
 		return err
