@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"time"
 
@@ -29,11 +28,13 @@ func ExampleSpawnProducerController() {
 
 	pc, err := delivery.SpawnProducerController[Job](sys, "jobs-pc", "jobs", delivery.ProducerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err := delivery.SpawnConsumerController[Job](sys, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	// The producer may send exactly one job per RequestNext: that is the
@@ -48,7 +49,8 @@ func ExampleSpawnProducerController() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
@@ -64,7 +66,8 @@ func ExampleSpawnProducerController() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	// Producer and consumer must be actors of the controllers' own System
@@ -102,11 +105,13 @@ func ExampleMessageWithConfirmation() {
 
 	pc, err := delivery.SpawnProducerController[Job](sys, "jobs-pc", "jobs", delivery.ProducerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err := delivery.SpawnConsumerController[Job](sys, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
@@ -146,7 +151,8 @@ func ExampleMessageWithConfirmation() {
 		}
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	consumer, err := runtime.Spawn(sys, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
@@ -155,7 +161,8 @@ func ExampleMessageWithConfirmation() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: consumer})
 	// The producer side may connect too: RegisterConsumer to the producer
@@ -188,11 +195,13 @@ func ExampleWithDurableQueue() {
 	pc, err := delivery.SpawnProducerController(before, "jobs-pc", "jobs", delivery.ProducerSettings{},
 		delivery.WithDurableQueue[Job](queue))
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err := delivery.SpawnConsumerController[Job](before, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	allStored := make(chan struct{})
 	// With a durable queue an ask is answered once the job is stored, not
@@ -206,7 +215,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	producer, err := runtime.Spawn(before, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
 		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
@@ -217,7 +227,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc.Tell(delivery.RegisterToProducerController[Job]{ProducerController: pc})
 	pc.Tell(delivery.ProducerStart[Job]{Producer: producer})
@@ -227,7 +238,8 @@ func ExampleWithDurableQueue() {
 		fmt.Println("timed out")
 	}
 	if err := before.Shutdown(context.Background()); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	// Second run: the same producer id on the same queue. The stored jobs
@@ -238,11 +250,13 @@ func ExampleWithDurableQueue() {
 	pc, err = delivery.SpawnProducerController(after, "jobs-pc", "jobs", delivery.ProducerSettings{},
 		delivery.WithDurableQueue[Job](queue))
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err = delivery.SpawnConsumerController[Job](after, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	producer, err = runtime.Spawn(after, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
 		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
@@ -252,7 +266,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	done := make(chan struct{})
 	consumer, err := runtime.Spawn(after, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
@@ -265,7 +280,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: consumer})
 	cc.Tell(delivery.RegisterToProducerController[Job]{ProducerController: pc})

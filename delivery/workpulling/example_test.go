@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -36,7 +35,8 @@ func ExampleSpawnProducerController() {
 	for i := range workers {
 		cc, err := delivery.SpawnConsumerController[Job](sys, fmt.Sprintf("worker%d-cc", i), delivery.ConsumerSettings{})
 		if err != nil {
-			log.Fatal(err)
+			fmt.Println(err)
+			return
 		}
 		worker, err := runtime.Spawn(sys, fmt.Sprintf("worker%d", i), func() runtime.Behavior[delivery.Delivery[Job]] {
 			return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
@@ -47,7 +47,8 @@ func ExampleSpawnProducerController() {
 			})
 		})
 		if err != nil {
-			log.Fatal(err)
+			fmt.Println(err)
+			return
 		}
 		cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: worker})
 		// Registering is joining; deregistering or stopping is leaving,
@@ -57,7 +58,8 @@ func ExampleSpawnProducerController() {
 
 	wp, err := workpulling.SpawnProducerController[Job](sys, "jobs-wp", "jobs", key, workpulling.Settings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	producer, err := runtime.Spawn(sys, "producer", func() runtime.Behavior[workpulling.RequestNext[Job]] {
 		sent := 0
@@ -69,7 +71,8 @@ func ExampleSpawnProducerController() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	wp.Tell(workpulling.Start[Job]{Producer: producer})
 

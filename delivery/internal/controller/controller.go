@@ -21,9 +21,13 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// ErrInvalidSettings and ErrNotLocal are delivery's, set by its init
-// (before any package that imports delivery uses them).
-var ErrInvalidSettings, ErrNotLocal error
+// ErrInvalidSettings is delivery's, set by its init (before any package
+// that imports delivery uses it).
+var ErrInvalidSettings error
+
+// ErrNotLocal is delivery's, set by its init (before any package that
+// imports delivery uses it).
+var ErrNotLocal error
 
 // Invalid returns the error of a settings field out of range, wrapping
 // ErrInvalidSettings.

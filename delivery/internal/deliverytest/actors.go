@@ -192,6 +192,8 @@ type Collector struct {
 	event chan delivery.Delivery[Job]
 }
 
+// NewCollector makes a collector that is done once a job numbered want or
+// higher arrives: what point-to-point delivery, in order, promises.
 func NewCollector(want int) *Collector {
 	return &Collector{want: want, Seen: make(map[int]int), done: make(chan struct{}), event: make(chan delivery.Delivery[Job], 1<<16)}
 }
@@ -253,6 +255,7 @@ func (c *Collector) Distinct() int {
 	return len(c.Seen)
 }
 
+// Count is the number of deliveries so far, repeats included.
 func (c *Collector) Count() int {
 	c.Mu.Lock()
 	defer c.Mu.Unlock()

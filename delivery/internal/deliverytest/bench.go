@@ -17,6 +17,8 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 )
 
+// NewBenchSystem starts a benchmark's actor system (see StartBenchSystem),
+// shut down when b ends.
 func NewBenchSystem(b *testing.B) *runtime.System {
 	b.Helper()
 	sys := StartBenchSystem()
@@ -24,6 +26,9 @@ func NewBenchSystem(b *testing.B) *runtime.System {
 	return sys
 }
 
+// StartBenchSystem starts an actor system for benchmarks: its log is
+// discarded, so that logging costs nothing measured, and it has the workers
+// of -delivery.benchworkers. The caller shuts it down.
 func StartBenchSystem() *runtime.System {
 	opts := []runtime.Option{runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if *flagBenchWorkers > 0 {
@@ -218,5 +223,7 @@ const PatternN = 200_000
 
 var (
 	flagBenchWorkers = flag.Int("delivery.benchworkers", 0, "workers of the benchmarks' actor system (0: GOMAXPROCS, the default)")
-	FlagP2POnly      = flag.Bool("delivery.p2ponly", false, "BenchmarkPointToPoint runs delivery alone, without its yardsticks (for profiling)")
+	// FlagP2POnly (-delivery.p2ponly) makes BenchmarkPointToPoint measure
+	// delivery alone, to profile it without the yardsticks' samples.
+	FlagP2POnly = flag.Bool("delivery.p2ponly", false, "BenchmarkPointToPoint runs delivery alone, without its yardsticks (for profiling)")
 )

@@ -46,6 +46,8 @@ func (f *FlakyQueue[A]) roll(ctx context.Context) (float64, error) {
 	return f.rng.Float64(), nil
 }
 
+// LoadState loads the inner queue's state, or fails at random without
+// asking it.
 func (f *FlakyQueue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 	r, err := f.roll(ctx)
 	if err != nil {
@@ -58,6 +60,8 @@ func (f *FlakyQueue[A]) LoadState(ctx context.Context) (durable.State[A], error)
 	return f.q.LoadState(ctx)
 }
 
+// StoreMessageSent stores m in the inner queue, failing at random before
+// or after it stores (see store).
 func (f *FlakyQueue[A]) StoreMessageSent(ctx context.Context, m durable.MessageSent[A]) error {
 	return f.store(ctx, func() error { return f.q.StoreMessageSent(ctx, m) })
 }
@@ -88,6 +92,8 @@ func (f *FlakyQueue[A]) store(ctx context.Context, store func() error) error {
 	return nil
 }
 
+// StoreMessageConfirmed stores the confirmation in the inner queue, or
+// fails at random without storing it.
 func (f *FlakyQueue[A]) StoreMessageConfirmed(ctx context.Context, seqNr delivery.SeqNr, qualifier string, at time.Time) error {
 	r, err := f.roll(ctx)
 	if err != nil {

@@ -37,9 +37,9 @@ const (
 	kill9ModeEnv   = "TRELLIS_DELIVERY_KILL9_MODE" // "", "workpulling" or "sharding"
 )
 
-// kill9Result is what runKill9 saw: the durable state just after the kill,
+// Kill9Result is what RunKill9 saw: the durable state just after the kill,
 // how many jobs had been delivered then, and every delivery of both runs.
-type kill9Result struct {
+type Kill9Result struct {
 	State  durable.State[Job]
 	AtKill int
 	Got    []int
@@ -49,7 +49,7 @@ type kill9Result struct {
 // point) once until a third of the jobs are delivered, kills it with
 // SIGKILL, runs it again until it has delivered every job, and returns
 // what the consumers recorded.
-func RunKill9(t *testing.T, mode string, jobs int) kill9Result {
+func RunKill9(t *testing.T, mode string, jobs int) Kill9Result {
 	client := testenv.Redis(t)
 	ctx := context.Background()
 	prefix := "trellis-test:kill9:" + uuid.NewString()
@@ -97,7 +97,7 @@ func RunKill9(t *testing.T, mode string, jobs int) kill9Result {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	var r kill9Result
+	var r Kill9Result
 	r.AtKill = int(client.LLen(ctx, list).Val())
 	if r.AtKill >= jobs {
 		t.Fatalf("the child delivered all %d jobs before it was killed: nothing tested", r.AtKill)

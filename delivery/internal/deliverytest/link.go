@@ -72,6 +72,7 @@ type FaultLink[A any] struct {
 // Verdict is what a link's gate does with one message.
 type Verdict uint8
 
+// The verdicts of a gate.
 const (
 	Pass     Verdict = iota // on to the random faults, if any, then through
 	Drop                    // lose it

@@ -89,10 +89,13 @@ type HoldGate struct {
 	opened atomic.Bool
 }
 
+// Holds reports whether d is held back: the gate is not yet opened and d's
+// job is numbered above Above.
 func (g *HoldGate) Holds(d delivery.Delivery[Job]) bool {
 	return !g.opened.Load() && d.Message.N > g.Above
 }
 
+// Open lets every job through from now on.
 func (g *HoldGate) Open() { g.opened.Store(true) }
 
 // StopMidStream waits until the producer has had ask replies (in replies)

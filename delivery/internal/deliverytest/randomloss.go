@@ -38,6 +38,8 @@ type LossCase struct {
 	Resend   [2]time.Duration // ResendIntervalMin and Max, unscaled; zero: the spec's, scaled
 }
 
+// LossCases are the rows of the acceptance test's table: each base case
+// as it is, and again with 1-byte chunks.
 func LossCases() []LossCase {
 	base := []LossCase{
 		{Name: "flaky network", Messages: 63, ToCC: [2]float64{0.1, 0.3}, ToPC: [2]float64{0.1, 0.3}, Delays: true},
@@ -141,6 +143,8 @@ type LossRun struct {
 	Producer                                 delivery.ProducerSettings
 }
 
+// NewLossRun draws the parameters of c from seed and starts the run's
+// actor system; Close shuts it down.
 func NewLossRun(c LossCase, seed uint64) *LossRun {
 	r := &LossRun{C: c, Seed: seed, RNG: rand.New(rand.NewPCG(seed, 0)), TB: &seedT{}}
 	between := func(b [2]float64) float64 { return b[0] + r.RNG.Float64()*(b[1]-b[0]) }
@@ -186,6 +190,7 @@ func (r *LossRun) Close(err *error) {
 	}
 }
 
+// Params describes the drawn parameters, for the failure report.
 func (r *LossRun) Params() string {
 	return fmt.Sprintf("drop to cc %.2f, to pc %.2f, queue failure %.2f, delays consumer %v producer %v queue %v",
 		r.pToCC, r.pToPC, r.pQueue, r.consumerDelay, r.producerDelay, r.queueDelay)
@@ -207,8 +212,8 @@ func (r *LossRun) Faults() (toCC, toPC Faults) {
 		Faults{drop: r.pToPC, dup: r.C.Dup, delay: r.C.Reorder, maxDelay: maxDelay, lag: r.C.Lag}
 }
 
-// ConsumerSpec and producerDelay are the drawn delays of consumer and
-// producer, if any.
+// ConsumerSpec is the consumers' behavior: the drawn consumer delay, if
+// any.
 func (r *LossRun) ConsumerSpec() ConsumerSpec {
 	if d := r.consumerDelay; d > 0 {
 		return ConsumerSpec{Delay: func() time.Duration { return d }}
@@ -216,6 +221,8 @@ func (r *LossRun) ConsumerSpec() ConsumerSpec {
 	return ConsumerSpec{}
 }
 
+// ProducerDelayFunc returns the drawn producer delay per message, or nil
+// if there is none.
 func (r *LossRun) ProducerDelayFunc() func() time.Duration {
 	if d := r.producerDelay; d > 0 {
 		return func() time.Duration { return d }
@@ -266,6 +273,7 @@ func (s *seedT) Errors() string {
 	return fmt.Sprint(s.errs)
 }
 
+// Describe counts what the link did each way, for the failure report.
 func (l *FaultLink[A]) Describe() string {
 	st := func(s *linkStats) string {
 		return fmt.Sprintf("passed %d dropped %d duplicated %d delayed %d", s.Passed.Load(), s.dropped.Load(), s.duplicated.Load(), s.delayed.Load())
@@ -289,7 +297,7 @@ func RunWorkPullingLossSeed(c LossCase, seed uint64) (err error) {
 	}
 	toCC, toPC := r.Faults()
 	links := make([]*FaultLink[Job], workers)
-	var leaving *testWorker
+	var leaving *Worker
 	for i := range workers {
 		w := SpawnWorker(r.TB, r.Sys, fmt.Sprintf("worker%d", i), key,
 			WorkerSpec{Consumer: r.Consumer, Spec: r.ConsumerSpec(), toCC: &toCC, toPC: toPC, seed: seed + uint64(i)<<32}, col)
@@ -391,6 +399,7 @@ func waitFor(cond func() bool) error {
 	return nil
 }
 
+// DescribeLinks is Describe of each link, in order.
 func DescribeLinks(links []*FaultLink[Job]) string {
 	parts := make([]string, len(links))
 	for i, l := range links {

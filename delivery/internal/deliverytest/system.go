@@ -103,6 +103,7 @@ func (b *LogBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// Contains reports whether s was logged.
 func (b *LogBuffer) Contains(s string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -136,6 +137,7 @@ type Watcher struct {
 	Stopped chan string // the path of each watched actor that stopped
 }
 
+// NewWatcher spawns a watcher on sys.
 func NewWatcher(t testing.TB, sys *runtime.System) *Watcher {
 	t.Helper()
 	w := &Watcher{Stopped: make(chan string, 16)}

@@ -74,6 +74,8 @@ type Controller[A, C, N any] struct {
 	Dq           *durablecalls.Calls[A, C]
 }
 
+// NewController makes the controller of kind ("work-pulling" or
+// "sharding") with cfg's hooks; it is loaded at once if it has no queue.
 func NewController[A, C, N any](kind string, cfg *ProducerHooks[A]) Controller[A, C, N] {
 	return Controller[A, C, N]{kind: kind, Cfg: cfg, Loaded: cfg.Queue == nil, CurrentSeqNr: 1}
 }
@@ -128,6 +130,8 @@ func (f *Controller[A, C, N]) OnStart(start string, producer runtime.Ref[N], sen
 	maybeRequestNext()
 }
 
+// Storing reports whether a message is sent to the durable queue and not
+// yet stored.
 func (f *Controller[A, C, N]) Storing() bool { return f.Dq != nil && f.Dq.Storing() }
 
 // SpawnChild spawns the point-to-point producer controller of one worker

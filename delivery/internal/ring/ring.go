@@ -10,8 +10,10 @@ type Ring[T any] struct {
 	n    int
 }
 
+// Len is the number of elements in the ring.
 func (r *Ring[T]) Len() int { return r.n }
 
+// Push adds v at the back, growing the buffer if it is full.
 func (r *Ring[T]) Push(v T) {
 	if r.n == len(r.buf) {
 		r.grow()
