@@ -178,11 +178,13 @@ func (b *LogBuffer) Tail(n int) string {
 }
 
 // Main is the TestMain of the delivery packages: it fails the package if a
-// test leaves a goroutine behind. Run with the environment variable of the
-// kill -9 tests, the binary is instead those tests' producer process.
+// test leaves a goroutine behind, and stops the Redis servers the tests
+// started for themselves (testenv.Servers). Run with the environment
+// variable of the kill -9 tests, the binary is instead those tests'
+// producer process.
 func Main(m *testing.M) {
 	if os.Getenv(Kill9RoleEnv) != "" {
 		os.Exit(Kill9Child())
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.Servers(m))
 }
