@@ -100,9 +100,11 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 		if ok && o.Owner != h.cfg.Member.ID() {
 			return o.Addr, nil, nil
 		}
-		if ok && !h.gate.draining(shard) {
-			// The table names this instance, which does not serve the
-			// shard: its lease lapsed, or it was deposed meanwhile.
+		if !h.gate.draining(shard) {
+			// No live owner known, or the table names this instance,
+			// which does not serve the shard (its lease lapsed, or it was
+			// deposed): the table may be stale, and the rebalancer's own
+			// passes may have stopped (it is leaving).
 			h.refresh(ctx, time.Now().Add(-refreshEvery))
 		}
 		if err := h.pause(ctx); err != nil {
