@@ -226,16 +226,15 @@ func (l *load) add(via *instance, e int) {
 	defer cancel()
 	l.sent.Add(1)
 	_, err := Add.Invoke(ctx, via.client, fmt.Sprintf("load-%d", e), 1)
-	switch {
-	case err == nil:
+	if err == nil {
 		l.acked[e].Add(1)
-	default:
-		l.failures.Add(1)
-		if errors.Is(err, peer.ErrOutcomeUnknown) {
-			l.unknown.Add(1)
-		}
-		l.firstErr.CompareAndSwap(nil, err)
+		return
 	}
+	l.failures.Add(1)
+	if errors.Is(err, peer.ErrOutcomeUnknown) {
+		l.unknown.Add(1)
+	}
+	l.firstErr.CompareAndSwap(nil, err)
 }
 
 // await waits until n requests have been sent.
