@@ -99,7 +99,9 @@ func TestOwnerReadsDoNotTouchRedis(t *testing.T) {
 // TestDeposedOwnerCannotWrite: an owner that stops renewing (its
 // rebalancer stopped, no leave) loses its shard to another member once its
 // lease expires; its late write under the old fence is refused and
-// changes nothing, and commands sent to it are routed to the new owner.
+// changes nothing, commands sent to it are routed to the new owner, and
+// when it wakes from a pause believing it still owns the shard, its
+// entity's write is refused by the fence and the command re-routed.
 func TestDeposedOwnerCannotWrite(t *testing.T) {
 	insts := startCluster(t, 2)
 	a, b := insts[0], insts[1]
@@ -136,8 +138,21 @@ func TestDeposedOwnerCannotWrite(t *testing.T) {
 			t.Fatalf("add via %s after the takeover: %v", via.id, err)
 		}
 	}
-	if got, err := Get.Invoke(ctx, b.client, id, components.Done{}); err != nil || got.Value != 7 {
-		t.Fatalf("value after the takeover = %+v, %v; want 5+1+1", got, err)
+
+	// The deposed owner wakes from a pause believing it still serves the
+	// shard: its entity, which holds the value 5 loaded under the old
+	// fence, writes under it, is refused, drops its state, and the
+	// command is routed again, to b.
+	a.paused.wake.Store(&old)
+	routes := a.paused.routes.Load()
+	if _, err := Add.Invoke(ctx, a.client, id, 1); err != nil {
+		t.Fatalf("add via the paused owner: %v", err)
+	}
+	if n := a.paused.routes.Load() - routes; n != 2 {
+		t.Fatalf("the paused owner's command was routed %d times, want 2 (here, refused by the fence, then to b)", n)
+	}
+	if got, err := Get.Invoke(ctx, b.client, id, components.Done{}); err != nil || got.Value != 8 {
+		t.Fatalf("value after the takeover = %+v, %v; want 5+1+1+1", got, err)
 	}
 }
 

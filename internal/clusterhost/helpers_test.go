@@ -65,6 +65,7 @@ type instance struct {
 	client    *components.Client
 	store     *entities.ShardedRedisStore
 	cut       *renewalCut
+	paused    *pausable    // the Cluster its entities run with
 	storeCmds atomic.Int64 // commands the store's Redis client sent
 }
 
@@ -116,12 +117,13 @@ func startInstance(t *testing.T, url, prefix, id string) *instance {
 		t.Fatal(err)
 	}
 	handler.Store(inst.host)
+	inst.paused = &pausable{Host: inst.host}
 	storeClient := redisClient(t, url)
 	storeClient.AddHook(counting{&inst.storeCmds})
 	inst.store = entities.NewShardedRedisStore(storeClient, prefix)
 	sys := runtime.NewSystem(id, runtime.WithLogger(discard))
 	inst.client = components.NewClient(reg)
-	if _, err := Counters.Start(entities.Host{System: sys, Client: inst.client, Store: inst.store, Cluster: inst.host}); err != nil {
+	if _, err := Counters.Start(entities.Host{System: sys, Client: inst.client, Store: inst.store, Cluster: inst.paused}); err != nil {
 		t.Fatal(err)
 	}
 	inst.host.Rebalancer().Start()
@@ -198,6 +200,33 @@ func entityServedBy(t *testing.T, inst *instance) string {
 	}
 	t.Fatalf("%s serves no shard", inst.id)
 	return ""
+}
+
+// pausable is the Host as the entities see it, except that after wake its
+// next command runs as if the instance had been paused just before its
+// lease ran out: Route admits it here and Fence answers the old fence,
+// once each, so that the entity writes under that fence.
+type pausable struct {
+	*clusterhost.Host
+	wake   atomic.Pointer[cluster.Fence] // set by the test
+	stale  atomic.Pointer[cluster.Fence] // the next Fence's answer
+	routes atomic.Int64                  // calls of Route
+}
+
+func (p *pausable) Route(ctx context.Context, entityType, id string) (string, func(), error) {
+	p.routes.Add(1)
+	if f := p.wake.Swap(nil); f != nil {
+		p.stale.Store(f)
+		return "", func() {}, nil
+	}
+	return p.Host.Route(ctx, entityType, id)
+}
+
+func (p *pausable) Fence(entityType, id string) (cluster.Fence, bool) {
+	if f := p.stale.Swap(nil); f != nil {
+		return *f, true
+	}
+	return p.Host.Fence(entityType, id)
 }
 
 // renewalCut fails every command that names the key of its member while
