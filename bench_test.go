@@ -47,14 +47,28 @@ const (
 
 // BenchmarkHTTPEntityRoundTrip: POST /counters/{id}/increase then GET
 // /counters/{id}, through the whole stack on Redis, against the bare
-// handler.
+// handler: an instance alone on the store (every read checks the stored
+// revision), and an instance that is a cluster of one (the owner of every
+// entity: reads from memory, writes fenced).
 func BenchmarkHTTPEntityRoundTrip(b *testing.B) {
 	url := trellistest.RedisURL(b)
 	// The stack logs its access lines as in production (JSON at info), into
 	// io.Discard, so that their cost is counted.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	stack := trellistest.Start(b, (&fixture.CounterApp{}).Setup, trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
-		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
+	opts := []trellistest.Option{trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
+		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo })}
+	b.Run("alone", func(b *testing.B) {
+		benchRoundTrip(b, url, trellistest.Start(b, (&fixture.CounterApp{}).Setup, opts...))
+	})
+	b.Run("cluster", func(b *testing.B) {
+		stack := trellistest.StartInstances(b, 1, (&fixture.CounterApp{}).Setup, opts...)[0]
+		trellistest.WaitSettled(b, stack)
+		benchRoundTrip(b, url, stack)
+	})
+}
+
+// benchRoundTrip measures stack against the bare handler, taking turns.
+func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service) {
 	bareURL := startBare(b, url)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
