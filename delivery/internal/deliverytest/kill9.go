@@ -65,8 +65,11 @@ func RunKill9(t *testing.T, mode string, jobs int) Kill9Result {
 
 	start := func() (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		// The child reaches the test's Redis by its URL, which may be a
+		// server this test binary started for itself (not in the
+		// environment it inherits).
 		cmd.Env = append(os.Environ(), Kill9RoleEnv+"=child", kill9PrefixEnv+"="+prefix, kill9JobsEnv+"="+strconv.Itoa(jobs),
-			kill9ModeEnv+"="+mode)
+			kill9ModeEnv+"="+mode, testenv.RedisURLEnv+"="+testenv.RedisURL(t))
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
