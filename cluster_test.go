@@ -3,7 +3,7 @@ package trellis_test
 import (
 	"context"
 	"log/slog"
-	"net/http"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,10 +56,11 @@ func TestClusterLinearizable(t *testing.T) {
 	checkLinearizable(t, h)
 }
 
-// TestClusterRollingRestart: under a steady load of increases through the
-// instances in the rotation, each of three instances in turn is taken out
-// of it, leaves gracefully (handing its shards over) and a new one joins:
-// no request fails and no increase is lost.
+// TestClusterRollingRestart: under a steady load of increases and reads
+// of hot counters through the instances in the rotation, each of three
+// instances in turn is taken out of it, leaves gracefully (handing its
+// shards over) and a new one joins: no request fails, and the history is
+// linearizable (no increase lost, no stale read).
 func TestClusterRollingRestart(t *testing.T) {
 	app := &fixture.CounterApp{}
 	quiet := trellistest.WithLogger(slog.New(slog.DiscardHandler))
@@ -72,22 +73,19 @@ func TestClusterRollingRestart(t *testing.T) {
 		return more[0]
 	}
 
-	// The workers play a load balancer: an instance taken out of the
+	// The clients play a load balancer: an instance taken out of the
 	// rotation gets no new request, and is stopped once the requests it
 	// was given have been answered.
 	var (
 		mu       sync.Mutex
 		live     = append([]*trellistest.Service(nil), first...)
 		inFlight = map[*trellistest.Service]int{}
-		sent     atomic.Int64
-		failed   atomic.Int64
-		stop     = make(chan struct{})
-		workers  sync.WaitGroup
+		stopped  atomic.Bool
 	)
-	pick := func(i int) (*trellistest.Service, func()) {
+	pick := func(rng *rand.Rand) (*trellistest.Service, func()) {
 		mu.Lock()
 		defer mu.Unlock()
-		ts := live[i%len(live)]
+		ts := live[rng.IntN(len(live))]
 		inFlight[ts]++
 		return ts, func() {
 			mu.Lock()
@@ -100,29 +98,15 @@ func TestClusterRollingRestart(t *testing.T) {
 		defer mu.Unlock()
 		return inFlight[ts] == 0
 	}
-	for w := range 4 {
-		workers.Go(func() {
-			for i := w; ; i += 4 {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ts, done := pick(i)
-				resp, err := ts.Call(context.Background(), http.MethodPost, "/counters/rolling/increase", map[string]int{"by": 1})
-				done()
-				sent.Add(1)
-				if err != nil || resp.Status != http.StatusOK {
-					failed.Add(1)
-					if err == nil {
-						t.Logf("increase: status %d: %s", resp.Status, resp.Body)
-					} else {
-						t.Logf("increase: %v", err)
-					}
-				}
-			}
-		})
+	type outcome struct {
+		h      *history
+		failed int
 	}
+	load := make(chan outcome, 1)
+	go func() {
+		h, failed := runCounterLoad(t, []string{"roll-a", "roll-b", "roll-c"}, 6, func() bool { return !stopped.Load() }, pick)
+		load <- outcome{h, failed}
+	}()
 	for i := range first {
 		next := join()
 		mu.Lock()
@@ -137,10 +121,11 @@ func TestClusterRollingRestart(t *testing.T) {
 		cancel()
 		trellistest.WaitSettled(t, live...)
 	}
-	close(stop)
-	workers.Wait()
-	if c := fixture.Counter(t, live[0].Get(t, "/counters/rolling")); c.Value != sent.Load()-failed.Load() || failed.Load() != 0 {
-		t.Errorf("%d increases sent, %d failed, the counter reads %d", sent.Load(), failed.Load(), c.Value)
+	stopped.Store(true)
+	res := <-load
+	t.Logf("rolling restart of 3 instances: %d operations, %d failed", len(res.h.ops), res.failed)
+	if res.failed > 0 {
+		t.Errorf("%d operations failed during the rolling restart", res.failed)
 	}
-	t.Logf("rolling restart of 3 instances: %d increases, %d failed", sent.Load(), failed.Load())
+	checkLinearizable(t, res.h)
 }

@@ -106,19 +106,33 @@ func (h *history) add(op porcupine.Operation) {
 // history and how many operations failed.
 func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*history, int) {
 	t.Helper()
+	deadline := time.Now().Add(d)
+	return runCounterLoad(t, keys, clients, func() bool { return time.Now().Before(deadline) },
+		func(rng *rand.Rand) (*trellistest.Service, func()) {
+			return instances[rng.IntN(len(instances))], func() {}
+		})
+}
+
+// runCounterLoad runs clients goroutines while more says so, each sending
+// random increases and reads of keys to the instance pick chooses (and
+// calling the done it returns once answered), and returns the history
+// and how many operations failed.
+func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
+	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*history, int) {
+	t.Helper()
 	h := &history{start: time.Now()}
 	var failed sync.Map
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(d)
 	for c := range clients {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
-			for time.Now().Before(deadline) {
-				ts := instances[rng.IntN(len(instances))]
+			for more() {
+				ts, done := pick(rng)
 				op := counterOp{key: keys[rng.IntN(len(keys))], read: rng.IntN(3) == 0}
 				call := h.now()
 				res, err := counterCall(ts, op)
 				ret := h.now()
+				done()
 				if err != nil {
 					failed.Store(fmt.Sprintf("%d-%d", c, call), err)
 					res, ret = counterResult{unknown: true}, math.MaxInt64
