@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -53,7 +54,7 @@ func TestClusterLinearizable(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d operations failed without faults", failed)
 	}
-	checkLinearizable(t, h)
+	testenv.CheckLinearizable(t, h)
 }
 
 // TestClusterRollingRestart: under a steady load of increases and reads
@@ -99,7 +100,7 @@ func TestClusterRollingRestart(t *testing.T) {
 		return inFlight[ts] == 0
 	}
 	type outcome struct {
-		h      *history
+		h      *testenv.History
 		failed int
 	}
 	load := make(chan outcome, 1)
@@ -123,9 +124,9 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	stopped.Store(true)
 	res := <-load
-	t.Logf("rolling restart of 3 instances: %d operations, %d failed", len(res.h.ops), res.failed)
+	t.Logf("rolling restart of 3 instances: %d operations, %d failed", res.h.Len(), res.failed)
 	if res.failed > 0 {
 		t.Errorf("%d operations failed during the rolling restart", res.failed)
 	}
-	checkLinearizable(t, res.h)
+	testenv.CheckLinearizable(t, res.h)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -27,84 +28,10 @@ import (
 // operation that failed may or may not have taken effect: it is recorded
 // with an unknown answer that ends at infinity.
 
-// counterOp is one operation on a counter: an increase by one, or a read.
-type counterOp struct {
-	key  string
-	read bool
-}
-
-// counterResult is what the operation answered: the counter's value, or
-// unknown (the request failed: it may have taken effect, once).
-type counterResult struct {
-	value   int64
-	unknown bool
-}
-
-// counterModel is a register per counter that an increase adds one to.
-var counterModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(counterOp).key
-			if _, ok := byKey[k]; !ok {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return int64(0) },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(int64), input.(counterOp), output.(counterResult)
-		switch {
-		case in.read && out.unknown:
-			return true, s
-		case in.read:
-			return out.value == s, s
-		case out.unknown:
-			return true, s + 1
-		default:
-			return out.value == s+1, s + 1
-		}
-	},
-	Equal: func(a, b any) bool { return a == b },
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(counterOp), output.(counterResult)
-		verb := "increase"
-		if in.read {
-			verb = "read"
-		}
-		if out.unknown {
-			return fmt.Sprintf("%s %s -> ?", verb, in.key)
-		}
-		return fmt.Sprintf("%s %s -> %d", verb, in.key, out.value)
-	},
-}
-
-// history records operations from many goroutines.
-type history struct {
-	mu    sync.Mutex
-	start time.Time
-	ops   []porcupine.Operation
-}
-
-func (h *history) now() int64 { return int64(time.Since(h.start)) }
-
-func (h *history) add(op porcupine.Operation) {
-	h.mu.Lock()
-	h.ops = append(h.ops, op)
-	h.mu.Unlock()
-}
-
 // runCounterClients runs clients goroutines for d, each sending random
 // increases and reads of keys to random instances, and returns the
 // history and how many operations failed.
-func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*history, int) {
+func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*testenv.History, int) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	return runCounterLoad(t, keys, clients, func() bool { return time.Now().Before(deadline) },
@@ -118,9 +45,9 @@ func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []st
 // calling the done it returns once answered), and returns the history
 // and how many operations failed.
 func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
-	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*history, int) {
+	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*testenv.History, int) {
 	t.Helper()
-	h := &history{start: time.Now()}
+	h := testenv.NewHistory()
 	var failed sync.Map
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -128,16 +55,14 @@ func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
 			for more() {
 				ts, done := pick(rng)
-				op := counterOp{key: keys[rng.IntN(len(keys))], read: rng.IntN(3) == 0}
-				call := h.now()
+				op := testenv.CounterOp{Key: keys[rng.IntN(len(keys))], Read: rng.IntN(3) == 0}
+				call := h.Now()
 				res, err := counterCall(ts, op)
-				ret := h.now()
 				done()
 				if err != nil {
 					failed.Store(fmt.Sprintf("%d-%d", c, call), err)
-					res, ret = counterResult{unknown: true}, math.MaxInt64
 				}
-				h.add(porcupine.Operation{ClientId: c, Input: op, Call: call, Output: res, Return: ret})
+				h.Record(c, op, call, res, err)
 			}
 		})
 	}
@@ -154,54 +79,28 @@ func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
 }
 
 // counterCall sends op to ts.
-func counterCall(ts *trellistest.Service, op counterOp) (counterResult, error) {
+func counterCall(ts *trellistest.Service, op testenv.CounterOp) (testenv.CounterResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	method, path, body := http.MethodPost, "/counters/"+op.key+"/increase", any(map[string]int{"by": 1})
-	if op.read {
-		method, path, body = http.MethodGet, "/counters/"+op.key, nil
+	method, path, body := http.MethodPost, "/counters/"+op.Key+"/increase", any(map[string]int{"by": 1})
+	if op.Read {
+		method, path, body = http.MethodGet, "/counters/"+op.Key, nil
 	}
 	resp, err := ts.Call(ctx, method, path, body)
 	if err != nil {
-		return counterResult{}, err
+		return testenv.CounterResult{}, err
 	}
 	switch {
-	case op.read && resp.Status == http.StatusNotFound:
-		return counterResult{value: 0}, nil // never increased yet
+	case op.Read && resp.Status == http.StatusNotFound:
+		return testenv.CounterResult{Value: 0}, nil // never increased yet
 	case resp.Status != http.StatusOK:
-		return counterResult{}, fmt.Errorf("%s %s: status %d: %s", method, path, resp.Status, resp.Body)
+		return testenv.CounterResult{}, fmt.Errorf("%s %s: status %d: %s", method, path, resp.Status, resp.Body)
 	}
 	var c contract.Counter
 	if err := json.Unmarshal(resp.Body, &c); err != nil {
-		return counterResult{}, err
+		return testenv.CounterResult{}, err
 	}
-	return counterResult{value: c.Value}, nil
-}
-
-// checkLinearizable fails the test unless porcupine finds the history
-// linearizable within a minute.
-func checkLinearizable(t *testing.T, h *history) {
-	t.Helper()
-	res, info := porcupine.CheckOperationsVerbose(counterModel, h.ops, time.Minute)
-	switch res {
-	case porcupine.Ok:
-		t.Logf("linearizable: %d operations", len(h.ops))
-	case porcupine.Illegal:
-		t.Errorf("not linearizable: %d operations; partial linearizations: %v", len(h.ops), describe(info))
-	default:
-		t.Errorf("linearizability unknown: the check of %d operations timed out", len(h.ops))
-	}
-}
-
-func describe(info porcupine.LinearizationInfo) string {
-	var b []byte
-	for i, part := range info.PartialLinearizationsOperations() {
-		if i == 3 {
-			break
-		}
-		b = fmt.Appendf(b, "\n\tpartition %d: %d operations linearize", i, len(part))
-	}
-	return string(b)
+	return testenv.CounterResult{Value: c.Value}, nil
 }
 
 // TestCounterLinearizableAcrossInstances: three instances on one Redis,
@@ -226,7 +125,7 @@ func TestCounterLinearizableAcrossInstances(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d operations failed without faults", failed)
 	}
-	checkLinearizable(t, h)
+	testenv.CheckLinearizable(t, h)
 }
 
 // TestCounterModel: the model accepts what a counter can answer and
@@ -234,12 +133,12 @@ func TestCounterLinearizableAcrossInstances(t *testing.T) {
 // fail.
 func TestCounterModel(t *testing.T) {
 	inc := func(c int, call, ret int64, v int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: counterOp{key: "k"}, Call: call, Output: counterResult{value: v}, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: testenv.CounterOp{Key: "k"}, Call: call, Output: testenv.CounterResult{Value: v}, Return: ret}
 	}
 	read := func(c int, call, ret int64, v int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: counterOp{key: "k", read: true}, Call: call, Output: counterResult{value: v}, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: testenv.CounterOp{Key: "k", Read: true}, Call: call, Output: testenv.CounterResult{Value: v}, Return: ret}
 	}
-	failed := porcupine.Operation{ClientId: 2, Input: counterOp{key: "k"}, Call: 0, Output: counterResult{unknown: true}, Return: math.MaxInt64}
+	failed := porcupine.Operation{ClientId: 2, Input: testenv.CounterOp{Key: "k"}, Call: 0, Output: testenv.CounterResult{Unknown: true}, Return: math.MaxInt64}
 	tests := []struct {
 		name string
 		ops  []porcupine.Operation
@@ -254,7 +153,7 @@ func TestCounterModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := porcupine.CheckOperations(counterModel, tt.ops); got != tt.want {
+			if got := porcupine.CheckOperations(testenv.CounterModel, tt.ops); got != tt.want {
 				t.Errorf("linearizable %v, want %v", got, tt.want)
 			}
 		})

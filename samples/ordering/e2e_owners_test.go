@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/samples/contract"
 )
 
@@ -81,4 +83,94 @@ func TestE2EClusterKill9(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestE2EClusterLinearizableKill9: three server processes as one cluster;
+// clients increase and read three hot counters through the live ones at
+// random, while one process is killed with SIGKILL and later started
+// again. Porcupine checks the recorded history: every answer is explained
+// by one order of the operations (an operation without an answer may or
+// may not have taken effect).
+func TestE2EClusterLinearizableKill9(t *testing.T) {
+	t.Parallel()
+	cfg := newServerConfig(t, time.Minute)
+	cfg.secret, cfg.lease = "e2e-cluster-"+fmt.Sprint(rand.Uint64())+"-0123456789abcdef", 2*time.Second
+	servers := []*server{startServer(t, cfg), startServer(t, cfg), startServer(t, cfg)}
+	c := newClient(t, cfg.adminToken)
+
+	var (
+		mu   sync.Mutex
+		live = servers
+		stop atomic.Bool
+		wg   sync.WaitGroup
+	)
+	anyLive := func(rng *rand.Rand) *server {
+		mu.Lock()
+		defer mu.Unlock()
+		return live[rng.IntN(len(live))]
+	}
+	keys := []string{"lin-a", "lin-b", "lin-c"}
+	h := testenv.NewHistory()
+	var failed atomic.Int64
+	for client := range 6 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(client), uint64(time.Now().UnixNano())))
+			for !stop.Load() {
+				op := testenv.CounterOp{Key: keys[rng.IntN(len(keys))], Read: rng.IntN(3) == 0}
+				call := h.Now()
+				res, err := counterOp(c, anyLive(rng).base, op)
+				if err != nil {
+					failed.Add(1)
+				}
+				h.Record(client, op, call, res, err)
+			}
+		})
+	}
+	// The load runs a while, loses an instance, runs on the others, gets
+	// it back and runs on all three; each phase until some operations more
+	// were recorded.
+	phase := func(what string) {
+		from := h.Len()
+		eventually(t, 30*time.Second, what, func() (bool, string) {
+			return h.Len() >= from+300, fmt.Sprint(h.Len()-from, " operations")
+		})
+	}
+	phase("load on three instances")
+	mu.Lock()
+	victim := live[0]
+	live = live[1:]
+	mu.Unlock()
+	victim.kill9()
+	phase("load on the two left")
+	again := startServer(t, cfg)
+	mu.Lock()
+	live = append(live, again)
+	mu.Unlock()
+	phase("load with the restarted instance")
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d operations, %d without an answer", h.Len(), failed.Load())
+	testenv.CheckLinearizable(t, h)
+}
+
+// counterOp sends op to the server at base.
+func counterOp(c *client, base string, op testenv.CounterOp) (testenv.CounterResult, error) {
+	method, url, body := http.MethodPost, base+"/counters/"+op.Key+"/increase", `{"by":1}`
+	if op.Read {
+		method, url, body = http.MethodGet, base+"/counters/"+op.Key, ""
+	}
+	r := c.try(method, url, body)
+	switch {
+	case r == nil:
+		return testenv.CounterResult{}, fmt.Errorf("%s %s: no response", method, url)
+	case op.Read && r.status == http.StatusNotFound:
+		return testenv.CounterResult{Value: 0}, nil // never increased yet
+	case r.status != http.StatusOK:
+		return testenv.CounterResult{}, fmt.Errorf("%s %s: %v", method, url, r)
+	}
+	var v contract.Counter
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		return testenv.CounterResult{}, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	return testenv.CounterResult{Value: v.Value}, nil
 }
