@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +37,13 @@ func TestClusterAnyInstanceReachesAnyEntity(t *testing.T) {
 	replies := increaseAll(t, goroutines, perGoroutine, func(g, i int) (*trellistest.Service, string) {
 		return instances[(g+i)%len(instances)], ids[g%len(ids)]
 	})
+	total := 0.0
+	for _, ts := range instances {
+		total += metricValue(t, ts, "trellis_cluster_shards_served")
+	}
+	if total != 256 {
+		t.Errorf("trellis_cluster_shards_served adds up to %v over the instances, want 256", total)
+	}
 	for _, id := range ids {
 		n := len(replies[id])
 		checkSerial(t, id, replies[id], n)
@@ -129,4 +138,22 @@ func TestClusterRollingRestart(t *testing.T) {
 		t.Errorf("%d operations failed during the rolling restart", res.failed)
 	}
 	testenv.CheckLinearizable(t, res.h)
+}
+
+// metricValue is the value of the series name (without labels) on ts's
+// /metrics.
+func metricValue(t *testing.T, ts *trellistest.Service, name string) float64 {
+	t.Helper()
+	resp := ts.Get(t, "/metrics")
+	for line := range strings.Lines(string(resp.Body)) {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s on /metrics", name)
+	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
@@ -184,4 +185,20 @@ func (n *clusterNode) served() int {
 		}
 	}
 	return count
+}
+
+// collectors are the cluster's series on the service's /metrics: how many
+// shards this instance serves, and which member it is.
+func (n *clusterNode) collectors() []prometheus.Collector {
+	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "trellis_cluster_shards_served",
+		Help: "Shards of the cluster this instance serves now (of " + fmt.Sprint(cluster.NumShards) + ").",
+	}, func() float64 { return float64(n.served()) })
+	member := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "trellis_cluster_member",
+		Help:        "This instance's membership: always 1, with its member id and advertised address.",
+		ConstLabels: prometheus.Labels{"member": n.member.ID(), "addr": n.member.Addr()},
+	})
+	member.Set(1)
+	return []prometheus.Collector{served, member}
 }

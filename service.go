@@ -152,6 +152,14 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		return nil, fmt.Errorf("trellis: %w", err)
 	}
 	h.Metrics = metrics.Registry
+	if node != nil {
+		for _, c := range node.collectors() {
+			if err := h.Metrics.Register(c); err != nil {
+				releaseHost(h, conn, node)
+				return nil, fmt.Errorf("trellis: cluster metrics: %w", err)
+			}
+		}
+	}
 
 	router := httpserver.New(httpserver.Options{
 		Logger:         o.logger,
