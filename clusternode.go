@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
@@ -30,28 +32,40 @@ import (
 // taken before its entities could run. It stops in Shutdown: see
 // Service.Shutdown for the order.
 type clusterNode struct {
-	log    *slog.Logger
-	server *peer.Server
-	peers  *peer.Client
+	log      *slog.Logger
+	server   *peer.Server
+	peers    *peer.Client
+	join     cluster.Config       // what a join registers: the same id and address every time
+	registry *components.Registry // where forwarded calls run
+
+	cur      atomic.Pointer[membership] // the membership now; nil until the first join
+	stop     chan struct{}              // closed by leave or abort: no more joins
+	stopOnce sync.Once
+	watching sync.WaitGroup // the watcher that joins again after a lost membership
+}
+
+// membership is one join: the member and the entity layer's host over it.
+// A membership that is lost (its lease expired in Redis: Redis was out of
+// reach for longer than the lease) is replaced by a new one.
+type membership struct {
 	member *cluster.Member
 	host   *clusterhost.Host
-	ready  atomic.Pointer[clusterhost.Host] // host, once the transport may hand it calls
 }
 
 // handle runs a call another instance forwarded here.
 func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
-	h := n.ready.Load()
-	if h == nil {
+	m := n.cur.Load()
+	if m == nil {
 		return peer.Reply{}, peer.NewError(peer.KindMoved, "starting", "this instance is still joining the cluster")
 	}
-	return h.Handle(ctx, c)
+	return m.host.Handle(ctx, c)
 }
 
 // joinCluster starts the transport on cfg.ClusterAddr and joins the
 // cluster of the instances that share h's Redis and prefix. A listen
 // address with port 0 advertises the port it got.
 func joinCluster(ctx context.Context, h *Host, cfg Config) (_ *clusterNode, err error) {
-	n := &clusterNode{log: h.Logger.With("component", "cluster")}
+	n := &clusterNode{log: h.Logger.With("component", "cluster"), registry: h.Client.Registry(), stop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			n.abort()
@@ -75,20 +89,30 @@ func joinCluster(ctx context.Context, h *Host, cfg Config) (_ *clusterNode, err 
 	if err != nil {
 		return nil, err
 	}
-	n.member, err = cluster.Join(ctx, cluster.Config{
-		Client: h.Redis, Prefix: cfg.RedisPrefix, ID: uuid.NewString(), Addr: advertise,
-		Lease: cfg.ClusterLease, Logger: n.log,
-	})
+	n.join = cluster.Config{Client: h.Redis, Prefix: cfg.RedisPrefix, ID: uuid.NewString(), Addr: advertise,
+		Lease: cfg.ClusterLease, Logger: n.log}
+	m, err := n.joinOnce(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("join the cluster: %w", err)
+		return nil, err
 	}
-	n.host, err = clusterhost.New(clusterhost.Config{Member: n.member, Peers: n.peers, Registry: h.Client.Registry(), Logger: n.log})
-	if err != nil {
-		return nil, fmt.Errorf("join the cluster: %w", err)
-	}
-	n.ready.Store(n.host)
-	n.log.Info("joined the cluster", "member", n.member.ID(), "addr", advertise, "lease", cfg.ClusterLease.String())
+	n.cur.Store(m)
+	n.log.Info("joined the cluster", "member", n.join.ID, "addr", advertise, "lease", cfg.ClusterLease.String())
 	return n, nil
+}
+
+// joinOnce registers the member and makes its host (and rebalancer, not
+// started).
+func (n *clusterNode) joinOnce(ctx context.Context) (*membership, error) {
+	member, err := cluster.Join(ctx, n.join)
+	if err != nil {
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
+	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log})
+	if err != nil {
+		_ = member.Leave(ctx)
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
+	return &membership{member: member, host: host}, nil
 }
 
 // advertised is the address the other instances dial: the advertise
@@ -111,21 +135,25 @@ func advertised(cfg Config, bound string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// entities is the cluster the entity layer routes through; nil when the
+// entities is the cluster the entity layer routes through (the node
+// itself, which follows its membership across joins); nil when the
 // instance is not part of one.
 func (n *clusterNode) entities() entities.Cluster {
 	if n == nil {
 		return nil
 	}
-	return n.host
+	return n
 }
 
-// start lets the rebalancer take shards: after setup started every entity
-// type.
+// start lets the rebalancer take shards (after setup started every entity
+// type), and watches the membership: when it is lost, the node joins
+// again.
 func (n *clusterNode) start() {
-	if n != nil {
-		n.host.Rebalancer().Start()
+	if n == nil {
+		return
 	}
+	n.cur.Load().host.Rebalancer().Start()
+	n.watching.Go(n.watch)
 }
 
 // leave hands every shard this instance owns over to the others, one at
@@ -136,11 +164,18 @@ func (n *clusterNode) leave(ctx context.Context) error {
 	if n == nil {
 		return nil
 	}
+	n.stopJoining()
 	n.log.Info("leaving the cluster: handing the shards over")
-	if err := n.host.Rebalancer().Leave(ctx); err != nil {
+	if err := n.cur.Load().host.Rebalancer().Leave(ctx); err != nil {
 		return fmt.Errorf("leave the cluster: %w", err)
 	}
 	return nil
+}
+
+// stopJoining stops the watcher, and waits for a join it may be making.
+func (n *clusterNode) stopJoining() {
+	n.stopOnce.Do(func() { close(n.stop) })
+	n.watching.Wait()
 }
 
 // close stops the transport once nothing is forwarded here any more:
@@ -156,11 +191,10 @@ func (n *clusterNode) close(ctx context.Context) error {
 func (n *clusterNode) abort() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
-	if n.host != nil {
-		n.host.Rebalancer().Shutdown()
-	}
-	if n.member != nil {
-		_ = n.member.Leave(ctx)
+	n.stopJoining()
+	if m := n.cur.Load(); m != nil {
+		m.host.Rebalancer().Shutdown()
+		_ = m.member.Leave(ctx)
 	}
 	if n.server != nil {
 		_ = n.server.Shutdown(ctx)
@@ -179,8 +213,9 @@ func (n *clusterNode) served() int {
 		return 0
 	}
 	count := 0
+	reb := n.cur.Load().host.Rebalancer()
 	for shard := range cluster.NumShards {
-		if _, ok := n.host.Rebalancer().Serving(shard); ok {
+		if _, ok := reb.Serving(shard); ok {
 			count++
 		}
 	}
@@ -197,7 +232,7 @@ func (n *clusterNode) collectors() []prometheus.Collector {
 	member := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "trellis_cluster_member",
 		Help:        "This instance's membership: always 1, with its member id and advertised address.",
-		ConstLabels: prometheus.Labels{"member": n.member.ID(), "addr": n.member.Addr()},
+		ConstLabels: prometheus.Labels{"member": n.join.ID, "addr": n.join.Addr},
 	})
 	member.Set(1)
 	return []prometheus.Collector{served, member}
