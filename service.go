@@ -15,10 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/httpserver"
+	"github.com/trellis-go/trellis/internal/idempotency"
 	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
@@ -51,6 +53,22 @@ type Host struct {
 	// process series and the HTTP request series; an application may
 	// register its own collectors in it during setup.
 	Metrics *prometheus.Registry
+	// Idempotency keeps the answers of requests made with an
+	// Idempotency-Key, in the same store as the entities (Redis, or
+	// memory): see Idempotent.
+	Idempotency api.IdempotencyStore
+}
+
+// Idempotent is the api.Idempotency middleware for the given routes
+// ("POST /orders/{id}/confirm": the method and the chi pattern), over the
+// host's store, keeping answers for Config.IdempotencyRetention and a
+// claim for twice the request timeout. Put it in a generated handler's
+// Middlewares, or on the routes with r.With.
+func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
+	return api.Idempotency(api.IdempotencyOptions{
+		Store: h.Idempotency, Routes: routes,
+		Retention: h.Config.IdempotencyRetention, InFlight: 2 * h.Config.RequestTimeout,
+	})
 }
 
 // Entities is the entities.Host to start key-value entities on, with the
@@ -191,6 +209,7 @@ func openStore(h *Host) (*store.Conn, error) {
 	}
 	if conn == nil {
 		h.Store = entities.NewMemoryStore()
+		h.Idempotency = idempotency.NewMemoryStore(h.Clock)
 		h.Logger.Warn("TRELLIS_REDIS_URL is not set: using the embedded in-memory store, which is NOT durable; " +
 			"all state is lost when the process stops. Set TRELLIS_REDIS_URL (or TRELLIS_REDIS_CLUSTER_URL) to keep it in Redis.")
 		return nil, nil
@@ -206,6 +225,7 @@ func openStore(h *Host) (*store.Conn, error) {
 	}
 	h.Redis = conn.Client
 	h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
+	h.Idempotency = idempotency.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	h.Logger.Info("state store: Redis", append(conn.Desc, "prefix", h.Config.RedisPrefix)...)
 	return conn, nil
 }

@@ -64,7 +64,14 @@ func setup(s *samples) trellis.Setup {
 		contract.HandlerWithOptions(endpoints{
 			counterRoutes: counter.NewEndpoint(h.Client),
 			orderRoutes:   orders,
-		}, contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
+		}, contract.ChiServerOptions{
+			BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
+			// The order routes take Idempotency-Keys: each is idempotent
+			// per key (see ordering.Endpoint), so a retry after an unknown
+			// outcome (504) is safe. The counter's increase is not, and
+			// takes none.
+			Middlewares: []contract.MiddlewareFunc{h.Idempotent(ordering.IdempotentRoutes...)},
+		})
 		return nil
 	}
 }
