@@ -306,7 +306,8 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Serve(ln net.Listener) error {
 	s.setListener(ln)
 	s.log.Info("listening", "addr", ln.Addr().String())
-	err := s.srv.Serve(s.metrics.LimitConnections(ln, s.cfg.MaxConnections))
+	// Errors net/http answers by itself become problems too.
+	err := s.srv.Serve(httpserver.ProblemResponses(s.metrics.LimitConnections(ln, s.cfg.MaxConnections)))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
