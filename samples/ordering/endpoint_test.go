@@ -20,11 +20,11 @@ import (
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/idempotency"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/ordering"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // The failure paths of POST /orders, which the end-to-end tests cannot
@@ -94,7 +94,7 @@ func orderHandler(t *testing.T, store entities.Store, sched *timers.Scheduler, c
 	return contract.HandlerWithOptions(onlyOrders{Endpoint: ep}, contract.ChiServerOptions{
 		ErrorHandlerFunc: api.WriteParamError,
 		Middlewares: []contract.MiddlewareFunc{api.Idempotency(api.IdempotencyOptions{
-			Store: idempotency.NewMemoryStore(nil), Routes: ordering.IdempotentRoutes,
+			Store: trellistest.NewIdempotencyStore(nil), Routes: ordering.IdempotentRoutes,
 		})},
 	})
 }
