@@ -62,7 +62,7 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	id := newOrderID(api.IdempotencyKey(ctx))
+	id := IDForKey(api.IdempotencyKey(ctx))
 	call, err := ExpireOrder.Deferred(id)
 	if err != nil {
 		api.WriteError(w, r, fmt.Errorf("place order %s: %w", id, err))
@@ -95,10 +95,10 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 // orderIDSpace is the UUID namespace of the order ids derived from keys.
 var orderIDSpace = uuid.MustParse("8d4f6c1e-3a57-4b8e-9f0d-2c6e1b7a5d93")
 
-// newOrderID is the id of a new order: derived from the request's
+// IDForKey is the id of a new order: derived from the request's
 // Idempotency-Key (a name-based UUID, so that a retry with the key
 // addresses the same order), or a random UUID without one.
-func newOrderID(key string) string {
+func IDForKey(key string) string {
 	if key == "" {
 		return uuid.NewString()
 	}
