@@ -10,15 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestRawErrorsAreProblems sends, over real TCP to the real server, what
 // net/http refuses before any handler runs: each answer is problem+json
-// with the status net/http chose.
+// with the status net/http chose, valid against the contract's Problem
+// schema (no operation of a contract has these requests' paths, so the
+// schema is what can be checked).
 func TestRawErrorsAreProblems(t *testing.T) {
 	ts := trellistest.Start(t, setup(&samples{}))
+	problemSchema := contractSchema(t, "Problem")
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	tests := []struct {
 		name    string
@@ -36,7 +41,13 @@ func TestRawErrorsAreProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := rawRoundTrip(t, addr, tt.request)
-			checkProblem(t, resp, tt.status)
+			p := checkProblem(t, resp, tt.status)
+			var v any
+			b, _ := json.Marshal(p)
+			_ = json.Unmarshal(b, &v)
+			if err := problemSchema.VisitJSON(v); err != nil {
+				t.Fatalf("the problem does not match the contract's Problem schema: %v", err)
+			}
 		})
 	}
 	// A handler's own answers are left alone: a 404 of the router is its
@@ -78,4 +89,18 @@ func checkProblem(t *testing.T, resp *http.Response, status int) api.Problem {
 		t.Fatalf("%d %s: %s; want a %d problem", resp.StatusCode, resp.Header.Get("Content-Type"), body, status)
 	}
 	return p
+}
+
+// contractSchema is the schema name of the framework's contract.
+func contractSchema(t *testing.T, name string) *openapi3.Schema {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("the contract has no schema %s", name)
+	}
+	return ref.Value
 }
