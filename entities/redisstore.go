@@ -164,7 +164,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10), data).Slice()
 	if err != nil {
-		return 0, redisWriteErr("save", entityType, id, err)
+		return 0, s.redisWriteErr("save", entityType, id, err)
 	}
 	ok, rev, err := parseScriptResult(res)
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10)).Slice()
 	if err != nil {
-		return redisWriteErr("delete", entityType, id, err)
+		return s.redisWriteErr("delete", entityType, id, err)
 	}
 	ok, found, err := parseScriptResult(res)
 	if err != nil {
@@ -236,7 +236,7 @@ func redisErr(op, entityType, id string, err error) error {
 
 // redisWriteErr is redisErr for a write: a failure after the command was
 // sent is marked components.ErrOutcomeUnknown, since Redis may have
-// applied it (see store.ClassifyWrite).
-func redisWriteErr(op, entityType, id string, err error) error {
-	return opErr(op, entityType, id, store.ClassifyWrite(err))
+// applied it (see store.ClassifyWriteBy).
+func (s *RedisStore) redisWriteErr(op, entityType, id string, err error) error {
+	return opErr(op, entityType, id, store.ClassifyWriteBy(s.client, err))
 }

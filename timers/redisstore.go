@@ -190,7 +190,7 @@ func (s *RedisStore) ping(ctx context.Context) (err error) {
 // in flight at once across all instances, the store holds at most
 // MaxActive+k-1 timers. (Within one partition the script serialises them.)
 func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err error) {
-	defer markWrite(&err)
+	defer s.markWrite(&err)
 	call, err := encodeCall(r.call)
 	if err != nil {
 		return Timer{}, fmt.Errorf("encode call: %w", err)
@@ -267,7 +267,7 @@ func (s *RedisStore) get(ctx context.Context, name string) (_ Timer, err error) 
 }
 
 func (s *RedisStore) remove(ctx context.Context, name string) (err error) {
-	defer markWrite(&err)
+	defer s.markWrite(&err)
 	if err := deleteTimer.Run(ctx, s.client, s.part(name).keys, name).Err(); err != nil {
 		return fmt.Errorf("deleteTimer: %w", err)
 	}
@@ -330,5 +330,5 @@ func stringFields(vals []any, n int) ([]string, error) {
 func markUnavailable(err *error) { *err = store.Classify(*err) }
 
 // markWrite is markUnavailable for a call that writes: a failure after the
-// write was sent is components.ErrOutcomeUnknown (see store.ClassifyWrite).
-func markWrite(err *error) { *err = store.ClassifyWrite(*err) }
+// write was sent is components.ErrOutcomeUnknown (see store.ClassifyWriteBy).
+func (s *RedisStore) markWrite(err *error) { *err = store.ClassifyWriteBy(s.client, *err) }

@@ -101,7 +101,7 @@ func (s *RedisStore) Finish(ctx context.Context, scope, key string, rec api.Idem
 	}
 	err := finish.Run(ctx, s.client, []string{s.key(scope, key)}, rec.Digest, string(rec.State), answer, ttl.Milliseconds()).Err()
 	if err != nil {
-		return fmt.Errorf("finish idempotency key: %w", store.ClassifyWrite(err))
+		return fmt.Errorf("finish idempotency key: %w", store.ClassifyWriteBy(s.client, err))
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (s *RedisStore) Finish(ctx context.Context, scope, key string, rec api.Idem
 // Release implements api.IdempotencyStore.
 func (s *RedisStore) Release(ctx context.Context, scope, key, digest string) error {
 	if err := release.Run(ctx, s.client, []string{s.key(scope, key)}, digest).Err(); err != nil {
-		return fmt.Errorf("release idempotency key: %w", store.ClassifyWrite(err))
+		return fmt.Errorf("release idempotency key: %w", store.ClassifyWriteBy(s.client, err))
 	}
 	return nil
 }

@@ -68,3 +68,19 @@ type outcomeUnknownError struct{ err error }
 
 func (e outcomeUnknownError) Error() string   { return e.err.Error() }
 func (e outcomeUnknownError) Unwrap() []error { return []error{e.err, components.ErrOutcomeUnknown} }
+
+// ClassifyWriteBy is ClassifyWrite for a write that client sent. A Redis
+// Cluster client resends a command whose reply timed out, to the same node
+// and then to another, up to MaxRedirects times (retries that cannot be
+// turned off without losing its handling of MOVED during a failover), so
+// its last error ("connection refused", CLUSTERDOWN) says nothing of the
+// sends before it: on a cluster, a write that failed may always have been
+// applied, and is components.ErrOutcomeUnknown. A one-Redis client sends
+// once (see Open), and ClassifyWrite tells the two apart.
+func ClassifyWriteBy(client redis.UniversalClient, err error) error {
+	err = ClassifyWrite(err)
+	if _, cluster := client.(*redis.ClusterClient); cluster && errors.Is(err, components.ErrUnavailable) {
+		return outcomeUnknownError{err}
+	}
+	return err
+}

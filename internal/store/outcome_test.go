@@ -67,3 +67,23 @@ type loadingReply struct{}
 
 func (loadingReply) Error() string { return "LOADING Redis is loading the dataset in memory" }
 func (loadingReply) RedisError()   {}
+
+// TestClassifyWriteBy: on a Redis Cluster client, which resends a command
+// whose reply was lost, a write that failed is always of unknown outcome;
+// on one Redis, ClassifyWrite's answer stands.
+func TestClassifyWriteBy(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	one := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = one.Close(); _ = cluster.Close() })
+	if err := store.ClassifyWriteBy(one, refused); !errors.Is(err, components.ErrUnavailable) || errors.Is(err, components.ErrOutcomeUnknown) {
+		t.Fatalf("one Redis, dial refused: %v; want unavailable only", err)
+	}
+	err := store.ClassifyWriteBy(cluster, refused)
+	if !errors.Is(err, components.ErrOutcomeUnknown) || !errors.Is(err, refused) || err.Error() != refused.Error() {
+		t.Fatalf("cluster, dial refused: %v; want unknown, with the message and chain", err)
+	}
+	if store.ClassifyWriteBy(cluster, nil) != nil || store.ClassifyWriteBy(cluster, redis.Nil) != redis.Nil {
+		t.Fatal("cluster: nil and other errors must stay as they are")
+	}
+}
