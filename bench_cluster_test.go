@@ -36,7 +36,7 @@ func BenchmarkClusterHTTPEntityRoundTrip(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
 	b.Cleanup(client.CloseIdleConnections)
 	for _, base := range []string{one.URL, onCluster.URL} {
-		if _, err := runLoad(client, base, benchWorkers*4); err != nil {
+		if _, err := runLoad(client, base, benchWorkers*4, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -44,12 +44,12 @@ func BenchmarkClusterHTTPEntityRoundTrip(b *testing.B) {
 
 	var oneRes, clusterRes loadResult
 	for b.Loop() {
-		r, err := runLoad(client, one.URL, benchRoundTrips)
+		r, err := runLoad(client, one.URL, benchRoundTrips, false)
 		if err != nil {
 			b.Fatal(err)
 		}
 		oneRes.merge(r)
-		r, err = runLoad(client, onCluster.URL, benchRoundTrips)
+		r, err = runLoad(client, onCluster.URL, benchRoundTrips, false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -47,21 +47,43 @@ const (
 
 // BenchmarkHTTPEntityRoundTrip: POST /counters/{id}/increase then GET
 // /counters/{id}, through the whole stack on Redis, against the bare
-// handler.
-func BenchmarkHTTPEntityRoundTrip(b *testing.B) {
+// handler: an instance alone on the store (every read checks the stored
+// revision), and an instance that is a cluster of one (the owner of every
+// entity: reads from memory, writes fenced).
+func BenchmarkHTTPEntityRoundTrip(b *testing.B) { benchStacks(b, false) }
+
+// BenchmarkHTTPEntityGet: GET /counters/{id} only, as above: what serving
+// reads from memory is worth against the bare handler's Redis GET.
+func BenchmarkHTTPEntityGet(b *testing.B) { benchStacks(b, true) }
+
+// benchStacks measures an instance alone and a cluster of one against the
+// bare handler.
+func benchStacks(b *testing.B, readOnly bool) {
 	url := trellistest.RedisURL(b)
 	// The stack logs its access lines as in production (JSON at info), into
 	// io.Discard, so that their cost is counted.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	stack := trellistest.Start(b, (&fixture.CounterApp{}).Setup, trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
-		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
+	opts := []trellistest.Option{trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
+		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo })}
+	b.Run("alone", func(b *testing.B) {
+		benchRoundTrip(b, url, trellistest.Start(b, (&fixture.CounterApp{}).Setup, opts...), readOnly)
+	})
+	b.Run("cluster", func(b *testing.B) {
+		stack := trellistest.StartInstances(b, 1, (&fixture.CounterApp{}).Setup, opts...)[0]
+		trellistest.WaitSettled(b, stack)
+		benchRoundTrip(b, url, stack, readOnly)
+	})
+}
+
+// benchRoundTrip measures stack against the bare handler, taking turns.
+func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service, readOnly bool) {
 	bareURL := startBare(b, url)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
 	b.Cleanup(client.CloseIdleConnections)
 	// Warm up: connections, entity activation, script loading.
 	for _, base := range []string{bareURL, stack.URL} {
-		if _, err := runLoad(client, base, benchWorkers*4); err != nil {
+		if _, err := runLoad(client, base, benchWorkers*4, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -76,7 +98,7 @@ func BenchmarkHTTPEntityRoundTrip(b *testing.B) {
 			}
 			turn++
 			for i, base := range bases {
-				r, err := runLoad(client, base, benchRoundTrips/benchSlices)
+				r, err := runLoad(client, base, benchRoundTrips/benchSlices, readOnly)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -130,7 +152,9 @@ func (r *loadResult) p99() time.Duration {
 
 // runLoad makes roundTrips POST increase + GET pairs against base from
 // benchWorkers goroutines, worker w on counter "bench-w".
-func runLoad(client *http.Client, base string, roundTrips int) (loadResult, error) {
+// runLoad sends roundTrips POST increase + GET pairs to base from
+// benchWorkers clients, or, with readOnly, pairs of GETs.
+func runLoad(client *http.Client, base string, roundTrips int, readOnly bool) (loadResult, error) {
 	per := (roundTrips + benchWorkers - 1) / benchWorkers
 	lat := make([][]time.Duration, benchWorkers)
 	errs := make(chan error, benchWorkers)
@@ -143,6 +167,19 @@ func runLoad(client *http.Client, base string, roundTrips int) (loadResult, erro
 			l := make([]time.Duration, 0, 2*per)
 			for range per {
 				t0 := time.Now()
+				if readOnly {
+					err := do(client, http.MethodGet, get, "")
+					t1 := time.Now()
+					if err == nil {
+						err = do(client, http.MethodGet, get, "")
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					l = append(l, t1.Sub(t0), time.Since(t1))
+					continue
+				}
 				if err := do(client, http.MethodPost, post, `{"by":1}`); err != nil {
 					errs <- err
 					return

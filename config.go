@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/peer"
 )
 
 // Config is the service's configuration. [ConfigFromEnv] reads the
@@ -62,16 +64,45 @@ type Config struct {
 	// longest, so that health probes get through a flood of stalled
 	// clients.
 	MaxConnections int
+	// ClusterAddr is the listen address of the instance-to-instance port
+	// (TRELLIS_CLUSTER_ADDR, -cluster-addr). Set, with a Redis store, the
+	// instances that share the Redis and the prefix form a cluster: each
+	// entity has one owner among them, which serves its reads from memory,
+	// and any instance forwards a command to the owner through this port.
+	// Empty: each instance acts alone on the shared store, checking the
+	// stored revision on every command.
+	ClusterAddr string
+	// ClusterAdvertiseAddr is the host:port at which the other instances
+	// reach this one's cluster port (TRELLIS_CLUSTER_ADVERTISE_ADDR,
+	// -cluster-advertise-addr). Empty: ClusterAddr, which must then name
+	// a host.
+	ClusterAdvertiseAddr string
+	// ClusterSecret signs and checks every message between the instances
+	// (TRELLIS_CLUSTER_SECRET only: never a flag); at least 32 bytes, the
+	// same on every instance. The cluster port refuses anyone without it.
+	ClusterSecret string
+	// ClusterLease is how long a member of the cluster stays a member
+	// without renewing: an instance killed without a goodbye has its
+	// entities served by the others about a lease and a few seconds later
+	// (TRELLIS_CLUSTER_LEASE, -cluster-lease; default 10 s, at least 1 s;
+	// see internal/cluster).
+	ClusterLease time.Duration
 }
 
 // The environment variables ConfigFromEnv reads.
 const (
-	EnvHTTPAddr        = "TRELLIS_HTTP_ADDR"
-	EnvRedisURL        = "TRELLIS_REDIS_URL"
-	EnvRedisClusterURL = "TRELLIS_REDIS_CLUSTER_URL"
-	EnvRedisPrefix     = "TRELLIS_REDIS_PREFIX"
-	EnvAdminToken      = "TRELLIS_ADMIN_TOKEN"
-	EnvLogLevel        = "TRELLIS_LOG_LEVEL"
+	EnvHTTPAddr             = "TRELLIS_HTTP_ADDR"
+	EnvRedisURL             = "TRELLIS_REDIS_URL"
+	EnvRedisClusterURL      = "TRELLIS_REDIS_CLUSTER_URL"
+	EnvRedisPrefix          = "TRELLIS_REDIS_PREFIX"
+	EnvAdminToken           = "TRELLIS_ADMIN_TOKEN"
+	EnvLogLevel             = "TRELLIS_LOG_LEVEL"
+	EnvClusterAddr          = "TRELLIS_CLUSTER_ADDR"
+	EnvClusterAdvertiseAddr = "TRELLIS_CLUSTER_ADVERTISE_ADDR"
+	EnvClusterLease         = "TRELLIS_CLUSTER_LEASE"
+	// EnvClusterSecret is the secret the instances of a cluster sign
+	// their messages to each other with; it has no flag (flags show in ps).
+	EnvClusterSecret = peer.EnvSecret
 )
 
 // DefaultConfig is the configuration with nothing set: the embedded store
@@ -167,7 +198,7 @@ func newFlagSet(texts []string, appFlags []func(*flag.FlagSet)) *flag.FlagSet {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; main prints them once
 	for i, s := range settings {
-		if n := s.meta(); n.env != "" {
+		if n := s.meta(); n.env != "" && n.flag != "" {
 			fs.StringVar(&texts[i], n.flag, texts[i], n.usage+" (env "+n.env+")")
 		}
 	}

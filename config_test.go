@@ -17,6 +17,9 @@ import (
 // TestConfigFromEnv pins the defaults, the variables, the flags that
 // override them, and that every invalid setting is an error naming its
 // variable (and never echoing a secret).
+// clusterSecret is a cluster secret of the right length.
+const clusterSecret = "0123456789abcdef0123456789abcdef-s3cret"
+
 func TestConfigFromEnv(t *testing.T) {
 	tests := []struct {
 		name      string            // case name
@@ -57,6 +60,29 @@ func TestConfigFromEnv(t *testing.T) {
 			wantVar: "TRELLIS_ADMIN_TOKEN", wantErr: "at least 16", forbidden: "short-s3cret"},
 		{name: "admin token with a space", env: map[string]string{"TRELLIS_ADMIN_TOKEN": "0123456789 abcdef-s3cret"},
 			wantVar: "TRELLIS_ADMIN_TOKEN", wantErr: "spaces", forbidden: "s3cret"},
+		{name: "cluster", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": "10.0.0.5:9100",
+			"TRELLIS_CLUSTER_SECRET": clusterSecret}, want: func(c trellis.Config) bool {
+			return c.ClusterAddr == "10.0.0.5:9100" && c.ClusterSecret == clusterSecret && c.ClusterLease == 10*time.Second
+		}},
+		{name: "cluster advertised", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": ":9100",
+			"TRELLIS_CLUSTER_SECRET": clusterSecret}, args: []string{"-cluster-advertise-addr", "node-2.internal:9100"},
+			want: func(c trellis.Config) bool { return c.ClusterAdvertiseAddr == "node-2.internal:9100" }},
+		{name: "cluster on the embedded store", env: map[string]string{"TRELLIS_CLUSTER_ADDR": "10.0.0.5:9100", "TRELLIS_CLUSTER_SECRET": clusterSecret},
+			wantVar: "TRELLIS_CLUSTER_ADDR", wantErr: "needs TRELLIS_REDIS_URL"},
+		{name: "cluster address without a host", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": ":9100",
+			"TRELLIS_CLUSTER_SECRET": clusterSecret}, wantVar: "TRELLIS_CLUSTER_ADVERTISE_ADDR", wantErr: "names no host"},
+		{name: "cluster advertised on 0.0.0.0", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": ":9100",
+			"TRELLIS_CLUSTER_ADVERTISE_ADDR": "0.0.0.0:9100", "TRELLIS_CLUSTER_SECRET": clusterSecret}, wantVar: "TRELLIS_CLUSTER_ADVERTISE_ADDR", wantErr: "names no host"},
+		{name: "cluster without a secret", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": "10.0.0.5:9100"},
+			wantVar: "TRELLIS_CLUSTER_SECRET", wantErr: "is not set"},
+		{name: "cluster secret too short", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": "10.0.0.5:9100",
+			"TRELLIS_CLUSTER_SECRET": "short-s3cret"}, wantVar: "TRELLIS_CLUSTER_SECRET", wantErr: "at least 32", forbidden: "short-s3cret"},
+		{name: "cluster lease", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": "10.0.0.5:9100",
+			"TRELLIS_CLUSTER_SECRET": clusterSecret, "TRELLIS_CLUSTER_LEASE": "3s"}, want: func(c trellis.Config) bool { return c.ClusterLease == 3*time.Second }},
+		{name: "cluster lease too short", env: map[string]string{"TRELLIS_CLUSTER_LEASE": "500ms"}, wantVar: "TRELLIS_CLUSTER_LEASE", wantErr: "at least 1s"},
+		{name: "cluster lease not a duration", args: []string{"-cluster-lease", "ten"}, wantVar: "TRELLIS_CLUSTER_LEASE", wantErr: "not a duration"},
+		{name: "cluster port out of range", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": "10.0.0.5:99999",
+			"TRELLIS_CLUSTER_SECRET": clusterSecret}, wantVar: "TRELLIS_CLUSTER_ADDR", wantErr: "0 to 65535"},
 		{name: "unknown flag", args: []string{"-nope"}, wantErr: "-nope"},
 		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
 	}

@@ -57,6 +57,10 @@ type Host struct {
 	// Idempotency-Key, in the same store as the entities (Redis, or
 	// memory): see Idempotent.
 	Idempotency api.IdempotencyStore
+
+	// cluster routes entity commands to their shard's owner; nil when the
+	// instance is not part of a cluster.
+	cluster entities.Cluster
 }
 
 // Idempotent is the api.Idempotency middleware for the given routes
@@ -76,7 +80,7 @@ func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
 // passivation and conflict limits. Change its fields before Start to
 // override them.
 func (h *Host) Entities() entities.Host {
-	return entities.Host{System: h.System, Client: h.Client, Store: h.Store}
+	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster}
 }
 
 // Setup starts the application's components on the host and mounts its
@@ -104,7 +108,8 @@ type Service struct {
 	handler http.Handler
 	metrics *httpserver.Metrics
 	srv     *http.Server
-	conn    *store.Conn // the Redis client's connection; nil with the embedded store
+	conn    *store.Conn  // the Redis client's connection; nil with the embedded store
+	node    *clusterNode // nil when the instance is not part of a cluster
 
 	mu      sync.Mutex
 	ln      net.Listener  // set by Start or Serve
@@ -147,16 +152,32 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	}
 	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
 	h.Client = components.NewClient(components.NewRegistry())
+	var node *clusterNode
+	if cfg.ClusterAddr != "" {
+		if node, err = joinCluster(context.Background(), h, cfg); err != nil {
+			releaseHost(h, conn, nil)
+			return nil, fmt.Errorf("trellis: %w", err)
+		}
+		h.cluster = node.entities()
+	}
 	if err := openTimers(h, o); err != nil {
-		releaseHost(h, conn)
+		releaseHost(h, conn, node)
 		return nil, err
 	}
 	metrics, err := httpserver.NewMetrics(h.Timers.Collector())
 	if err != nil {
-		releaseHost(h, conn)
+		releaseHost(h, conn, node)
 		return nil, fmt.Errorf("trellis: %w", err)
 	}
 	h.Metrics = metrics.Registry
+	if node != nil {
+		for _, c := range node.collectors() {
+			if err := h.Metrics.Register(c); err != nil {
+				releaseHost(h, conn, node)
+				return nil, fmt.Errorf("trellis: cluster metrics: %w", err)
+			}
+		}
+	}
 
 	router := httpserver.New(httpserver.Options{
 		Logger:         o.logger,
@@ -172,10 +193,11 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		err = setup(h, r)
 	})
 	if err != nil {
-		releaseHost(h, conn)
+		releaseHost(h, conn, node)
 		return nil, fmt.Errorf("trellis: setup: %w", err)
 	}
-	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, conn: conn}
+	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, conn: conn, node: node}
+	node.start() // every entity type is started: shards may come
 	h.Timers.StartRetrying(timerRetry)
 	s.srv = &http.Server{
 		Handler:           s.handler,
@@ -224,8 +246,14 @@ func openStore(h *Host) (*store.Conn, error) {
 			"err", store.Redact(err, h.Config.RedisURL, h.Config.RedisClusterURL))
 	}
 	h.Redis = conn.Client
-	h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	h.Idempotency = idempotency.NewRedisStore(h.Redis, h.Config.RedisPrefix)
+	if h.Config.ClusterAddr != "" {
+		// One owner per entity: writes are fenced by the shard's epoch,
+		// and the state shares its shard record's slot.
+		h.Store = entities.NewShardedRedisStore(h.Redis, h.Config.RedisPrefix)
+	} else {
+		h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
+	}
 	h.Logger.Info("state store: Redis", append(conn.Desc, "prefix", h.Config.RedisPrefix)...)
 	return conn, nil
 }
@@ -251,9 +279,12 @@ func openTimers(h *Host, o options) error {
 }
 
 // releaseHost stops what New started, when New fails.
-func releaseHost(h *Host, conn *store.Conn) {
+func releaseHost(h *Host, conn *store.Conn, node *clusterNode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if node != nil {
+		node.abort()
+	}
 	if h.Timers != nil {
 		_ = h.Timers.Shutdown(ctx)
 	}
@@ -267,6 +298,10 @@ func releaseHost(h *Host, conn *store.Conn) {
 
 // Host is what the application was set up on.
 func (s *Service) Host() *Host { return s.host }
+
+// ShardsServed is how many of the cluster's shards this instance serves
+// now: 0 when it is not part of a cluster, all of them when it is alone.
+func (s *Service) ShardsServed() int { return s.node.served() }
 
 // Handler is the service's HTTP handler, with all its middleware.
 func (s *Service) Handler() http.Handler { return s.handler }
@@ -347,13 +382,19 @@ func (s *Service) Done() <-chan struct{} {
 //  2. The timer scheduler: it stops claiming timers and finishes (or
 //     releases to another instance) the calls in flight, which still reach
 //     their components.
-//  3. The actor system: every entity and timed action stops (entities
+//  3. The cluster, when the instance is part of one: its shards are handed
+//     over to the other instances one at a time, each once its commands
+//     in flight have finished (commands forwarded here meanwhile still
+//     run, or wait for the new owner), then the membership ends and the
+//     transport stops.
+//  4. The actor system: every entity and timed action stops (entities
 //     passivate: their state is already stored, since every command writes
-//     before it replies). This comes after HTTP, so that the requests that
-//     were allowed to finish could still reach their entities.
-//  4. Redis: closed last, once nothing can use it.
+//     before it replies). This comes after HTTP and the cluster, so that
+//     the requests that were allowed to finish could still reach their
+//     entities.
+//  5. Redis: closed last, once nothing can use it.
 //
-// ctx bounds steps 1 to 3. Shutdown may be called more than once; each
+// ctx bounds steps 1 to 4. Shutdown may be called more than once; each
 // call returns the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -384,6 +425,14 @@ func (s *Service) shutdown(ctx context.Context) error {
 	s.log.Info("shutting down: stopping the timer scheduler")
 	if err := s.host.Timers.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop the timer scheduler: %w", err))
+	}
+	if s.node != nil {
+		if err := s.node.leave(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.node.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop the cluster transport: %w", err))
+		}
 	}
 	s.log.Info("shutting down: stopping entities")
 	if err := s.host.System.Shutdown(ctx); err != nil {

@@ -12,7 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
 )
 
@@ -76,6 +78,26 @@ var settings = []setting{
 		about: about{name: "MaxConnections"}, def: 4096,
 		at: func(c *Config) *int { return &c.MaxConnections }, rule: positive[int],
 	},
+	field[string]{
+		about: about{name: "ClusterAddr", env: EnvClusterAddr, flag: "cluster-addr",
+			usage: "listen address of the instance-to-instance port; empty: no cluster"},
+		at: func(c *Config) *string { return &c.ClusterAddr }, rule: checkClusterAddr,
+	},
+	field[string]{
+		about: about{name: "ClusterAdvertiseAddr", env: EnvClusterAdvertiseAddr, flag: "cluster-advertise-addr",
+			usage: "host:port the other instances reach the cluster port at; empty: the cluster address"},
+		at: func(c *Config) *string { return &c.ClusterAdvertiseAddr }, rule: checkAdvertiseAddr,
+	},
+	field[string]{
+		about: about{name: "ClusterSecret", env: EnvClusterSecret},
+		at:    func(c *Config) *string { return &c.ClusterSecret }, rule: checkClusterSecret,
+	},
+	field[time.Duration]{
+		about: about{name: "ClusterLease", env: EnvClusterLease, flag: "cluster-lease",
+			usage: "how long a member stays one without renewing: a killed instance's entities are served again after about this"},
+		def: cluster.DefaultLease, at: func(c *Config) *time.Duration { return &c.ClusterLease },
+		parse: parseDuration, format: time.Duration.String, rule: checkLease,
+	},
 }
 
 // setting is one entry of the settings table.
@@ -107,6 +129,9 @@ func (a about) meta() about { return a }
 func (a about) error(reason error) *ConfigError {
 	if a.env == "" {
 		return &ConfigError{Var: "Config." + a.name, Reason: reason.Error()}
+	}
+	if a.flag == "" {
+		return &ConfigError{Var: a.env, Reason: reason.Error()}
 	}
 	return &ConfigError{Var: a.env, Flag: "-" + a.flag, Reason: reason.Error()}
 }
@@ -245,6 +270,72 @@ func checkAdminToken(token string, _ Config) error {
 		return fmt.Errorf("must be at least %d characters (it is a shared secret: try `openssl rand -hex 32`)", minAdminTokenLen)
 	case strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return errors.New("must not contain spaces or control characters")
+	}
+	return nil
+}
+
+// checkClusterAddr: a listen address, and a Redis store to coordinate on
+// (the embedded store is one instance's alone).
+func checkClusterAddr(addr string, c Config) error {
+	if addr == "" {
+		return nil
+	}
+	if c.RedisURL == "" && c.RedisClusterURL == "" {
+		return errors.New("is set, but the store is the embedded one: a cluster needs " + EnvRedisURL +
+			" or " + EnvRedisClusterURL + " (the instances coordinate in Redis)")
+	}
+	return checkAddr(addr, c)
+}
+
+// checkAdvertiseAddr: with a cluster, the address the others dial must
+// name a host; the listen address does when no advertise address is set.
+func checkAdvertiseAddr(addr string, c Config) error {
+	if c.ClusterAddr == "" {
+		return nil
+	}
+	what := "is"
+	if addr == "" {
+		addr, what = c.ClusterAddr, "is empty and "+EnvClusterAddr+" is"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%s %q, which names no host the other instances can dial: set it to this instance's host:port", what, addr)
+	}
+	return nil
+}
+
+// checkClusterSecret: with a cluster, a secret long enough not to be
+// guessed. Its value is never part of an error.
+func checkClusterSecret(secret string, c Config) error {
+	switch {
+	case c.ClusterAddr == "":
+		return nil
+	case secret == "":
+		return fmt.Errorf("is not set, and %s is: the instances sign their messages with it (try `openssl rand -hex 32`)", EnvClusterAddr)
+	case len(secret) < peer.MinSecretLen:
+		return fmt.Errorf("is %d bytes; at least %d (try `openssl rand -hex 32`)", len(secret), peer.MinSecretLen)
+	}
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (like 10s or 1m30s)", s)
+	}
+	return d, nil
+}
+
+// minLease: the members renew every lease/3; under a second, a GC pause
+// or a slow Redis reply would cost a member its shards.
+const minLease = time.Second
+
+func checkLease(d time.Duration, _ Config) error {
+	if d < minLease {
+		return fmt.Errorf("is %v; at least %v (members renew every third of it)", d, minLease)
 	}
 	return nil
 }

@@ -51,11 +51,7 @@ func invoke[R any](ctx context.Context, c *Client, componentID, entityID, method
 	if err != nil {
 		return zero, err
 	}
-	r, ok := reply.(R)
-	if !ok && reply != nil {
-		return zero, fmt.Errorf("invoke %s.%s: reply is %T, the handle expects %T", componentID, method, reply, zero)
-	}
-	return r, nil
+	return decodeReply[R](reply, componentID, method)
 }
 
 // Result is the outcome of an asynchronous invocation.

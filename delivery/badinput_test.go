@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -6,21 +6,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/sharding"
+	"github.com/trellis-go/trellis/delivery/workpulling"
 	"github.com/trellis-go/trellis/runtime"
 )
 
 // TestNilArgumentsAreErrors: a nil or typed-nil argument is an error from
 // the constructor that names it, never a panic later.
 func TestNilArgumentsAreErrors(t *testing.T) {
-	sys, _ := newSystem(t)
-	var nilMemory *durable.Memory[job]
-	var nilSharding *runtime.Sharding[ConsumerCommand[job]]
+	sys, _ := deliverytest.NewSystem(t)
+	var nilMemory *durable.Memory[deliverytest.Job]
+	var nilSharding *runtime.Sharding[delivery.ConsumerCommand[deliverytest.Job]]
 	var nilSystem *runtime.System
-	key := runtime.NewServiceKey[ConsumerCommand[job]]("nil-args")
-	region, err := runtime.InitSharding(sys, runtime.Entity[ConsumerCommand[job]]{Key: runtime.NewEntityTypeKey[ConsumerCommand[job]]("nil-args"),
-		Create: func(string) runtime.Behavior[ConsumerCommand[job]] {
-			return runtime.ReceiveFunc(func(*runtime.Context[ConsumerCommand[job]], ConsumerCommand[job]) {})
+	key := runtime.NewServiceKey[delivery.ConsumerCommand[deliverytest.Job]]("nil-args")
+	region, err := runtime.InitSharding(sys, runtime.Entity[delivery.ConsumerCommand[deliverytest.Job]]{Key: runtime.NewEntityTypeKey[delivery.ConsumerCommand[deliverytest.Job]]("nil-args"),
+		Create: func(string) runtime.Behavior[delivery.ConsumerCommand[deliverytest.Job]] {
+			return runtime.ReceiveFunc(func(*runtime.Context[delivery.ConsumerCommand[deliverytest.Job]], delivery.ConsumerCommand[deliverytest.Job]) {
+			})
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -31,46 +37,46 @@ func TestNilArgumentsAreErrors(t *testing.T) {
 		want  string       // what the error must say
 	}{
 		{"spawner of a producer controller", func() error {
-			_, err := SpawnProducerController[job](nil, "pc", "p", ProducerSettings{})
+			_, err := delivery.SpawnProducerController[deliverytest.Job](nil, "pc", "p", delivery.ProducerSettings{})
 			return err
 		}, "spawner is nil"},
 		{"typed-nil spawner of a producer controller", func() error {
-			_, err := SpawnProducerController[job](nilSystem, "pc", "p", ProducerSettings{})
+			_, err := delivery.SpawnProducerController[deliverytest.Job](nilSystem, "pc", "p", delivery.ProducerSettings{})
 			return err
 		}, "spawner is nil"},
 		{"spawner of a consumer controller", func() error {
-			_, err := SpawnConsumerController[job](nil, "cc", ConsumerSettings{})
+			_, err := delivery.SpawnConsumerController[deliverytest.Job](nil, "cc", delivery.ConsumerSettings{})
 			return err
 		}, "spawner is nil"},
 		{"spawner of a work-pulling controller", func() error {
-			_, err := SpawnWorkPullingProducerController[job](nil, "wp", "p", key, WorkPullingSettings{})
+			_, err := workpulling.SpawnProducerController[deliverytest.Job](nil, "wp", "p", key, workpulling.Settings{})
 			return err
 		}, "spawner is nil"},
 		{"spawner of a sharding controller", func() error {
-			_, err := SpawnShardingProducerController[job](nil, "sp", "p", region, ShardingSettings{})
+			_, err := sharding.SpawnProducerController[deliverytest.Job](nil, "sp", "p", region, sharding.Settings{})
 			return err
 		}, "spawner is nil"},
 		{"typed-nil *durable.Memory", func() error {
-			_, err := SpawnProducerController[job](sys, "pc-nil-memory", "p", ProducerSettings{}, WithDurableQueue[job](nilMemory))
+			_, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc-nil-memory", "p", delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](nilMemory))
 			return err
 		}, "durable queue is nil"},
 		{"untyped nil durable queue", func() error {
-			_, err := SpawnProducerController[job](sys, "pc-nil-queue", "p", ProducerSettings{}, WithDurableQueue[job](nil))
+			_, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc-nil-queue", "p", delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](nil))
 			return err
 		}, "durable queue is nil"},
 		{"typed-nil *durable.Memory of work pulling", func() error {
-			_, err := SpawnWorkPullingProducerController[job](sys, "wp-nil-memory", "p", key, WorkPullingSettings{}, WithDurableQueue[job](nilMemory))
+			_, err := workpulling.SpawnProducerController[deliverytest.Job](sys, "wp-nil-memory", "p", key, workpulling.Settings{}, delivery.WithDurableQueue[deliverytest.Job](nilMemory))
 			return err
 		}, "durable queue is nil"},
 		{"typed-nil *runtime.Sharding", func() error {
-			_, err := SpawnShardingProducerController[job](sys, "sp-nil-region", "p", nilSharding, ShardingSettings{})
+			_, err := sharding.SpawnProducerController[deliverytest.Job](sys, "sp-nil-region", "p", nilSharding, sharding.Settings{})
 			return err
 		}, "entity region is nil"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.spawn()
-			if !errors.Is(err, ErrInvalidSettings) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, delivery.ErrInvalidSettings) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one wrapping ErrInvalidSettings that says %q", err, tc.want)
 			}
 		})
@@ -82,18 +88,18 @@ func TestNilArgumentsAreErrors(t *testing.T) {
 // go on working.
 func TestNilPointerMessagesAreIgnored(t *testing.T) {
 	t.Run("nil *Ack", func(t *testing.T) {
-		h := newPC(t, ProducerSettings{})
+		h := newPC(t, delivery.ProducerSettings{})
 		h.start()
 		r := h.expectRequestNext(t, 1, 0)
-		h.pc.Tell((*Ack[job])(nil))
-		r.SendNextTo.Tell(job{N: 1})
+		h.pc.Tell((*delivery.Ack[deliverytest.Job])(nil))
+		r.SendNextTo.Tell(deliverytest.Job{N: 1})
 		h.expectSeq(t, 1, true)
 		h.request(0, 2)
 		h.expectRequestNext(t, 2, 0)
 	})
 	t.Run("nil *SequencedMessage", func(t *testing.T) {
-		h := newCC(t, ConsumerSettings{FlowControlWindow: 10})
-		h.cc.Tell((*SequencedMessage[job])(nil))
+		h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 10})
+		h.cc.Tell((*delivery.SequencedMessage[deliverytest.Job])(nil))
 		h.send(1, true, incA)
 		h.expectRequest(t, 0, 10, false)
 		h.expectDelivery(t, 1)
@@ -102,18 +108,18 @@ func TestNilPointerMessagesAreIgnored(t *testing.T) {
 
 // panickingQueue panics in the calls its panics set names.
 type panickingQueue struct {
-	durable.Queue[job]
+	durable.Queue[deliverytest.Job]
 	panics map[string]bool
 }
 
-func (q panickingQueue) LoadState(ctx context.Context) (durable.State[job], error) {
+func (q panickingQueue) LoadState(ctx context.Context) (durable.State[deliverytest.Job], error) {
 	if q.panics["load"] {
 		panic("load state exploded")
 	}
 	return q.Queue.LoadState(ctx)
 }
 
-func (q panickingQueue) StoreMessageSent(ctx context.Context, m durable.MessageSent[job]) error {
+func (q panickingQueue) StoreMessageSent(ctx context.Context, m durable.MessageSent[deliverytest.Job]) error {
 	if q.panics["sent"] {
 		panic("store exploded")
 	}
@@ -125,14 +131,14 @@ func (q panickingQueue) StoreMessageSent(ctx context.Context, m durable.MessageS
 func TestPanickingQueueFailsTheController(t *testing.T) {
 	for _, call := range []string{"load", "sent"} {
 		t.Run(call, func(t *testing.T) {
-			h := newPC(t, ProducerSettings{}, WithDurableQueue[job](panickingQueue{Queue: durable.NewMemory[job](), panics: map[string]bool{call: true}}))
+			h := newPC(t, delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](panickingQueue{Queue: durable.NewMemory[deliverytest.Job](), panics: map[string]bool{call: true}}))
 			h.start()
 			if call == "sent" {
 				r := h.expectRequestNext(t, 1, 0)
-				r.SendNextTo.Tell(job{N: 1})
+				r.SendNextTo.Tell(deliverytest.Job{N: 1})
 			}
-			h.watcher.expectStopped(t, h.pc.Path())
-			err := h.logs.loggedError(errQueuePanicked)
+			h.watcher.ExpectStopped(t, h.pc.Path())
+			err := h.logs.LoggedError(durablecalls.ErrQueuePanicked)
 			if err == nil || !strings.Contains(err.Error(), "exploded") {
 				t.Fatalf("logged error %v, want one that the queue panicked, with its value", err)
 			}

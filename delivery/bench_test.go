@@ -1,19 +1,16 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	goruntime "runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/runtime"
@@ -29,31 +26,11 @@ import (
 // TRELLIS_TEST_REDIS_URL, as the tests do; -delivery.benchworkers=N runs
 // the actor system with N workers.
 
-var (
-	flagBenchWorkers = flag.Int("delivery.benchworkers", 0, "workers of the benchmarks' actor system (0: GOMAXPROCS, the default)")
-	flagP2POnly      = flag.Bool("delivery.p2ponly", false, "BenchmarkPointToPoint runs delivery alone, without its yardsticks (for profiling)")
-)
-
-func newBenchSystem(b *testing.B) *runtime.System {
-	b.Helper()
-	sys := startBenchSystem()
-	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
-	return sys
-}
-
-func startBenchSystem() *runtime.System {
-	opts := []runtime.Option{runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
-	if *flagBenchWorkers > 0 {
-		opts = append(opts, runtime.WithWorkers(*flagBenchWorkers))
-	}
-	return runtime.NewSystem("bench", opts...)
-}
-
 // onOwnSystem runs a workload on an actor system of its own, shut down
 // after it, so that no workload finds another's actors, queues or worker
 // placement, and returns what it measured.
 func onOwnSystem[R any](run func(*runtime.System) R) R {
-	sys := startBenchSystem()
+	sys := deliverytest.StartBenchSystem()
 	defer func() { _ = sys.Shutdown(context.Background()) }()
 	return run(sys)
 }
@@ -209,163 +186,6 @@ func bareTopology(b *testing.B, sys *runtime.System, n int) time.Duration {
 	return d
 }
 
-// benchProdMsg is the protocol of the benchmarks' producer: go, a
-// RequestNext (by value: no allocation), or an ask's reply.
-type benchProdMsg struct {
-	start  runtime.Ref[ProducerCommand[int]]
-	next   RequestNext[int]
-	isNext bool
-}
-
-// p2pSpec describes a point-to-point run.
-type p2pSpec struct {
-	n            int           // messages
-	ask          bool          // the producer asks (MessageWithConfirmation) instead of telling
-	consumerWork time.Duration // busy time per message in the consumer
-	producerWork time.Duration // busy time per message in the producer
-	samplePeak   bool          // sample the peak heap while running
-	settings     ConsumerSettings
-	queue        durable.Queue[int] // the producer controller's durable queue; nil: none
-}
-
-// p2pRun is the outcome of one run.
-type p2pRun struct {
-	elapsed    time.Duration
-	outOfOrder int64  // deliveries that were not the next message: duplicates or gaps
-	mallocs    uint64 // heap allocations during the run
-	bytes      uint64 // bytes allocated during the run
-	heapGrowth int64  // live heap after the run minus before, each after a GC
-	peakHeap   uint64 // the most heap in use while running, when sampled
-}
-
-// spin keeps the goroutine busy for d, as real work would.
-func spin(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	for end := time.Now().Add(d); time.Now().Before(end); {
-	}
-}
-
-// runP2P sends spec.n ints from a producer through a producer controller
-// and a consumer controller to a consumer, and waits for the last.
-func runP2P(b *testing.B, sys *runtime.System, spec p2pSpec) p2pRun {
-	b.Helper()
-	done := make(chan struct{})
-	var opts []ProducerOption[int]
-	if spec.queue != nil {
-		opts = append(opts, WithDurableQueue(spec.queue))
-	}
-	pc, err := SpawnProducerController[int](sys, "", "bench", ProducerSettings{}, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cc, err := SpawnConsumerController[int](sys, "", spec.settings)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var outOfOrder atomic.Int64
-	consumer, err := runtime.Spawn(sys, "", func() runtime.Behavior[Delivery[int]] {
-		last := 0
-		return runtime.ReceiveFunc(func(_ *runtime.Context[Delivery[int]], d Delivery[int]) {
-			spin(spec.consumerWork)
-			if d.Message != last+1 {
-				outOfOrder.Add(1)
-			}
-			last = d.Message
-			d.Confirm()
-			if last == spec.n {
-				close(done)
-			}
-		})
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	producer, err := runtime.Spawn(sys, "", func() runtime.Behavior[benchProdMsg] {
-		sent := 0
-		return runtime.ReceiveFunc(func(ctx *runtime.Context[benchProdMsg], m benchProdMsg) {
-			if m.start != nil {
-				m.start.Tell(ProducerStart[int]{Producer: runtime.MessageAdapter(ctx, func(r RequestNext[int]) benchProdMsg {
-					return benchProdMsg{next: r, isNext: true}
-				})})
-				return
-			}
-			if !m.isNext || sent == spec.n {
-				return
-			}
-			spin(spec.producerWork)
-			sent++
-			if !spec.ask {
-				m.next.SendNextTo.Tell(sent)
-				return
-			}
-			v := sent
-			runtime.AskFrom(ctx, m.next.AskNextTo, time.Minute,
-				func(r runtime.Ref[SeqNr]) MessageWithConfirmation[int] {
-					return MessageWithConfirmation[int]{Message: v, ReplyTo: r}
-				},
-				func(SeqNr, error) benchProdMsg { return benchProdMsg{} })
-		})
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	var before, after goruntime.MemStats
-	goruntime.GC()
-	goruntime.ReadMemStats(&before)
-	var peak atomic.Uint64
-	stopSampling := make(chan struct{})
-	var sampler sync.WaitGroup
-	if spec.samplePeak {
-		sampler.Add(1)
-		go func() {
-			defer sampler.Done()
-			samplePeakHeap(&peak, stopSampling)
-		}()
-	}
-	start := time.Now()
-	cc.Tell(ConsumerStart[int]{DeliverTo: consumer})
-	cc.Tell(RegisterToProducerController[int]{ProducerController: pc})
-	producer.Tell(benchProdMsg{start: pc})
-	<-done
-	var out p2pRun
-	out.elapsed = time.Since(start)
-	goruntime.ReadMemStats(&after)
-	close(stopSampling)
-	sampler.Wait()
-	out.mallocs = after.Mallocs - before.Mallocs
-	out.bytes = after.TotalAlloc - before.TotalAlloc
-	goruntime.GC()
-	goruntime.ReadMemStats(&after)
-	out.heapGrowth = int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	out.peakHeap = peak.Load()
-	out.outOfOrder = outOfOrder.Load()
-	for _, ref := range []runtime.AnyRef{producer, pc, cc, consumer} {
-		sys.Stop(ref)
-	}
-	return out
-}
-
-// samplePeakHeap records the most heap in use, every millisecond, until stop.
-func samplePeakHeap(peak *atomic.Uint64, stop <-chan struct{}) {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for {
-		metrics.Read(s)
-		if v := s[0].Value.Uint64(); v > peak.Load() {
-			peak.Store(v)
-		}
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // BenchmarkPointToPoint: 1,000,000 small messages, window 50, telling and
 // asking, against raw Tell of as many messages on the same system. Beside
 // that ratio it prints yardsticks of the same shape (two ping-pong loops;
@@ -377,36 +197,38 @@ func BenchmarkPointToPoint(b *testing.B) {
 	for _, mode := range []string{"tell", "ask"} {
 		b.Run(mode, func(b *testing.B) {
 			var raw, floor, bare time.Duration
-			var sum p2pRun
+			var sum deliverytest.P2pRun
 			runs := 0
 			for b.Loop() {
-				if !*flagP2POnly {
+				if !*deliverytest.FlagP2POnly {
 					raw += onOwnSystem(func(sys *runtime.System) time.Duration { return testenv.TellN(b, sys, n) })
 					floor += onOwnSystem(func(sys *runtime.System) time.Duration { return twoPingPongs(b, sys, n) })
 					bare += onOwnSystem(func(sys *runtime.System) time.Duration { return bareTopology(b, sys, n) })
 				}
-				r := onOwnSystem(func(sys *runtime.System) p2pRun { return runP2P(b, sys, p2pSpec{n: n, ask: mode == "ask"}) })
-				sum.elapsed += r.elapsed
-				sum.outOfOrder += r.outOfOrder
-				sum.mallocs += r.mallocs
-				sum.bytes += r.bytes
-				sum.heapGrowth += r.heapGrowth
+				r := onOwnSystem(func(sys *runtime.System) deliverytest.P2pRun {
+					return deliverytest.RunP2P(b, sys, deliverytest.P2pSpec{N: n, Ask: mode == "ask"})
+				})
+				sum.Elapsed += r.Elapsed
+				sum.OutOfOrder += r.OutOfOrder
+				sum.Mallocs += r.Mallocs
+				sum.Bytes += r.Bytes
+				sum.HeapGrowth += r.HeapGrowth
 				runs++
 			}
 			msgs := float64(n * runs)
-			perMsg := float64(sum.elapsed.Nanoseconds()) / msgs
+			perMsg := float64(sum.Elapsed.Nanoseconds()) / msgs
 			perRaw := float64(raw.Nanoseconds()) / msgs
 			perFloor := float64(floor.Nanoseconds()) / msgs
 			perBare := float64(bare.Nanoseconds()) / msgs
 			b.ReportMetric(perMsg, "ns/msg")
-			b.ReportMetric(msgs/sum.elapsed.Seconds(), "msgs/s")
-			b.ReportMetric(float64(sum.bytes)/msgs, "B/msg")
-			b.ReportMetric(float64(sum.mallocs)/msgs, "allocs/msg")
-			b.ReportMetric(float64(sum.heapGrowth)/msgs, "retained-B/msg")
-			b.ReportMetric(float64(sum.outOfOrder), "out-of-order")
-			if *flagP2POnly {
+			b.ReportMetric(msgs/sum.Elapsed.Seconds(), "msgs/s")
+			b.ReportMetric(float64(sum.Bytes)/msgs, "B/msg")
+			b.ReportMetric(float64(sum.Mallocs)/msgs, "allocs/msg")
+			b.ReportMetric(float64(sum.HeapGrowth)/msgs, "retained-B/msg")
+			b.ReportMetric(float64(sum.OutOfOrder), "out-of-order")
+			if *deliverytest.FlagP2POnly {
 				b.Logf("%s: %.0f ns/msg (%.0f msgs/s), delivery alone; %.1f B and %.2f allocs per msg, %d out of order (n=%d x %d)",
-					mode, perMsg, msgs/sum.elapsed.Seconds(), float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs, sum.outOfOrder, n, runs)
+					mode, perMsg, msgs/sum.Elapsed.Seconds(), float64(sum.Bytes)/msgs, float64(sum.Mallocs)/msgs, sum.OutOfOrder, n, runs)
 				return
 			}
 			// Measured last, on an otherwise idle system.
@@ -421,8 +243,8 @@ func BenchmarkPointToPoint(b *testing.B) {
 			b.Logf("%s: %.0f ns/msg (%.0f msgs/s), raw tell %.1f ns/msg, ratio %.3fx; two ping-pong loops %.0f ns per round trip, ratio %.2fx; "+
 				"bare topology (same actors and messages, empty handlers) %.0f ns/msg, %.3fx raw tell; a cache line between processors and back %d ns; "+
 				"%.1f B and %.2f allocs per msg, heap growth %.2f B/msg, %d out of order (n=%d x %d)",
-				mode, perMsg, msgs/sum.elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, perBare, perRaw/perBare, lineRT.Nanoseconds(),
-				float64(sum.bytes)/msgs, float64(sum.mallocs)/msgs, float64(sum.heapGrowth)/msgs, sum.outOfOrder, n, runs)
+				mode, perMsg, msgs/sum.Elapsed.Seconds(), perRaw, perRaw/perMsg, perFloor, perFloor/perMsg, perBare, perRaw/perBare, lineRT.Nanoseconds(),
+				float64(sum.Bytes)/msgs, float64(sum.Mallocs)/msgs, float64(sum.HeapGrowth)/msgs, sum.OutOfOrder, n, runs)
 		})
 	}
 }
@@ -434,18 +256,18 @@ func BenchmarkFastProducer(b *testing.B) {
 	const consumerWork, producerWork = 2 * time.Microsecond, 200 * time.Nanosecond
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(fmtN(n), func(b *testing.B) {
-			sys := newBenchSystem(b)
-			var r p2pRun
+			sys := deliverytest.NewBenchSystem(b)
+			var r deliverytest.P2pRun
 			var rawPeak uint64
 			for b.Loop() {
-				r = runP2P(b, sys, p2pSpec{n: n, consumerWork: consumerWork, producerWork: producerWork, samplePeak: true})
+				r = deliverytest.RunP2P(b, sys, deliverytest.P2pSpec{N: n, ConsumerWork: consumerWork, ProducerWork: producerWork, SamplePeak: true})
 				rawPeak = max(rawPeak, rawTellPeak(b, sys, n, consumerWork, producerWork))
 			}
-			b.ReportMetric(float64(r.peakHeap)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(r.PeakHeap)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(rawPeak)/(1<<20), "tell-peak-heap-MiB")
-			b.ReportMetric(float64(r.elapsed.Nanoseconds())/float64(n), "ns/msg")
+			b.ReportMetric(float64(r.Elapsed.Nanoseconds())/float64(n), "ns/msg")
 			b.Logf("n=%d: delivery peak heap %.1f MiB, raw tell peak heap %.1f MiB, %.0f ns/msg",
-				n, float64(r.peakHeap)/(1<<20), float64(rawPeak)/(1<<20), float64(r.elapsed.Nanoseconds())/float64(n))
+				n, float64(r.PeakHeap)/(1<<20), float64(rawPeak)/(1<<20), float64(r.Elapsed.Nanoseconds())/float64(n))
 		})
 	}
 }
@@ -468,7 +290,7 @@ func rawTellPeak(b *testing.B, sys *runtime.System, n int, consumerWork, produce
 	ref, err := runtime.Spawn(sys, "", func() runtime.Behavior[[4]int] {
 		count := 0
 		return runtime.ReceiveFunc(func(_ *runtime.Context[[4]int], _ [4]int) {
-			spin(consumerWork)
+			deliverytest.Spin(consumerWork)
 			if count++; count == n {
 				close(done)
 			}
@@ -484,10 +306,10 @@ func rawTellPeak(b *testing.B, sys *runtime.System, n int, consumerWork, produce
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		samplePeakHeap(&peak, stop)
+		deliverytest.SamplePeakHeap(&peak, stop)
 	}()
 	for i := range n {
-		spin(producerWork)
+		deliverytest.Spin(producerWork)
 		ref.Tell([4]int{i}) // about a Delivery's size
 	}
 	<-done
@@ -525,20 +347,20 @@ func BenchmarkDurable(b *testing.B) {
 		runs           int
 	}
 	run := func(b *testing.B, sys *runtime.System, store string, t *total) {
-		r := runP2P(b, sys, p2pSpec{n: n, queue: newQueue(b, store, t.runs)})
-		if r.outOfOrder != 0 {
-			b.Fatalf("%s: %d deliveries out of order", store, r.outOfOrder)
+		r := deliverytest.RunP2P(b, sys, deliverytest.P2pSpec{N: n, Queue: newQueue(b, store, t.runs)})
+		if r.OutOfOrder != 0 {
+			b.Fatalf("%s: %d deliveries out of order", store, r.OutOfOrder)
 		}
-		t.elapsed += r.elapsed
-		t.mallocs += r.mallocs
-		t.bytes += r.bytes
+		t.elapsed += r.Elapsed
+		t.mallocs += r.Mallocs
+		t.bytes += r.Bytes
 		t.runs++
 	}
 	rate := func(t total) float64 { return float64(n*t.runs) / t.elapsed.Seconds() }
 	perMsg := func(v uint64, t total) float64 { return float64(v) / float64(n*t.runs) }
 	for _, store := range []string{"memory", "redis"} {
 		b.Run(store, func(b *testing.B) {
-			sys := newBenchSystem(b)
+			sys := deliverytest.NewBenchSystem(b)
 			var it, mem total
 			for b.Loop() {
 				run(b, sys, store, &it)

@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
+	"github.com/trellis-go/trellis/delivery/internal/slab"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -67,7 +70,7 @@ func SpawnConsumerController[A any](on runtime.Spawner, name string, settings Co
 	if err != nil {
 		return nil, err
 	}
-	return spawnController(on, name, "consumer controller", factory)
+	return controller.Spawn(on, name, "consumer controller", factory)
 }
 
 // confirmOf is a Confirmed as the controller gets it: the number of the
@@ -91,8 +94,8 @@ type consumer[A any] struct {
 	self      runtime.Ref[ConsumerCommand[A]]
 	log       *slog.Logger
 	confirmTo runtime.Ref[Confirmed]
-	confirms  slab[confirmOf[A]]
-	acks      slab[Ack[A]] // sent by pointer: boxing a value would allocate each
+	confirms  slab.Slab[confirmOf[A]]
+	acks      slab.Slab[Ack[A]] // sent by pointer: boxing a value would allocate each
 	deliverTo runtime.Ref[Delivery[A]]
 
 	// The association with a producer controller.
@@ -109,7 +112,7 @@ type consumer[A any] struct {
 	requestedSeqNr SeqNr // the demand given to the producer controller
 	resendingFrom  SeqNr // > 0: asked for a resend from here; drop all else
 
-	stash  ring[*SequencedMessage[A]] // taken in order, not yet delivered
+	stash  ring.Ring[*SequencedMessage[A]] // taken in order, not yet delivered
 	chunks assembly
 
 	// The Delivery out to the consumer.
@@ -153,7 +156,7 @@ func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig run
 // sendAck confirms to the producer controller everything up to
 // confirmedSeqNr.
 func (c *consumer[A]) sendAck() {
-	a := c.acks.get()
+	a := c.acks.Get()
 	a.ConfirmedSeqNr, a.Association = c.confirmedSeqNr, c.association
 	c.pc.Tell(a)
 }
@@ -161,7 +164,7 @@ func (c *consumer[A]) sendAck() {
 func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
 	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
 	c.confirmTo = runtime.DirectAdapter(ctx, func(m Confirmed) ConsumerCommand[A] {
-		confirm := c.confirms.get()
+		confirm := c.confirms.Get()
 		confirm.delivery = m.delivery
 		return confirm
 	})
@@ -314,7 +317,7 @@ func (c *consumer[A]) onSequenced(m *SequencedMessage[A]) {
 func (c *consumer[A]) adopt(m *SequencedMessage[A]) {
 	if c.associated && c.incarnation != m.Incarnation {
 		c.log.Info("new producer controller", "producerId", m.ProducerID, "seqNr", m.SeqNr, "previousProducerId", c.producerID)
-		c.stash.clear() // the old producer controller's: it is gone
+		c.stash.Clear() // the old producer controller's: it is gone
 		c.chunks.reset()
 	}
 	c.associated, c.askedFirst, c.resendingFrom = true, false, 0
@@ -336,8 +339,8 @@ func (c *consumer[A]) resend(from SeqNr) {
 // stashed until the consumer has confirmed the messages before it.
 func (c *consumer[A]) accept(m *SequencedMessage[A]) {
 	c.receivedSeqNr, c.resendingFrom = m.SeqNr, 0
-	if c.outstanding || c.deliverTo == nil || c.stash.len() > 0 {
-		if c.stash.len() >= c.cfg.settings.FlowControlWindow {
+	if c.outstanding || c.deliverTo == nil || c.stash.Len() > 0 {
+		if c.stash.Len() >= c.cfg.settings.FlowControlWindow {
 			// More than the window: the producer controller sent beyond
 			// the demand. With resending, forget it: it is resent when its
 			// gap shows. Without, it is lost like any other.
@@ -346,7 +349,7 @@ func (c *consumer[A]) accept(m *SequencedMessage[A]) {
 			}
 			return
 		}
-		c.stash.push(m)
+		c.stash.Push(m)
 		return
 	}
 	c.process(m)
@@ -354,8 +357,8 @@ func (c *consumer[A]) accept(m *SequencedMessage[A]) {
 
 // drain delivers stashed messages while the consumer is free.
 func (c *consumer[A]) drain() {
-	for !c.outstanding && !c.failed && c.deliverTo != nil && c.stash.len() > 0 {
-		c.process(c.stash.pop())
+	for !c.outstanding && !c.failed && c.deliverTo != nil && c.stash.Len() > 0 {
+		c.process(c.stash.Pop())
 	}
 	c.maybeStop()
 }
@@ -396,10 +399,10 @@ func (c *consumer[A]) onConfirmed(n uint64) {
 	}
 	seqNr, first, ack, ours := c.out.SeqNr, c.outFirst, c.outAck, c.associated && c.outIncarnation == c.incarnation
 	c.outstanding, c.out = false, Delivery[A]{}
-	if c.stash.len() > 0 && c.stash.at(0).Chunk == nil && c.deliverTo != nil {
+	if c.stash.Len() > 0 && c.stash.At(0).Chunk == nil && c.deliverTo != nil {
 		// Deliver the next message before the bookkeeping: the consumer
 		// works on it meanwhile.
-		c.process(c.stash.pop())
+		c.process(c.stash.Pop())
 	}
 	if ours {
 		c.confirmedSeqNr = max(c.confirmedSeqNr, seqNr)
@@ -436,7 +439,7 @@ func (c *consumer[A]) sendRequest(viaTimeout bool) {
 }
 
 func (c *consumer[A]) maybeStop() {
-	if c.stopping && !c.outstanding && c.stash.len() == 0 {
+	if c.stopping && !c.outstanding && c.stash.Len() == 0 {
 		_ = c.ctx.Stop(c.self)
 	}
 }
@@ -478,7 +481,7 @@ func (c *consumer[A]) onRetry() {
 
 func (c *consumer[A]) idleRetry() {
 	c.register()
-	if c.cfg.settings.OnlyFlowControl && c.stash.len() == 0 {
+	if c.cfg.settings.OnlyFlowControl && c.stash.Len() == 0 {
 		// Idle without resending: every message that came is done with,
 		// delivered or lost (a chunk of a message that lost another is
 		// lost too), and whatever is missing will never come. Ask for a
@@ -535,5 +538,25 @@ func (c *consumer[A]) checkStalled(elapsed time.Duration) {
 			"seqNr", c.out.SeqNr, "unconfirmedFor", c.stalled.String())
 		c.stalled = 0
 		c.deliverTo.Tell(c.out)
+	}
+}
+
+// ccIdle tells a sharded entity that its consumer controller cc holds
+// nothing of the first handled SequencedMessages the entity gave it:
+// every one it delivered is confirmed. Until it has said so of every one,
+// the entity is not passivated (see the HoldsPassivation of package sharding's entities).
+type ccIdle[A any] struct {
+	cc      runtime.AnyRef
+	handled uint64
+}
+
+func (ccIdle[A]) consumerCommand(A) {}
+
+// reportIdle tells the entity of a consumer controller that it holds
+// nothing, once for each count of handled messages.
+func (c *consumer[A]) reportIdle() {
+	if !c.outstanding && c.stash.Len() == 0 && c.handled != c.reportedIdle {
+		c.reportedIdle = c.handled
+		c.idleTo.Tell(ccIdle[A]{cc: c.self, handled: c.handled})
 	}
 }

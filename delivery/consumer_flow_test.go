@@ -1,9 +1,12 @@
-package delivery
+package delivery_test
 
 import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
 // Without resending, a lost message is never sent again: the consumer
@@ -13,29 +16,29 @@ import (
 
 // sendChunk tells the consumer controller chunk n of a message: part of
 // the job's JSON, first and last as given.
-func (h *ccHarness) sendChunk(n SeqNr, data string, first, last bool) {
-	h.cc.Tell(&SequencedMessage[job]{ProducerID: "p", SeqNr: n, First: n == 1,
-		Chunk:              &ChunkedMessage{Data: []byte(data), First: first, Last: last, Manifest: JSONCodec[job]{}.Manifest()},
+func (h *ccHarness) sendChunk(n delivery.SeqNr, data string, first, last bool) {
+	h.cc.Tell(&delivery.SequencedMessage[deliverytest.Job]{ProducerID: "p", SeqNr: n, First: n == 1,
+		Chunk:              &delivery.ChunkedMessage{Data: []byte(data), First: first, Last: last, Manifest: delivery.JSONCodec[deliverytest.Job]{}.Manifest()},
 		ProducerController: h.pc.Ref, Incarnation: incA})
 }
 
 // sendJob tells the consumer controller job n as chunks of numbers from,
 // from+1, …: the job's JSON split in the given pieces.
-func (h *ccHarness) sendJob(from SeqNr, pieces ...string) {
+func (h *ccHarness) sendJob(from delivery.SeqNr, pieces ...string) {
 	for i, p := range pieces {
-		h.sendChunk(from+SeqNr(i), p, i == 0, i == len(pieces)-1)
+		h.sendChunk(from+delivery.SeqNr(i), p, i == 0, i == len(pieces)-1)
 	}
 }
 
 // lastRequest takes every message the producer controller got, at least
 // one, and returns the last, which must be a Request.
-func (h *ccHarness) lastRequest(t *testing.T) Request[job] {
+func (h *ccHarness) lastRequest(t *testing.T) delivery.Request[deliverytest.Job] {
 	t.Helper()
 	got := h.pc.Expect(t)
 	for m, ok := h.pc.Next(20 * time.Millisecond); ok; m, ok = h.pc.Next(20 * time.Millisecond) {
 		got = m
 	}
-	r, ok := got.(Request[job])
+	r, ok := got.(delivery.Request[deliverytest.Job])
 	if !ok {
 		t.Fatalf("producer controller got %#v last, want a Request", got)
 	}
@@ -49,11 +52,11 @@ func (h *ccHarness) lastRequest(t *testing.T) Request[job] {
 // what it sent. Before, it asked for less than had come, not via timeout,
 // and the producer controller, waiting for demand, never sent again.
 func TestConsumerOnlyFlowControlRenewsDemand(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 2, OnlyFlowControl: true, ResendIntervalMin: time.Second, ResendIntervalMax: time.Second})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 2, OnlyFlowControl: true, ResendIntervalMin: time.Second, ResendIntervalMax: time.Second})
 	h.send(1, true, incA)
-	h.expectPC(t, Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 2})
+	h.expectPC(t, delivery.Request[deliverytest.Job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 2})
 	first := h.expectDelivery(t, 1) // outstanding: what follows waits
-	for n := SeqNr(2); n <= 7; n++ {
+	for n := delivery.SeqNr(2); n <= 7; n++ {
 		h.send(n, false, incA) // 2 and 3 stashed; 4 to 7 beyond the stash
 	}
 	first.Confirm()
@@ -64,7 +67,7 @@ func TestConsumerOnlyFlowControlRenewsDemand(t *testing.T) {
 	h.tick(t, time.Second) // heard messages since the start: not idle
 	h.pc.ExpectNone(t, 20*time.Millisecond)
 	h.tick(t, time.Second)
-	if r := h.lastRequest(t); r != (Request[job]{ConfirmedSeqNr: 7, RequestUpToSeqNr: 9, ViaTimeout: true}) {
+	if r := h.lastRequest(t); r != (delivery.Request[deliverytest.Job]{ConfirmedSeqNr: 7, RequestUpToSeqNr: 9, ViaTimeout: true}) {
 		t.Fatalf("idle Request %+v, want one that confirms 7 and asks up to 9, via timeout", r)
 	}
 	h.send(10, false, incA) // sent past 8 and 9, lost too
@@ -80,10 +83,10 @@ func TestConsumerOnlyFlowControlChunks(t *testing.T) {
 	cases := []struct {
 		name   string
 		lost   func(h *ccHarness) // chunks from 4 on, with one lost
-		next   SeqNr              // where the next whole message starts
+		next   delivery.SeqNr     // where the next whole message starts
 		idle   bool               // only an idle retry shows the gap
-		upTo   SeqNr              // the idle Request asks up to this
-		before SeqNr              // the idle Request confirms this
+		upTo   delivery.SeqNr     // the idle Request asks up to this
+		before delivery.SeqNr     // the idle Request confirms this
 	}{
 		{name: "middle chunk lost", lost: func(h *ccHarness) { h.sendChunk(4, `{"n"`, true, false); h.sendChunk(6, `}`, false, true) }, next: 7},
 		{name: "first chunk lost", lost: func(h *ccHarness) { h.sendChunk(5, `:4`, false, false); h.sendChunk(6, `}`, false, true) }, next: 7},
@@ -93,7 +96,7 @@ func TestConsumerOnlyFlowControlChunks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newCC(t, ConsumerSettings{FlowControlWindow: 2, OnlyFlowControl: true, ResendIntervalMin: time.Second, ResendIntervalMax: time.Second})
+			h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 2, OnlyFlowControl: true, ResendIntervalMin: time.Second, ResendIntervalMax: time.Second})
 			h.sendJob(1, `{"n"`, `:3`, `}`)
 			h.expectDelivery(t, 3).Confirm()
 			tc.lost(h)
@@ -101,7 +104,7 @@ func TestConsumerOnlyFlowControlChunks(t *testing.T) {
 				h.lastRequest(t)
 				h.tick(t, time.Second) // heard since the start
 				h.tick(t, time.Second)
-				if r := h.lastRequest(t); r != (Request[job]{ConfirmedSeqNr: tc.before, RequestUpToSeqNr: tc.upTo, ViaTimeout: true}) {
+				if r := h.lastRequest(t); r != (delivery.Request[deliverytest.Job]{ConfirmedSeqNr: tc.before, RequestUpToSeqNr: tc.upTo, ViaTimeout: true}) {
 					t.Fatalf("idle Request %+v, want one that confirms %d and asks up to %d, via timeout", r, tc.before, tc.upTo)
 				}
 			}

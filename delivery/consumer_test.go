@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -15,59 +18,59 @@ import (
 type ccHarness struct {
 	sys      *runtime.System
 	clock    *clockwork.FakeClock
-	cc       runtime.Ref[ConsumerCommand[job]]
-	pc       *probe[ProducerCommand[job]]
-	consumer *probe[Delivery[job]]
-	logs     *logBuffer
+	cc       runtime.Ref[delivery.ConsumerCommand[deliverytest.Job]]
+	pc       *deliverytest.Probe[delivery.ProducerCommand[deliverytest.Job]]
+	consumer *deliverytest.Probe[delivery.Delivery[deliverytest.Job]]
+	logs     *deliverytest.LogBuffer
 }
 
 const incA, incB = 0xA, 0xB // two producer controller incarnations
 
-func newCC(t *testing.T, s ConsumerSettings) *ccHarness {
+func newCC(t *testing.T, s delivery.ConsumerSettings) *ccHarness {
 	t.Helper()
 	h := &ccHarness{clock: clockwork.NewFakeClock()}
-	h.sys, h.logs = newSystem(t, runtime.WithClock(h.clock))
+	h.sys, h.logs = deliverytest.NewSystem(t, runtime.WithClock(h.clock))
 	var err error
-	h.cc, err = SpawnConsumerController[job](h.sys, "cc", s)
+	h.cc, err = delivery.SpawnConsumerController[deliverytest.Job](h.sys, "cc", s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.pc = newProbe[ProducerCommand[job]](t, h.sys, "pc")
-	h.consumer = newProbe[Delivery[job]](t, h.sys, "consumer")
-	h.cc.Tell(ConsumerStart[job]{DeliverTo: h.consumer.Ref})
+	h.pc = deliverytest.NewProbe[delivery.ProducerCommand[deliverytest.Job]](t, h.sys, "pc")
+	h.consumer = deliverytest.NewProbe[delivery.Delivery[deliverytest.Job]](t, h.sys, "consumer")
+	h.cc.Tell(delivery.ConsumerStart[deliverytest.Job]{DeliverTo: h.consumer.Ref})
 	return h
 }
 
 // send tells the consumer controller message n of producer incarnation inc.
-func (h *ccHarness) send(n SeqNr, first bool, inc uint64) {
-	h.cc.Tell(&SequencedMessage[job]{ProducerID: "p", SeqNr: n, Message: job{N: int(n)}, First: first,
+func (h *ccHarness) send(n delivery.SeqNr, first bool, inc uint64) {
+	h.cc.Tell(&delivery.SequencedMessage[deliverytest.Job]{ProducerID: "p", SeqNr: n, Message: deliverytest.Job{N: int(n)}, First: first,
 		ProducerController: h.pc.Ref, Incarnation: inc})
 }
 
-func (h *ccHarness) expectRequest(t *testing.T, confirmed, upTo SeqNr, viaTimeout bool) {
+func (h *ccHarness) expectRequest(t *testing.T, confirmed, upTo delivery.SeqNr, viaTimeout bool) {
 	t.Helper()
-	want := Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, ViaTimeout: viaTimeout}
-	if got := h.pc.Expect(t); got != ProducerCommand[job](want) {
+	want := delivery.Request[deliverytest.Job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, ViaTimeout: viaTimeout}
+	if got := h.pc.Expect(t); got != delivery.ProducerCommand[deliverytest.Job](want) {
 		t.Fatalf("producer controller got %#v, want %#v", got, want)
 	}
 }
 
-func (h *ccHarness) expectPC(t *testing.T, want ProducerCommand[job]) {
+func (h *ccHarness) expectPC(t *testing.T, want delivery.ProducerCommand[deliverytest.Job]) {
 	t.Helper()
 	if got := h.pc.Expect(t); got != want {
 		t.Fatalf("producer controller got %#v, want %#v", got, want)
 	}
 }
 
-func (h *ccHarness) expectAck(t *testing.T, confirmed SeqNr) {
+func (h *ccHarness) expectAck(t *testing.T, confirmed delivery.SeqNr) {
 	t.Helper()
 	got := h.pc.Expect(t)
-	if a, ok := got.(*Ack[job]); !ok || a.ConfirmedSeqNr != confirmed {
+	if a, ok := got.(*delivery.Ack[deliverytest.Job]); !ok || a.ConfirmedSeqNr != confirmed {
 		t.Fatalf("producer controller got %#v, want an Ack of %d", got, confirmed)
 	}
 }
 
-func (h *ccHarness) expectDelivery(t *testing.T, seqNr SeqNr) Delivery[job] {
+func (h *ccHarness) expectDelivery(t *testing.T, seqNr delivery.SeqNr) delivery.Delivery[deliverytest.Job] {
 	t.Helper()
 	d := h.consumer.Expect(t)
 	if d.SeqNr != seqNr || d.Message.N != int(seqNr) || d.ProducerID != "p" {
@@ -79,7 +82,7 @@ func (h *ccHarness) expectDelivery(t *testing.T, seqNr SeqNr) Delivery[job] {
 // tick fires the retry timer, whose interval must be d.
 func (h *ccHarness) tick(t *testing.T, d time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 	defer cancel()
 	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
 		t.Fatalf("retry timer not armed: %v", err)
@@ -93,14 +96,14 @@ func (h *ccHarness) tick(t *testing.T, d time.Duration) {
 func TestConsumerWindow(t *testing.T) {
 	cases := []struct {
 		name  string
-		first SeqNr // the association's first sequence number
+		first delivery.SeqNr // the association's first sequence number
 	}{
 		{name: "fresh producer", first: 1},
 		{name: "producer restarted at 5", first: 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+			h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 			s := tc.first
 			h.send(s, true, incA)
 			h.expectRequest(t, 0, s-1+20, false)
@@ -123,8 +126,8 @@ func TestConsumerWindow(t *testing.T) {
 // TestConsumerStashesWhileWaiting: messages that arrive while a Delivery
 // is unconfirmed are kept and delivered in order, one at a time.
 func TestConsumerStashesWhileWaiting(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
-	for n := SeqNr(1); n <= 5; n++ {
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
+	for n := delivery.SeqNr(1); n <= 5; n++ {
 		h.send(n, n == 1, incA)
 	}
 	h.expectRequest(t, 0, 20, false)
@@ -132,7 +135,7 @@ func TestConsumerStashesWhileWaiting(t *testing.T) {
 	h.consumer.ExpectNone(t, 20*time.Millisecond)
 	d.Confirm()
 	h.expectRequest(t, 1, 20, false) // the first message is confirmed
-	for n := SeqNr(2); n <= 5; n++ {
+	for n := delivery.SeqNr(2); n <= 5; n++ {
 		d = h.expectDelivery(t, n)
 		h.consumer.ExpectNone(t, 5*time.Millisecond)
 		d.Confirm()
@@ -142,7 +145,7 @@ func TestConsumerStashesWhileWaiting(t *testing.T) {
 // TestConsumerResendOnGap: a gap asks for a Resend from the missing number
 // once; until it comes everything else is dropped.
 func TestConsumerResendOnGap(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1).Confirm()
@@ -150,13 +153,13 @@ func TestConsumerResendOnGap(t *testing.T) {
 	h.send(2, false, incA)
 	h.expectDelivery(t, 2).Confirm()
 	h.send(4, false, incA) // 3 lost
-	h.expectPC(t, Resend[job]{FromSeqNr: 3})
+	h.expectPC(t, delivery.Resend[deliverytest.Job]{FromSeqNr: 3})
 	h.send(5, false, incA) // in flight before the Resend: dropped, no second Resend
 	h.pc.ExpectNone(t, 20*time.Millisecond)
-	for n := SeqNr(3); n <= 5; n++ {
+	for n := delivery.SeqNr(3); n <= 5; n++ {
 		h.send(n, false, incA)
 	}
-	for n := SeqNr(3); n <= 5; n++ {
+	for n := delivery.SeqNr(3); n <= 5; n++ {
 		h.expectDelivery(t, n).Confirm()
 	}
 	h.consumer.ExpectNone(t, 20*time.Millisecond)
@@ -166,7 +169,7 @@ func TestConsumerResendOnGap(t *testing.T) {
 // duplicate of the first message (its confirmation was lost) makes the
 // controller repeat its Request.
 func TestConsumerDropsDuplicates(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1).Confirm()
@@ -185,7 +188,7 @@ func TestConsumerDropsDuplicates(t *testing.T) {
 // messages of an unknown producer controller incarnation are taken.
 func TestConsumerNewProducer(t *testing.T) {
 	t.Run("first message of a new incarnation is taken", func(t *testing.T) {
-		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+		h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 		h.send(1, true, incA)
 		h.expectRequest(t, 0, 20, false)
 		h.expectDelivery(t, 1).Confirm()
@@ -203,9 +206,9 @@ func TestConsumerNewProducer(t *testing.T) {
 		h.consumer.ExpectNone(t, 20*time.Millisecond)
 	})
 	t.Run("fresh controller that missed the first asks for a resend from 0, once", func(t *testing.T) {
-		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+		h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 		h.send(7, false, incA)
-		h.expectPC(t, Resend[job]{FromSeqNr: 0})
+		h.expectPC(t, delivery.Resend[deliverytest.Job]{FromSeqNr: 0})
 		h.send(8, false, incA)
 		h.pc.ExpectNone(t, 20*time.Millisecond)
 		h.consumer.ExpectNone(t, 0)
@@ -214,7 +217,7 @@ func TestConsumerNewProducer(t *testing.T) {
 		h.expectDelivery(t, 7)
 	})
 	t.Run("new producer while a delivery is unconfirmed", func(t *testing.T) {
-		h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+		h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 		h.send(1, true, incA)
 		h.expectRequest(t, 0, 20, false)
 		d := h.expectDelivery(t, 1)
@@ -231,9 +234,9 @@ func TestConsumerNewProducer(t *testing.T) {
 // TestConsumerOnlyFlowControl: without resending, gaps are delivered and
 // every message is taken, first or not.
 func TestConsumerOnlyFlowControl(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20, OnlyFlowControl: true})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20, OnlyFlowControl: true})
 	h.send(3, false, incA) // not first: taken all the same
-	h.expectPC(t, Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 22})
+	h.expectPC(t, delivery.Request[deliverytest.Job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 22})
 	h.expectDelivery(t, 3).Confirm()
 	h.send(5, false, incA) // 4 lost: delivered with the gap, no Resend
 	h.expectDelivery(t, 5).Confirm()
@@ -246,7 +249,7 @@ func TestConsumerOnlyFlowControl(t *testing.T) {
 // after 2 s, then waits 1.5 times longer each idle tick up to 30 s; a
 // message brings the interval back to 2 s.
 func TestConsumerRetry(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1).Confirm()
@@ -270,29 +273,29 @@ func TestConsumerRetry(t *testing.T) {
 // TestConsumerRetryWhileResending: a lost Resend (or lost resent message)
 // is asked for again on the retry tick, even while later messages come.
 func TestConsumerRetryWhileResending(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1).Confirm()
 	h.expectRequest(t, 1, 20, false)
 	h.send(3, false, incA)
-	h.expectPC(t, Resend[job]{FromSeqNr: 2})
+	h.expectPC(t, delivery.Resend[deliverytest.Job]{FromSeqNr: 2})
 	h.tick(t, 2*time.Second) // heard 3 just now
 	h.pc.ExpectNone(t, 20*time.Millisecond)
 	h.send(4, false, incA)
 	h.send(1, true, incA) // a duplicate first, answered with a Request: shows 4 was handled
 	h.expectRequest(t, 1, 20, false)
 	h.tick(t, 2*time.Second) // heard 4, but still no 2: ask again
-	h.expectPC(t, Resend[job]{FromSeqNr: 2})
+	h.expectPC(t, delivery.Resend[deliverytest.Job]{FromSeqNr: 2})
 	h.tick(t, 2*time.Second) // idle
-	h.expectPC(t, Resend[job]{FromSeqNr: 2})
+	h.expectPC(t, delivery.Resend[deliverytest.Job]{FromSeqNr: 2})
 }
 
 // TestConsumerRedeliversLostDelivery: a Delivery the consumer lost is
 // given again after RedeliverAfter, and a late second Confirmed of it does
 // not confirm the next message.
 func TestConsumerRedeliversLostDelivery(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20, RedeliverAfter: 5 * time.Second})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20, RedeliverAfter: 5 * time.Second})
 	h.send(1, true, incA)
 	h.send(2, false, incA)
 	h.expectRequest(t, 0, 20, false)
@@ -329,11 +332,11 @@ func TestConsumerRedeliversLostDelivery(t *testing.T) {
 // TestConsumerStartAgain: a consumer that sends Start again (it restarted)
 // gets the unconfirmed Delivery again.
 func TestConsumerStartAgain(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1)
-	h.cc.Tell(ConsumerStart[job]{DeliverTo: h.consumer.Ref})
+	h.cc.Tell(delivery.ConsumerStart[deliverytest.Job]{DeliverTo: h.consumer.Ref})
 	h.expectDelivery(t, 1).Confirm()
 	h.expectRequest(t, 1, 20, false)
 }
@@ -341,15 +344,15 @@ func TestConsumerStartAgain(t *testing.T) {
 // TestConsumerStashBound: beyond the window, messages are not kept; they
 // come again by Resend.
 func TestConsumerStashBound(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 4})
-	for n := SeqNr(1); n <= 7; n++ { // 1 out, 2..5 stashed, 6 dropped, so 7 is a gap
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 4})
+	for n := delivery.SeqNr(1); n <= 7; n++ { // 1 out, 2..5 stashed, 6 dropped, so 7 is a gap
 		h.send(n, n == 1, incA)
 	}
 	h.expectRequest(t, 0, 4, false)
-	h.expectPC(t, Resend[job]{FromSeqNr: 6})
+	h.expectPC(t, delivery.Resend[deliverytest.Job]{FromSeqNr: 6})
 	h.expectDelivery(t, 1).Confirm()
 	h.expectRequest(t, 1, 4, false)
-	for n := SeqNr(2); n <= 5; n++ {
+	for n := delivery.SeqNr(2); n <= 5; n++ {
 		h.expectDelivery(t, n).Confirm()
 	}
 }
@@ -357,38 +360,38 @@ func TestConsumerStashBound(t *testing.T) {
 // TestConsumerDeliverThenStop: the controller stops once the stashed
 // messages are delivered and confirmed, and acks the last on its way out.
 func TestConsumerDeliverThenStop(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
-	w := newWatcher(t, h.sys)
-	w.watch(h.cc)
-	for n := SeqNr(1); n <= 3; n++ {
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
+	w := deliverytest.NewWatcher(t, h.sys)
+	w.Watch(h.cc)
+	for n := delivery.SeqNr(1); n <= 3; n++ {
 		h.send(n, n == 1, incA)
 	}
 	h.expectRequest(t, 0, 20, false)
-	h.cc.Tell(DeliverThenStop[job]{})
+	h.cc.Tell(delivery.DeliverThenStop[deliverytest.Job]{})
 	h.expectDelivery(t, 1).Confirm()
 	h.expectRequest(t, 1, 20, false)
 	h.expectDelivery(t, 2).Confirm()
 	select {
-	case p := <-w.stopped:
+	case p := <-w.Stopped:
 		t.Fatalf("%s stopped with a message left", p)
 	case <-time.After(20 * time.Millisecond):
 	}
 	h.expectDelivery(t, 3).Confirm()
-	w.expectStopped(t, "/user/cc")
+	w.ExpectStopped(t, "/user/cc")
 	h.expectAck(t, 3)
 }
 
 // TestConsumerStopsWithConsumer: the controller watches its consumer.
 func TestConsumerStopsWithConsumer(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
-	w := newWatcher(t, h.sys)
-	w.watch(h.cc)
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
+	w := deliverytest.NewWatcher(t, h.sys)
+	w.Watch(h.cc)
 	h.send(1, true, incA)
 	h.expectRequest(t, 0, 20, false)
 	h.expectDelivery(t, 1).Confirm()
 	h.expectRequest(t, 1, 20, false)
 	h.sys.Stop(h.consumer.Ref)
-	w.expectStopped(t, "/user/cc")
+	w.ExpectStopped(t, "/user/cc")
 	h.expectAck(t, 1)
 }
 
@@ -397,11 +400,11 @@ func TestConsumerStopsWithConsumer(t *testing.T) {
 // controller arrives. Every copy carries the registration's number, later
 // than that of any registration made before.
 func TestConsumerRegisterRetries(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20})
-	before := nextRegistration()
-	h.cc.Tell(RegisterToProducerController[job]{ProducerController: h.pc.Ref})
-	first, ok := h.pc.Expect(t).(RegisterConsumer[job])
-	if !ok || first.ConsumerController != h.cc || first.registration <= before {
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
+	before := controller.NextRegistration()
+	h.cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: h.pc.Ref})
+	first, ok := h.pc.Expect(t).(delivery.RegisterConsumer[deliverytest.Job])
+	if !ok || first.ConsumerController != h.cc || controller.Registration(first) <= before {
 		t.Fatalf("producer controller got %#v, want a RegisterConsumer of %v numbered above %d", first, h.cc, before)
 	}
 	h.tick(t, 2*time.Second)

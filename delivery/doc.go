@@ -1,8 +1,11 @@
-// Package delivery owns reliable delivery between actors of the runtime, in
-// three patterns: point to point (a producer controller and a consumer
-// controller between one producer and one consumer actor), work pulling
-// (one producer, workers that come and go) and sharding (one producer, any
-// entity of a sharded entity type). Each gives delivery without loss or
+// Package delivery owns reliable delivery between actors of the runtime:
+// the protocol between producer and consumer controllers, their settings,
+// codecs and chunking, and point to point (a producer controller and a
+// consumer controller between one producer and one consumer actor), which
+// every pattern runs inside. The other two patterns build on it, each in a
+// package of its own: delivery/workpulling (one producer, workers that come
+// and go) and delivery/sharding (one producer, any entity of a sharded
+// entity type). Each pattern gives delivery without loss or
 // duplicates while nothing crashes (ordered, but for work pulling, whose
 // messages go to any worker), flow control that keeps a fast producer from
 // flooding a slow consumer, chunking of large messages, and, with a durable
@@ -40,28 +43,15 @@
 // and confirms it with [Delivery.Confirm]; the next Delivery comes only
 // then.
 //
-// # Work pulling
+// # Work pulling and sharding
 //
-// Workers register their consumer controller with the receptionist under a
-// service key; a work-pulling producer controller
-// ([SpawnWorkPullingProducerController]) subscribes to it, runs a producer
-// controller of its own for each worker, and sends each message to a random
-// worker with demand ([WorkPullingRequestNext] comes whenever one has some).
-// The messages a worker that leaves has not confirmed go to the others
-// (at least once). [GetWorkerStats] tells how many workers there are.
-//
-// # Sharding
-//
-// The entities of a sharded entity type run [NewShardingConsumerController]
-// (it starts their consumer and runs a consumer controller per producer);
-// a sharding producer controller ([SpawnShardingProducerController]) sends
-// to any of them by entity id, through a producer controller per entity
-// whose first message starts the entity. [ShardingRequestNext] says which
-// entities have demand and what is buffered for the others. An entity is
-// not passivated while one of its consumer controllers holds a message (a
-// Delivery not yet confirmed, or one not yet delivered); one passivated
-// while messages to it were on their way is woken by their resending. The
-// producer controllers of unused entities are cleaned up.
+// Package delivery/workpulling runs a producer controller of this package
+// for each worker that registered its consumer controller with the
+// receptionist, and sends each message to a random worker with demand.
+// Package delivery/sharding runs one for each entity of a sharded entity
+// type that it sends to, and the entities run consumer controllers of this
+// package, one per producer. A worker's or an entity's consumer gets each
+// [Delivery] and confirms it as with point to point.
 //
 // Both patterns chunk large messages with the point-to-point settings
 // (their ProducerSettings apply to every internal producer controller),
@@ -75,7 +65,7 @@
 // (runtime.IsLocal): not an actor of another System, even one in the same
 // process, nor an ask's reply address. Every controller checks the
 // producer or consumer it is given ([ProducerStart], [ConsumerStart],
-// [WorkPullingStart], [ShardingStart], and the ConsumerStart of a sharded
+// workpulling.Start, sharding.Start, and the ConsumerStart of a sharded
 // entity's consumer) and stops if it is not local. Between the two
 // controllers anything may happen to a message — lost, repeated, late —
 // and the protocol makes up for it.
@@ -173,7 +163,8 @@
 // without a RequestNext), whose durable queue keeps failing, or whose codec
 // fails, logs the error and stops; watch it to learn of it. So does a
 // work-pulling or sharding controller whose producer overfills its buffer
-// ([ErrBufferFull]), and any controller given a producer or consumer that
+// (workpulling.ErrBufferFull, one error with sharding.ErrBufferFull), and
+// any controller given a producer or consumer that
 // is not local to it ([ErrNotLocal]; given such a consumer, a sharded
 // entity stops, and its consumer with it). The logged error (attribute
 // "err") wraps these sentinels, for errors.Is. Settings out of range are
@@ -183,4 +174,21 @@
 // region), with [ErrInvalidSettings]. A durable queue that panics fails
 // its controller, with an error that says so. A nil *Ack or
 // *SequencedMessage is ignored.
+//
+// # Packages
+//
+// Package delivery imports none of its sub-packages: delivery/workpulling
+// and delivery/sharding import it. What they need of its controllers that
+// a user must not see (a producer controller that takes its messages
+// without RequestNext and carries the pattern controller's generation, the
+// consumer controller's report that it holds nothing, which keeps a
+// sharded entity from passivation) is lent to them through
+// delivery/internal/controller: this package's init registers there one
+// function that returns, for a message type A, the hooks of A, made by an
+// unexported generic method, and delivery/internal/pattern gives them
+// their types for the pattern packages. None of it is in this package's
+// exported API, and there is no linkname. The containers, the durable
+// queue client and the checks the controllers share are in
+// delivery/internal too (ring, slab, durablecalls, controller); the test
+// support of the three packages is delivery/internal/deliverytest.
 package delivery

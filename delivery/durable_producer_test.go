@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -8,15 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
 // storeJobs stores jobs from..to in q and confirms up to confirmed.
-func storeJobs(t *testing.T, q durable.Queue[job], from, to, confirmed SeqNr) {
+func storeJobs(t *testing.T, q durable.Queue[deliverytest.Job], from, to, confirmed delivery.SeqNr) {
 	t.Helper()
 	ctx := context.Background()
 	for n := from; n <= to; n++ {
-		if err := q.StoreMessageSent(ctx, durable.MessageSent[job]{SeqNr: n, Message: job{N: int(n)}}); err != nil {
+		if err := q.StoreMessageSent(ctx, durable.MessageSent[deliverytest.Job]{SeqNr: n, Message: deliverytest.Job{N: int(n)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,19 +34,19 @@ func storeJobs(t *testing.T, q durable.Queue[job], from, to, confirmed SeqNr) {
 // unconfirmed must send its first message, numbered where the queue left
 // off, not fail with "no demand".
 func TestDurableRestartNothingUnconfirmed(t *testing.T) {
-	q := durable.NewMemory[job]()
+	q := durable.NewMemory[deliverytest.Job]()
 	storeJobs(t, q, 1, 5, 5)
-	h := newPC(t, ProducerSettings{}, WithDurableQueue[job](q))
+	h := newPC(t, delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](q))
 	h.start()
 	r := h.expectRequestNext(t, 6, 5)
-	r.SendNextTo.Tell(job{N: 6})
+	r.SendNextTo.Tell(deliverytest.Job{N: 6})
 	h.expectSeq(t, 6, true)
 	h.request(0, 55)
 	r = h.expectRequestNext(t, 7, 5)
-	r.SendNextTo.Tell(job{N: 7})
+	r.SendNextTo.Tell(deliverytest.Job{N: 7})
 	h.expectSeq(t, 7, false)
 	h.request(7, 55)
-	eventually(t, "confirmation 7 stored", func() bool {
+	deliverytest.Eventually(t, "confirmation 7 stored", func() bool {
 		s, err := q.LoadState(context.Background())
 		return err == nil && s.HighestConfirmedSeqNr == 7 && len(s.Unconfirmed) == 0 && s.CurrentSeqNr == 8
 	})
@@ -54,9 +56,9 @@ func TestDurableRestartNothingUnconfirmed(t *testing.T) {
 // out again with their sequence numbers, the head marked first, and the
 // producer is asked for more only when the consumer controller asks.
 func TestDurableRestartResendsUnconfirmed(t *testing.T) {
-	q := durable.NewMemory[job]()
+	q := durable.NewMemory[deliverytest.Job]()
 	storeJobs(t, q, 1, 5, 2)
-	h := newPC(t, ProducerSettings{}, WithDurableQueue[job](q))
+	h := newPC(t, delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](q))
 	h.start()
 	h.expectSeq(t, 3, true)
 	h.expectSeq(t, 4, false)
@@ -70,18 +72,18 @@ func TestDurableRestartResendsUnconfirmed(t *testing.T) {
 // whole are forgotten on load, and the message is stored again from its
 // first chunk.
 func TestDurableDropsPartialChunks(t *testing.T) {
-	q := durable.NewMemory[job]()
+	q := durable.NewMemory[deliverytest.Job]()
 	ctx := context.Background()
 	storeJobs(t, q, 1, 1, 1)
 	for n, c := range []durable.Chunk{{Data: []byte(`{"n"`), First: true}, {Data: []byte(`:2`)}} {
-		if err := q.StoreMessageSent(ctx, durable.MessageSent[job]{SeqNr: SeqNr(n + 2), Chunk: &c}); err != nil {
+		if err := q.StoreMessageSent(ctx, durable.MessageSent[deliverytest.Job]{SeqNr: delivery.SeqNr(n + 2), Chunk: &c}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h := newPC(t, ProducerSettings{ChunkLargeMessages: 4}, WithDurableQueue[job](q))
+	h := newPC(t, delivery.ProducerSettings{ChunkLargeMessages: 4}, delivery.WithDurableQueue[deliverytest.Job](q))
 	h.start()
 	r := h.expectRequestNext(t, 2, 1)
-	r.SendNextTo.Tell(job{N: 2}) // {"n":2}: 2 chunks
+	r.SendNextTo.Tell(deliverytest.Job{N: 2}) // {"n":2}: 2 chunks
 	h.expectSeq(t, 2, true)
 	h.request(0, 50)
 	h.expectSeq(t, 3, false)
@@ -98,12 +100,12 @@ func TestDurableDropsPartialChunks(t *testing.T) {
 // TestDurableAskRepliesWhenStored: with a durable queue, an ask is answered
 // once the message is stored, before the consumer confirms it.
 func TestDurableAskRepliesWhenStored(t *testing.T) {
-	q := durable.NewMemory[job]()
-	h := newPC(t, ProducerSettings{}, WithDurableQueue[job](q))
-	replies := newProbe[SeqNr](t, h.sys, "replies")
+	q := durable.NewMemory[deliverytest.Job]()
+	h := newPC(t, delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](q))
+	replies := deliverytest.NewProbe[delivery.SeqNr](t, h.sys, "replies")
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref})
+	r.AskNextTo.Tell(delivery.MessageWithConfirmation[deliverytest.Job]{Message: deliverytest.Job{N: 1}, ReplyTo: replies.Ref})
 	if got := replies.Expect(t); got != 1 {
 		t.Fatalf("reply %d, want 1", got)
 	}
@@ -113,12 +115,12 @@ func TestDurableAskRepliesWhenStored(t *testing.T) {
 // failingQueue fails the calls its fail function picks; blocking ones
 // wait until the controller gives up on them.
 type failingQueue struct {
-	durable.Queue[job]
+	durable.Queue[deliverytest.Job]
 	fail  func(op string) error
 	block bool
 }
 
-func (f *failingQueue) StoreMessageSent(ctx context.Context, m durable.MessageSent[job]) error {
+func (f *failingQueue) StoreMessageSent(ctx context.Context, m durable.MessageSent[deliverytest.Job]) error {
 	if err := f.fail("sent"); err != nil {
 		if f.block {
 			<-ctx.Done()
@@ -129,9 +131,9 @@ func (f *failingQueue) StoreMessageSent(ctx context.Context, m durable.MessageSe
 	return f.Queue.StoreMessageSent(ctx, m)
 }
 
-func (f *failingQueue) LoadState(ctx context.Context) (durable.State[job], error) {
+func (f *failingQueue) LoadState(ctx context.Context) (durable.State[deliverytest.Job], error) {
 	if err := f.fail("load"); err != nil {
-		return durable.State[job]{}, err
+		return durable.State[deliverytest.Job]{}, err
 	}
 	return f.Queue.LoadState(ctx)
 }
@@ -153,31 +155,31 @@ func TestDurableStoreKeepsFailing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			errBoom := errors.New("boom")
-			q := &failingQueue{Queue: durable.NewMemory[job](), block: tc.block,
+			q := &failingQueue{Queue: durable.NewMemory[deliverytest.Job](), block: tc.block,
 				fail: func(op string) error {
 					if op == tc.op {
 						return errBoom
 					}
 					return nil
 				}}
-			h := newPC(t, ProducerSettings{DurableQueueRetryAttempts: 2, DurableQueueRequestTimeout: time.Second,
-				DurableQueueRetryBackoff: 100 * time.Millisecond}, WithDurableQueue[job](q))
+			h := newPC(t, delivery.ProducerSettings{DurableQueueRetryAttempts: 2, DurableQueueRequestTimeout: time.Second,
+				DurableQueueRetryBackoff: 100 * time.Millisecond}, delivery.WithDurableQueue[deliverytest.Job](q))
 			h.start()
 			if tc.op == "sent" {
 				r := h.expectRequestNext(t, 1, 0)
-				r.SendNextTo.Tell(job{N: 1})
+				r.SendNextTo.Tell(deliverytest.Job{N: 1})
 			}
-			deadline := time.Now().Add(waitLimit)
-			for !h.logs.contains(tc.want) {
+			deadline := time.Now().Add(deliverytest.WaitLimit)
+			for !h.logs.Contains(tc.want) {
 				if time.Now().After(deadline) {
-					t.Fatalf("no %q in the log:\n%s", tc.want, h.logs.tail(10))
+					t.Fatalf("no %q in the log:\n%s", tc.want, h.logs.Tail(10))
 				}
 				if timersPending(h.clock, 1) {
 					h.clock.Advance(100 * time.Millisecond)
 				}
 				time.Sleep(time.Millisecond)
 			}
-			h.watcher.expectStopped(t, "/user/pc")
+			h.watcher.ExpectStopped(t, "/user/pc")
 			h.cc.ExpectNone(t, 0) // nothing was sent unstored
 		})
 	}
@@ -188,29 +190,29 @@ func TestDurableStoreKeepsFailing(t *testing.T) {
 // take over: every job arrives, and only unconfirmed ones come twice.
 func TestDurableProducerReplaced(t *testing.T) {
 	const n = 300
-	sys, _ := newSystem(t)
-	q := durable.NewMemory[job]()
-	cc, err := SpawnConsumerController[job](sys, "cc", ConsumerSettings{FlowControlWindow: 20})
+	sys, _ := deliverytest.NewSystem(t)
+	q := durable.NewMemory[deliverytest.Job]()
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc", delivery.ConsumerSettings{FlowControlWindow: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := newCollector(n)
+	col := deliverytest.NewCollector(n)
 	slow := func() time.Duration { return 200 * time.Microsecond } // so the producer dies mid-stream
-	spawnConsumer(t, sys, "consumer", cc, consumerSpec{delay: slow}, col)
-	w := newWatcher(t, sys)
+	deliverytest.SpawnConsumer(t, sys, "consumer", cc, deliverytest.ConsumerSpec{Delay: slow}, col)
+	w := deliverytest.NewWatcher(t, sys)
 
-	pc1, err := SpawnProducerController[job](sys, "pc1", "p", ProducerSettings{}, WithDurableQueue[job](q))
+	pc1, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc1", "p", delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](q))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.watch(pc1)
-	prod1 := spawnProducer(t, sys, "producer1", pc1, producerSpec{limit: n, bySeqNr: true})
-	cc.Tell(RegisterToProducerController[job]{ProducerController: pc1})
-	eventually(t, "a third of the jobs delivered", func() bool { return col.count() >= n/3 })
+	w.Watch(pc1)
+	prod1 := deliverytest.SpawnProducer(t, sys, "producer1", pc1, deliverytest.ProducerSpec{Limit: n, BySeqNr: true})
+	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: pc1})
+	deliverytest.Eventually(t, "a third of the jobs delivered", func() bool { return col.Count() >= n/3 })
 	sys.Stop(prod1)
 	sys.Stop(pc1)
-	w.expectStopped(t, "/user/pc1")
-	if c := col.count(); c >= n {
+	w.ExpectStopped(t, "/user/pc1")
+	if c := col.Count(); c >= n {
 		t.Fatalf("all %d jobs delivered before the producer stopped: nothing tested", c)
 	}
 	s, err := q.LoadState(context.Background())
@@ -219,18 +221,18 @@ func TestDurableProducerReplaced(t *testing.T) {
 	}
 	confirmed := int(s.HighestConfirmedSeqNr)
 
-	pc2, err := SpawnProducerController[job](sys, "pc2", "p", ProducerSettings{}, WithDurableQueue[job](q))
+	pc2, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc2", "p", delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](q))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spawnProducer(t, sys, "producer2", pc2, producerSpec{limit: n, bySeqNr: true})
-	cc.Tell(RegisterToProducerController[job]{ProducerController: pc2})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	deliverytest.SpawnProducer(t, sys, "producer2", pc2, deliverytest.ProducerSpec{Limit: n, BySeqNr: true})
+	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: pc2})
+	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 	defer cancel()
-	if err := col.wait(ctx); err != nil {
+	if err := col.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkAtLeastOnce(t, col.jobs(), n, confirmed)
+	checkAtLeastOnce(t, col.Jobs(), n, confirmed)
 }
 
 // checkAtLeastOnce fails unless every job 1..n is in got, in order apart
@@ -268,13 +270,13 @@ func checkAtLeastOnce(t *testing.T, got []int, n, confirmed int) {
 // gatedQueue is a BatchQueue in memory whose first StoreBatch waits until
 // release is closed, and which records how many messages each one stored.
 type gatedQueue struct {
-	*durable.Memory[job]
+	*durable.Memory[deliverytest.Job]
 	release chan struct{}
 	mu      sync.Mutex
 	sizes   []int
 }
 
-func (g *gatedQueue) StoreBatch(ctx context.Context, b durable.Batch[job]) error {
+func (g *gatedQueue) StoreBatch(ctx context.Context, b durable.Batch[deliverytest.Job]) error {
 	g.mu.Lock()
 	first := len(g.sizes) == 0
 	g.sizes = append(g.sizes, len(b.Sent))
@@ -294,12 +296,12 @@ func (g *gatedQueue) StoreBatch(ctx context.Context, b durable.Batch[job]) error
 // it sends meanwhile is stored in one batch, and nothing goes out before it
 // is stored, then all of it in order.
 func TestDurableStoresPipelined(t *testing.T) {
-	q := &gatedQueue{Memory: durable.NewMemory[job](), release: make(chan struct{})}
-	h := newPC(t, ProducerSettings{DurableQueueRequestTimeout: time.Hour, DurableQueueStoreAhead: -1}, WithDurableQueue[job](q))
+	q := &gatedQueue{Memory: durable.NewMemory[deliverytest.Job](), release: make(chan struct{})}
+	h := newPC(t, delivery.ProducerSettings{DurableQueueRequestTimeout: time.Hour, DurableQueueStoreAhead: -1}, delivery.WithDurableQueue[deliverytest.Job](q))
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1}) // the first message: its store hangs
-	h.assoc = 1                  // the first association, which message 1 (not yet sent) would show
+	r.SendNextTo.Tell(deliverytest.Job{N: 1}) // the first message: its store hangs
+	h.assoc = 1                               // the first association, which message 1 (not yet sent) would show
 	h.request(0, 5)
 	r = h.expectRequestNext(t, 2, 0)
 	h.sendJobs(t, r, 2, 5, 0)
@@ -307,7 +309,7 @@ func TestDurableStoresPipelined(t *testing.T) {
 	h.cc.ExpectNone(t, 0)                         // nothing was sent unstored
 	close(q.release)
 	h.expectSeq(t, 1, true)
-	for n := SeqNr(2); n <= 5; n++ {
+	for n := delivery.SeqNr(2); n <= 5; n++ {
 		h.expectSeq(t, n, false)
 	}
 	q.mu.Lock()
@@ -323,20 +325,20 @@ func TestDurableStoresPipelined(t *testing.T) {
 // once, in order; and a producer controller that replaces this one sends
 // the ones stored and never sent.
 func TestDurableStoresAhead(t *testing.T) {
-	q := durable.NewMemory[job]()
-	h := newPC(t, ProducerSettings{DurableQueueStoreAhead: 3}, WithDurableQueue[job](q))
+	q := durable.NewMemory[deliverytest.Job]()
+	h := newPC(t, delivery.ProducerSettings{DurableQueueStoreAhead: 3}, delivery.WithDurableQueue[deliverytest.Job](q))
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	// takeAhead gives the controller messages from..to, after which it must
 	// ask for no more, send nothing, and store them.
-	takeAhead := func(from, to SeqNr) {
+	takeAhead := func(from, to delivery.SeqNr) {
 		t.Helper()
 		h.sendJobs(t, h.expectRequestNext(t, from, 0), from, to, 0)
 		h.producer.ExpectNone(t, 20*time.Millisecond)
 		h.cc.ExpectNone(t, 0)
-		eventually(t, "messages stored", func() bool {
+		deliverytest.Eventually(t, "messages stored", func() bool {
 			s, err := q.LoadState(context.Background())
 			return err == nil && s.CurrentSeqNr == to+1
 		})
@@ -348,18 +350,18 @@ func TestDurableStoresAhead(t *testing.T) {
 	h.expectSeq(t, 3, false)
 	takeAhead(5, 6)
 	h.sys.Stop(h.pc)
-	h.watcher.expectStopped(t, "/user/pc")
+	h.watcher.ExpectStopped(t, "/user/pc")
 
 	// Its successor sends everything unconfirmed, sent or not: 1 to 6.
-	pc, err := SpawnProducerController[job](h.sys, "pc2", "p", ProducerSettings{}, WithDurableQueue[job](q))
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](h.sys, "pc2", "p", delivery.ProducerSettings{}, delivery.WithDurableQueue[deliverytest.Job](q))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc := newProbe[ConsumerCommand[job]](t, h.sys, "cc2")
-	pc.Tell(ProducerStart[job]{Producer: h.producer.Ref})
-	pc.Tell(RegisterConsumer[job]{ConsumerController: cc.Ref})
-	for n := SeqNr(1); n <= 6; n++ {
-		m, ok := cc.Expect(t).(*SequencedMessage[job])
+	cc := deliverytest.NewProbe[delivery.ConsumerCommand[deliverytest.Job]](t, h.sys, "cc2")
+	pc.Tell(delivery.ProducerStart[deliverytest.Job]{Producer: h.producer.Ref})
+	pc.Tell(delivery.RegisterConsumer[deliverytest.Job]{ConsumerController: cc.Ref})
+	for n := delivery.SeqNr(1); n <= 6; n++ {
+		m, ok := cc.Expect(t).(*delivery.SequencedMessage[deliverytest.Job])
 		if !ok || m.SeqNr != n || m.Message.N != int(n) || m.First != (n == 1) {
 			t.Fatalf("message %d: got %+v", n, m)
 		}

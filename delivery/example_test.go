@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/trellis-go/trellis/delivery"
@@ -30,11 +28,13 @@ func ExampleSpawnProducerController() {
 
 	pc, err := delivery.SpawnProducerController[Job](sys, "jobs-pc", "jobs", delivery.ProducerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err := delivery.SpawnConsumerController[Job](sys, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	// The producer may send exactly one job per RequestNext: that is the
@@ -49,7 +49,8 @@ func ExampleSpawnProducerController() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
@@ -65,7 +66,8 @@ func ExampleSpawnProducerController() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	// Producer and consumer must be actors of the controllers' own System
@@ -103,11 +105,13 @@ func ExampleMessageWithConfirmation() {
 
 	pc, err := delivery.SpawnProducerController[Job](sys, "jobs-pc", "jobs", delivery.ProducerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err := delivery.SpawnConsumerController[Job](sys, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
@@ -147,7 +151,8 @@ func ExampleMessageWithConfirmation() {
 		}
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	consumer, err := runtime.Spawn(sys, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
@@ -156,7 +161,8 @@ func ExampleMessageWithConfirmation() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: consumer})
 	// The producer side may connect too: RegisterConsumer to the producer
@@ -174,68 +180,6 @@ func ExampleMessageWithConfirmation() {
 	// confirmed seqNr 3
 }
 
-// Work pulling: workers register their consumer controllers with the
-// receptionist, and each job goes to one of them that has demand. Which
-// worker gets which job is not deterministic; that every job is processed
-// once is.
-func ExampleSpawnWorkPullingProducerController() {
-	const jobs, workers = 10, 2
-	sys := runtime.NewSystem("work-pulling", quiet)
-	defer sys.Shutdown(context.Background())
-
-	key := runtime.NewServiceKey[delivery.ConsumerCommand[Job]]("jobs-workers")
-	var processed atomic.Int32
-	done := make(chan struct{})
-	for i := range workers {
-		cc, err := delivery.SpawnConsumerController[Job](sys, fmt.Sprintf("worker%d-cc", i), delivery.ConsumerSettings{})
-		if err != nil {
-			log.Fatal(err)
-		}
-		worker, err := runtime.Spawn(sys, fmt.Sprintf("worker%d", i), func() runtime.Behavior[delivery.Delivery[Job]] {
-			return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.Delivery[Job]], d delivery.Delivery[Job]) {
-				d.Confirm()
-				if processed.Add(1) == jobs {
-					close(done)
-				}
-			})
-		})
-		if err != nil {
-			log.Fatal(err)
-		}
-		cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: worker})
-		// Registering is joining; deregistering or stopping is leaving,
-		// and what the worker left unconfirmed goes to another worker.
-		runtime.Register(sys, key, cc)
-	}
-
-	wp, err := delivery.SpawnWorkPullingProducerController[Job](sys, "jobs-wp", "jobs", key, delivery.WorkPullingSettings{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	producer, err := runtime.Spawn(sys, "producer", func() runtime.Behavior[delivery.WorkPullingRequestNext[Job]] {
-		sent := 0
-		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.WorkPullingRequestNext[Job]], next delivery.WorkPullingRequestNext[Job]) {
-			if sent < jobs {
-				sent++
-				next.SendNextTo.Tell(Job{ID: sent})
-			}
-		})
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	wp.Tell(delivery.WorkPullingStart[Job]{Producer: producer})
-
-	select {
-	case <-done:
-		fmt.Println("processed", processed.Load(), "jobs")
-	case <-time.After(10 * time.Second):
-		fmt.Println("timed out")
-	}
-	// Output:
-	// processed 10 jobs
-}
-
 // A durable producer queue: the producer controller stores each job before
 // it sends it, so a new controller with the same producer id sends again
 // every job that was not confirmed. durable.NewMemory keeps the queue in
@@ -251,11 +195,13 @@ func ExampleWithDurableQueue() {
 	pc, err := delivery.SpawnProducerController(before, "jobs-pc", "jobs", delivery.ProducerSettings{},
 		delivery.WithDurableQueue[Job](queue))
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err := delivery.SpawnConsumerController[Job](before, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	allStored := make(chan struct{})
 	// With a durable queue an ask is answered once the job is stored, not
@@ -269,7 +215,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	producer, err := runtime.Spawn(before, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
 		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
@@ -280,7 +227,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc.Tell(delivery.RegisterToProducerController[Job]{ProducerController: pc})
 	pc.Tell(delivery.ProducerStart[Job]{Producer: producer})
@@ -290,7 +238,8 @@ func ExampleWithDurableQueue() {
 		fmt.Println("timed out")
 	}
 	if err := before.Shutdown(context.Background()); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	// Second run: the same producer id on the same queue. The stored jobs
@@ -301,11 +250,13 @@ func ExampleWithDurableQueue() {
 	pc, err = delivery.SpawnProducerController(after, "jobs-pc", "jobs", delivery.ProducerSettings{},
 		delivery.WithDurableQueue[Job](queue))
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc, err = delivery.SpawnConsumerController[Job](after, "jobs-cc", delivery.ConsumerSettings{})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	producer, err = runtime.Spawn(after, "producer", func() runtime.Behavior[delivery.RequestNext[Job]] {
 		return runtime.ReceiveFunc(func(_ *runtime.Context[delivery.RequestNext[Job]], next delivery.RequestNext[Job]) {
@@ -315,7 +266,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	done := make(chan struct{})
 	consumer, err := runtime.Spawn(after, "consumer", func() runtime.Behavior[delivery.Delivery[Job]] {
@@ -328,7 +280,8 @@ func ExampleWithDurableQueue() {
 		})
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	cc.Tell(delivery.ConsumerStart[Job]{DeliverTo: consumer})
 	cc.Tell(delivery.RegisterToProducerController[Job]{ProducerController: pc})

@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
 // TestFlowOnlyChunkedRate: without resending, at window 2 and 20 % loss
@@ -19,19 +22,19 @@ func TestFlowOnlyChunkedRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures two streams for a few seconds")
 	}
-	base := lossCase{messages: 150, toCC: [2]float64{0.2, 0.2}, toPC: [2]float64{0.2, 0.2}, lag: 2 * time.Millisecond,
-		onlyFlow: true, window: 2, resend: [2]time.Duration{2 * time.Millisecond, 40 * time.Millisecond}}
+	base := deliverytest.LossCase{Messages: 150, ToCC: [2]float64{0.2, 0.2}, ToPC: [2]float64{0.2, 0.2}, Lag: 2 * time.Millisecond,
+		OnlyFlow: true, Window: 2, Resend: [2]time.Duration{2 * time.Millisecond, 40 * time.Millisecond}}
 	chunked := base
-	chunked.chunk = 3
+	chunked.Chunk = 3
 	var plain, chunks []float64
 	for round := range 3 {
-		for _, c := range []lossCase{base, chunked} {
+		for _, c := range []deliverytest.LossCase{base, chunked} {
 			seqs, msgs, err := flowOnlyRate(c, uint64(round+1))
 			if err != nil {
-				t.Fatalf("chunk %d, round %d: %v", c.chunk, round, err)
+				t.Fatalf("chunk %d, round %d: %v", c.Chunk, round, err)
 			}
-			t.Logf("chunk %d: %.0f seqNrs/s, %.0f messages/s", c.chunk, seqs, msgs)
-			if c.chunk == 0 {
+			t.Logf("chunk %d: %.0f seqNrs/s, %.0f messages/s", c.Chunk, seqs, msgs)
+			if c.Chunk == 0 {
 				plain = append(plain, seqs)
 			} else {
 				chunks = append(chunks, seqs)
@@ -47,31 +50,31 @@ func TestFlowOnlyChunkedRate(t *testing.T) {
 
 // flowOnlyRate runs c once, point to point, and returns the sequence
 // numbers and the messages per second that reached the consumer.
-func flowOnlyRate(c lossCase, seed uint64) (seqs, msgs float64, err error) {
-	r := newLossRun(c, seed)
-	defer r.close(&err)
-	pc, err := SpawnProducerController[job](r.sys, "pc", "p", r.ps)
+func flowOnlyRate(c deliverytest.LossCase, seed uint64) (seqs, msgs float64, err error) {
+	r := deliverytest.NewLossRun(c, seed)
+	defer r.Close(&err)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](r.Sys, "pc", "p", r.Producer)
 	if err != nil {
 		return 0, 0, err
 	}
-	cc, err := SpawnConsumerController[job](r.sys, "cc", r.cs)
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](r.Sys, "cc", r.Consumer)
 	if err != nil {
 		return 0, 0, err
 	}
-	toCC, toPC := r.faults()
-	link := newFaultLink[job](r.rt, r.sys, "link", pc, cc, toCC, toPC, seed)
-	col := newCollector(c.messages)
-	spawnConsumer(r.rt, r.sys, "consumer", cc, consumerSpec{}, col)
+	toCC, toPC := r.Faults()
+	link := deliverytest.NewFaultLink[deliverytest.Job](r.TB, r.Sys, "link", pc, cc, toCC, toPC, seed)
+	col := deliverytest.NewCollector(c.Messages)
+	deliverytest.SpawnConsumer(r.TB, r.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
 	start := time.Now()
-	spawnProducer(r.rt, r.sys, "producer", pc, producerSpec{})
-	cc.Tell(RegisterToProducerController[job]{ProducerController: link.toPC})
+	deliverytest.SpawnProducer(r.TB, r.Sys, "producer", pc, deliverytest.ProducerSpec{})
+	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link.ToPC})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := col.wait(ctx); err != nil {
-		return 0, 0, fmt.Errorf("%w (link: %s)", err, link.describe())
+	if err := col.Wait(ctx); err != nil {
+		return 0, 0, fmt.Errorf("%w (link: %s)", err, link.Describe())
 	}
 	elapsed := time.Since(start).Seconds()
-	got := col.deliveries()
+	got := col.Deliveries()
 	return float64(got[len(got)-1].SeqNr) / elapsed, float64(len(got)) / elapsed, nil
 }
 

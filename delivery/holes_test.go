@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 // Deterministic tests of ways the protocol once stopped for good, confirmed
 // a message before it was processed, or delivered one twice. Each builds
@@ -8,57 +8,38 @@ package delivery
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// holesSystem starts a system on a fake clock.
-func holesSystem(t *testing.T) (*runtime.System, *clockwork.FakeClock) {
+func spawnPCOrFail(t *testing.T, sys *runtime.System, name string, opts ...delivery.ProducerOption[deliverytest.Job]) runtime.Ref[delivery.ProducerCommand[deliverytest.Job]] {
 	t.Helper()
-	clock := clockwork.NewFakeClock()
-	sys, _ := newSystem(t, runtime.WithClock(clock))
-	return sys, clock
-}
-
-func spawnPCOrFail(t *testing.T, sys *runtime.System, name string, opts ...ProducerOption[job]) runtime.Ref[ProducerCommand[job]] {
-	t.Helper()
-	pc, err := SpawnProducerController[job](sys, name, "p", ProducerSettings{}, opts...)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](sys, name, "p", delivery.ProducerSettings{}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pc
 }
 
-func spawnCCOrFail(t *testing.T, sys *runtime.System, name string, s ConsumerSettings) runtime.Ref[ConsumerCommand[job]] {
+func spawnCCOrFail(t *testing.T, sys *runtime.System, name string, s delivery.ConsumerSettings) runtime.Ref[delivery.ConsumerCommand[deliverytest.Job]] {
 	t.Helper()
-	cc, err := SpawnConsumerController[job](sys, name, s)
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](sys, name, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cc
 }
 
-// waitJob waits until col has the wanted job.
-func waitJob(t *testing.T, col *collector) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := col.wait(ctx); err != nil {
-		t.Fatalf("%v; delivered: %v", err, col.jobs())
-	}
-}
-
 // wantInOrder checks that col got exactly the jobs from..to, in order, each
 // once (it may have got more after to).
-func wantInOrder(t *testing.T, col *collector, from, to int) {
+func wantInOrder(t *testing.T, col *deliverytest.Collector, from, to int) {
 	t.Helper()
-	got := col.jobs()
+	got := col.Jobs()
 	for i := range to - from + 1 {
 		if i >= len(got) || got[i] != from+i {
 			t.Fatalf("delivery %d is not job %d: got %v", i, from+i, got)
@@ -66,21 +47,21 @@ func wantInOrder(t *testing.T, col *collector, from, to int) {
 	}
 }
 
-func isSeq(m any, n SeqNr) bool {
-	s, ok := m.(*SequencedMessage[job])
+func isSeq(m any, n delivery.SeqNr) bool {
+	s, ok := m.(*delivery.SequencedMessage[deliverytest.Job])
 	return ok && s.SeqNr == n
 }
 
-func isAck(m any) bool { _, ok := m.(*Ack[job]); return ok }
+func isAck(m any) bool { _, ok := m.(*delivery.Ack[deliverytest.Job]); return ok }
 
 // holding is a gate that holds back the messages that match and passes
 // the others.
-func holding(match func(m any) bool) func(m any) verdict {
-	return func(m any) verdict {
+func holding(match func(m any) bool) func(m any) deliverytest.Verdict {
+	return func(m any) deliverytest.Verdict {
 		if match(m) {
-			return hold
+			return deliverytest.Hold
 		}
-		return pass
+		return deliverytest.Pass
 	}
 }
 
@@ -90,38 +71,38 @@ func holding(match func(m any) bool) func(m any) verdict {
 // message 11 with nothing more from anyone: the producer controller has
 // no demand from it, and nothing unconfirmed to resend.
 func TestReplacementConsumerGetsTheNextMessage(t *testing.T) {
-	sys, _ := holesSystem(t)
+	sys, _ := deliverytest.HolesSystem(t)
 	pc := spawnPCOrFail(t, sys, "pc")
-	cs := ConsumerSettings{FlowControlWindow: 10}
+	cs := delivery.ConsumerSettings{FlowControlWindow: 10}
 	cc1 := spawnCCOrFail(t, sys, "cc1", cs)
-	link1 := newFaultLink[job](t, sys, "link1", pc, cc1, faults{}, faults{}, 1)
-	link1.setGate(func(m any) verdict {
+	link1 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link1", pc, cc1, deliverytest.Faults{}, deliverytest.Faults{}, 1)
+	link1.SetGate(func(m any) deliverytest.Verdict {
 		switch m := m.(type) {
-		case Request[job]:
+		case delivery.Request[deliverytest.Job]:
 			if m.RequestUpToSeqNr > 10 {
-				return drop
+				return deliverytest.Drop
 			}
-		case *Ack[job]:
-			return hold // released by the test, before the new consumer registers
+		case *delivery.Ack[deliverytest.Job]:
+			return deliverytest.Hold // released by the test, before the new consumer registers
 		}
-		return pass
+		return deliverytest.Pass
 	})
-	col1 := newCollector(10)
-	consumer1 := spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{}, col1)
-	spawnProducer(t, sys, "producer", pc, producerSpec{})
-	cc1.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
-	waitJob(t, col1)
+	col1 := deliverytest.NewCollector(10)
+	consumer1 := deliverytest.SpawnConsumer(t, sys, "consumer1", cc1, deliverytest.ConsumerSpec{}, col1)
+	deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{})
+	cc1.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link1.ToPC})
+	deliverytest.WaitJob(t, col1)
 
 	sys.Stop(consumer1) // its controller stops with it, and acks 10
-	eventually(t, "consumer controller 1's last Ack", func() bool { return link1.heldCount(isAck) == 1 })
-	link1.release(isAck)
+	deliverytest.Eventually(t, "consumer controller 1's last Ack", func() bool { return link1.HeldCount(isAck) == 1 })
+	link1.Release(isAck)
 
 	cc2 := spawnCCOrFail(t, sys, "cc2", cs)
-	link2 := newFaultLink[job](t, sys, "link2", pc, cc2, faults{}, faults{}, 2)
-	col2 := newCollector(20)
-	spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
-	cc2.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
-	waitJob(t, col2)
+	link2 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link2", pc, cc2, deliverytest.Faults{}, deliverytest.Faults{}, 2)
+	col2 := deliverytest.NewCollector(20)
+	deliverytest.SpawnConsumer(t, sys, "consumer2", cc2, deliverytest.ConsumerSpec{}, col2)
+	cc2.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link2.ToPC})
+	deliverytest.WaitJob(t, col2)
 	wantInOrder(t, col1, 1, 10)
 	wantInOrder(t, col2, 11, 20)
 }
@@ -133,52 +114,52 @@ func TestReplacementConsumerGetsTheNextMessage(t *testing.T) {
 // come from a consumer controller that was replaced: they must not
 // confirm anything nor open the window, and cc2 must get 11 on, in order.
 func TestLateFlowControlOfReplacedConsumer(t *testing.T) {
-	sys, _ := holesSystem(t)
+	sys, _ := deliverytest.HolesSystem(t)
 	pc := spawnPCOrFail(t, sys, "pc")
-	cs := ConsumerSettings{FlowControlWindow: 20}
+	cs := delivery.ConsumerSettings{FlowControlWindow: 20}
 	cc1 := spawnCCOrFail(t, sys, "cc1", cs)
-	link1 := newFaultLink[job](t, sys, "link1", pc, cc1, faults{}, faults{}, 1)
+	link1 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link1", pc, cc1, deliverytest.Faults{}, deliverytest.Faults{}, 1)
 	isLate := func(m any) bool {
 		switch m := m.(type) {
-		case Request[job]:
+		case delivery.Request[deliverytest.Job]:
 			return m.ConfirmedSeqNr > 10
-		case *Ack[job]:
+		case *delivery.Ack[deliverytest.Job]:
 			return m.ConfirmedSeqNr > 10
 		}
 		return false
 	}
-	link1.setGate(holding(isLate))
-	col1 := newCollector(30)
-	consumer1 := spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{}, col1)
-	spawnProducer(t, sys, "producer", pc, producerSpec{})
-	cc1.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
-	waitJob(t, col1)
+	link1.SetGate(holding(isLate))
+	col1 := deliverytest.NewCollector(30)
+	consumer1 := deliverytest.SpawnConsumer(t, sys, "consumer1", cc1, deliverytest.ConsumerSpec{}, col1)
+	deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{})
+	cc1.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link1.ToPC})
+	deliverytest.WaitJob(t, col1)
 	sys.Stop(consumer1)
 	// Its last Ack comes after its Requests.
-	eventually(t, "cc1's Requests and Ack(30) held", func() bool { return link1.heldCount(isAck) == 1 })
+	deliverytest.Eventually(t, "cc1's Requests and Ack(30) held", func() bool { return link1.HeldCount(isAck) == 1 })
 
 	cc2 := spawnCCOrFail(t, sys, "cc2", cs)
-	link2 := newFaultLink[job](t, sys, "link2", pc, cc2, faults{}, faults{}, 2)
+	link2 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link2", pc, cc2, deliverytest.Faults{}, deliverytest.Faults{}, 2)
 	lost12 := false
-	isResend := func(m any) bool { _, ok := m.(Resend[job]); return ok }
-	link2.setGate(func(m any) verdict {
+	isResend := func(m any) bool { _, ok := m.(delivery.Resend[deliverytest.Job]); return ok }
+	link2.SetGate(func(m any) deliverytest.Verdict {
 		switch {
 		case isSeq(m, 12) && !lost12:
 			lost12 = true
-			return drop
+			return deliverytest.Drop
 		case isResend(m):
-			return hold
+			return deliverytest.Hold
 		}
-		return pass
+		return deliverytest.Pass
 	})
-	col2 := newCollector(60)
-	spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
-	cc2.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
-	eventually(t, "cc2's Resend(12)", func() bool { return link2.heldCount(isResend) >= 1 })
-	link1.release(isLate)
-	link2.setGate(nil)
-	link2.release(isResend)
-	waitJob(t, col2)
+	col2 := deliverytest.NewCollector(60)
+	deliverytest.SpawnConsumer(t, sys, "consumer2", cc2, deliverytest.ConsumerSpec{}, col2)
+	cc2.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link2.ToPC})
+	deliverytest.Eventually(t, "cc2's Resend(12)", func() bool { return link2.HeldCount(isResend) >= 1 })
+	link1.Release(isLate)
+	link2.SetGate(nil)
+	link2.Release(isResend)
+	deliverytest.WaitJob(t, col2)
 	wantInOrder(t, col2, 11, 60)
 }
 
@@ -187,19 +168,19 @@ func TestLateFlowControlOfReplacedConsumer(t *testing.T) {
 // message, marked first, instead of resending what follows the gap the
 // consumer controller waits on for ever.
 func TestResendOfWhatIsGone(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	h.request(0, 10)
 	r = h.expectRequestNext(t, 2, 0)
 	h.sendJobs(t, r, 2, 6, 0)
-	for n := SeqNr(2); n <= 6; n++ {
+	for n := delivery.SeqNr(2); n <= 6; n++ {
 		h.expectSeq(t, n, false)
 	}
 	h.request(4, 10) // 1-4 confirmed: 5 and 6 are kept
-	h.pc.Tell(Resend[job]{FromSeqNr: 3, Association: h.assoc})
+	h.pc.Tell(delivery.Resend[deliverytest.Job]{FromSeqNr: 3, Association: h.assoc})
 	h.expectSeq(t, 5, true)
 	h.expectSeq(t, 6, false)
 }
@@ -209,8 +190,8 @@ func TestResendOfWhatIsGone(t *testing.T) {
 // Confirm on its first copy of 1: that must not confirm 5, so 6 must not
 // come, nor may the producer controller hear that 5 is confirmed.
 func TestStaleConfirmConfirmsNothing(t *testing.T) {
-	h := newCC(t, ConsumerSettings{FlowControlWindow: 20, ResendIntervalMin: 10 * time.Millisecond, RedeliverAfter: 30 * time.Millisecond})
-	for n := SeqNr(1); n <= 10; n++ {
+	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20, ResendIntervalMin: 10 * time.Millisecond, RedeliverAfter: 30 * time.Millisecond})
+	for n := delivery.SeqNr(1); n <= 10; n++ {
 		h.send(n, n == 1, incA)
 	}
 	h.expectRequest(t, 0, 20, false)
@@ -222,7 +203,7 @@ func TestStaleConfirmConfirmsNothing(t *testing.T) {
 	again := h.expectDelivery(t, 1)
 	again.Confirm()
 	h.expectRequest(t, 1, 20, false) // confirms the first message
-	for n := SeqNr(2); n <= 4; n++ {
+	for n := delivery.SeqNr(2); n <= 4; n++ {
 		h.expectDelivery(t, n).Confirm()
 	}
 	h.expectDelivery(t, 5)
@@ -250,97 +231,60 @@ func TestLateFirstMessageOfReplacedProducer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, _ := holesSystem(t)
-			var opts []ProducerOption[job]
-			q := durable.NewMemory[job]()
+			sys, _ := deliverytest.HolesSystem(t)
+			var opts []delivery.ProducerOption[deliverytest.Job]
+			q := durable.NewMemory[deliverytest.Job]()
 			if tc.durable {
-				opts = append(opts, WithDurableQueue[job](q))
+				opts = append(opts, delivery.WithDurableQueue[deliverytest.Job](q))
 			}
 			pc1 := spawnPCOrFail(t, sys, "pc1", opts...)
-			cc := spawnCCOrFail(t, sys, "cc", ConsumerSettings{FlowControlWindow: 20})
-			link1 := newFaultLink[job](t, sys, "link1", pc1, cc, faults{}, faults{}, 1)
+			cc := spawnCCOrFail(t, sys, "cc", delivery.ConsumerSettings{FlowControlWindow: 20})
+			link1 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link1", pc1, cc, deliverytest.Faults{}, deliverytest.Faults{}, 1)
 			copied := false
-			link1.setGate(func(m any) verdict {
+			link1.SetGate(func(m any) deliverytest.Verdict {
 				if isSeq(m, 1) && !copied {
 					copied = true
-					return holdCopy
+					return deliverytest.HoldCopy
 				}
-				return pass
+				return deliverytest.Pass
 			})
-			col := newCollector(30)
-			spawnConsumer(t, sys, "consumer", cc, consumerSpec{}, col)
-			producer1 := spawnProducer(t, sys, "producer1", pc1, producerSpec{limit: 10})
-			cc.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
-			eventually(t, "jobs 1-10 confirmed", func() bool {
+			col := deliverytest.NewCollector(30)
+			deliverytest.SpawnConsumer(t, sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
+			producer1 := deliverytest.SpawnProducer(t, sys, "producer1", pc1, deliverytest.ProducerSpec{Limit: 10})
+			cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link1.ToPC})
+			deliverytest.Eventually(t, "jobs 1-10 confirmed", func() bool {
 				if !tc.durable {
-					return col.count() >= 10
+					return col.Count() >= 10
 				}
 				// Stored so: pc2 has nothing to send again. (Each look is
 				// a load, a later incarnation; pc2's is later still.)
 				s, err := q.LoadState(context.Background())
 				return err == nil && s.HighestConfirmedSeqNr == 10
 			})
-			w := newWatcher(t, sys)
-			w.watch(pc1)
+			w := deliverytest.NewWatcher(t, sys)
+			w.Watch(pc1)
 			sys.Stop(producer1)
 			sys.Stop(pc1)
-			w.expectStopped(t, pc1.Path())
+			w.ExpectStopped(t, pc1.Path())
 
 			pc2 := spawnPCOrFail(t, sys, "pc2", opts...)
-			link2 := newFaultLink[job](t, sys, "link2", pc2, cc, faults{}, faults{}, 2)
-			after15 := func(m any) bool { s, ok := m.(*SequencedMessage[job]); return ok && s.Message.N > 15 }
-			link2.setGate(holding(after15)) // until the late copy has come
-			spawnProducer(t, sys, "producer2", pc2, producerSpec{bySeqNr: tc.durable, first: 11})
-			cc.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
-			eventually(t, "jobs 11-15 delivered", func() bool { return col.count() >= 15 })
-			if link1.release(func(m any) bool { return isSeq(m, 1) }) != 1 {
+			link2 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link2", pc2, cc, deliverytest.Faults{}, deliverytest.Faults{}, 2)
+			after15 := func(m any) bool {
+				s, ok := m.(*delivery.SequencedMessage[deliverytest.Job])
+				return ok && s.Message.N > 15
+			}
+			link2.SetGate(holding(after15)) // until the late copy has come
+			deliverytest.SpawnProducer(t, sys, "producer2", pc2, deliverytest.ProducerSpec{BySeqNr: tc.durable, First: 11})
+			cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link2.ToPC})
+			deliverytest.Eventually(t, "jobs 11-15 delivered", func() bool { return col.Count() >= 15 })
+			if link1.Release(func(m any) bool { return isSeq(m, 1) }) != 1 {
 				t.Fatal("the copy of pc1's first message was not held")
 			}
-			link2.setGate(nil)
-			link2.release(after15)
-			waitJob(t, col)
+			link2.SetGate(nil)
+			link2.Release(after15)
+			deliverytest.WaitJob(t, col)
 			wantInOrder(t, col, 1, 30)
 		})
-	}
-}
-
-// TestNoPassivationWhileTheConsumerHolds: a sharded entity whose consumer
-// holds a Delivery it has not confirmed is not passivated, however long it
-// is idle; once it confirms, it is. No message comes twice.
-func TestNoPassivationWhileTheConsumerHolds(t *testing.T) {
-	sys, clock := holesSystem(t)
-	var holding atomic.Bool
-	holding.Store(true)
-	col := newCollector(1)
-	passivate := 100 * time.Millisecond
-	region := startRegion(t, sys, regionSpec{consumer: consumerSpec{hold: func(Delivery[job]) bool { return holding.Load() }}, passivate: passivate}, col)
-	sp := spawnSP(t, sys, "sp", region, ShardingSettings{})
-	spawnProducer(t, sys, "producer", nil, producerSpec{limit: 1, connect: shardingConnect(sp), entity: func(job) string { return "e0" }})
-	waitJob(t, col)
-
-	clock.Advance(passivate + time.Millisecond)
-	stays(t, "the entity is alive while its consumer holds job 1", func() bool { return region.Active() == 1 })
-
-	holding.Store(false)
-	clock.Advance(time.Millisecond) // the consumer looks again, and confirms
-	eventually(t, "the entity passivated once job 1 is confirmed", func() bool {
-		clock.Advance(passivate)
-		return region.Active() == 0
-	})
-	clock.Advance(DefaultResendFirstUnconfirmedIdleTimeout + time.Second)
-	stays(t, "job 1 delivered once", func() bool { return col.count() == 1 })
-}
-
-// stays checks that cond holds throughout a short bounded wait: for what
-// must not happen, when nothing signals that it did not.
-func stays(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("no longer true: %s", what)
-		}
-		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
 }
 
@@ -363,49 +307,49 @@ func TestLateRegistrationOfReplacedConsumer(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, clock := holesSystem(t)
+			sys, clock := deliverytest.HolesSystem(t)
 			pc := spawnPCOrFail(t, sys, "pc")
-			cs := ConsumerSettings{FlowControlWindow: 20}
-			spawnProducer(t, sys, "producer", pc, producerSpec{})
+			cs := delivery.ConsumerSettings{FlowControlWindow: 20}
+			deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{})
 
 			cc1 := spawnCCOrFail(t, sys, "cc1", cs)
-			link1 := newFaultLink[job](t, sys, "link1", pc, cc1, faults{}, faults{}, 1)
-			isRegister := func(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
-			link1.setGate(holding(isRegister))
-			col1 := newCollector(60)
-			consumer1 := spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{}, col1)
-			cc1.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
-			eventually(t, "cc1's RegisterConsumer held", func() bool { return link1.heldCount(isRegister) == 1 })
+			link1 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link1", pc, cc1, deliverytest.Faults{}, deliverytest.Faults{}, 1)
+			isRegister := func(m any) bool { _, ok := m.(delivery.RegisterConsumer[deliverytest.Job]); return ok }
+			link1.SetGate(holding(isRegister))
+			col1 := deliverytest.NewCollector(60)
+			consumer1 := deliverytest.SpawnConsumer(t, sys, "consumer1", cc1, deliverytest.ConsumerSpec{}, col1)
+			cc1.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link1.ToPC})
+			deliverytest.Eventually(t, "cc1's RegisterConsumer held", func() bool { return link1.HeldCount(isRegister) == 1 })
 
 			cc2 := spawnCCOrFail(t, sys, "cc2", cs)
-			link2 := newFaultLink[job](t, sys, "link2", pc, cc2, faults{}, faults{}, 2)
-			isMoreDemand := func(m any) bool { r, ok := m.(Request[job]); return ok && r.ConfirmedSeqNr > 0 }
-			link2.setGate(holding(isMoreDemand))
-			col2 := newCollector(60)
-			spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
-			cc2.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
-			eventually(t, "jobs 1-20 delivered to consumer 2", func() bool { return col2.count() >= 20 })
+			link2 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link2", pc, cc2, deliverytest.Faults{}, deliverytest.Faults{}, 2)
+			isMoreDemand := func(m any) bool { r, ok := m.(delivery.Request[deliverytest.Job]); return ok && r.ConfirmedSeqNr > 0 }
+			link2.SetGate(holding(isMoreDemand))
+			col2 := deliverytest.NewCollector(60)
+			deliverytest.SpawnConsumer(t, sys, "consumer2", cc2, deliverytest.ConsumerSpec{}, col2)
+			cc2.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link2.ToPC})
+			deliverytest.Eventually(t, "jobs 1-20 delivered to consumer 2", func() bool { return col2.Count() >= 20 })
 
 			if tc.stopFirst {
-				w := newWatcher(t, sys)
-				w.watch(cc1)
+				w := deliverytest.NewWatcher(t, sys)
+				w.Watch(cc1)
 				sys.Stop(consumer1) // its consumer controller stops with it
-				w.expectStopped(t, cc1.Path())
+				w.ExpectStopped(t, cc1.Path())
 			}
 			// Released from this goroutine, cc1's registration reaches
 			// the producer controller before cc2's Requests.
-			link1.setGate(nil)
-			link1.release(isRegister)
-			link2.setGate(nil)
-			link2.release(isMoreDemand)
+			link1.SetGate(nil)
+			link1.Release(isRegister)
+			link2.SetGate(nil)
+			link2.Release(isMoreDemand)
 			if !tc.stopFirst {
-				clock.Advance(DefaultResendIntervalMin) // cc1 registers again
-				eventually(t, "cc1's second RegisterConsumer passed", func() bool { return link1.toPCStats.passed.Load() >= 1 })
+				clock.Advance(delivery.DefaultResendIntervalMin) // cc1 registers again
+				deliverytest.Eventually(t, "cc1's second RegisterConsumer passed", func() bool { return link1.ToPCStats.Passed.Load() >= 1 })
 			}
-			waitJob(t, col2)
+			deliverytest.WaitJob(t, col2)
 			wantInOrder(t, col2, 1, 60)
-			if n := col1.count(); n != 0 {
-				t.Fatalf("consumer 1, replaced, got %d jobs: %v", n, col1.jobs())
+			if n := col1.Count(); n != 0 {
+				t.Fatalf("consumer 1, replaced, got %d jobs: %v", n, col1.Jobs())
 			}
 		})
 	}
@@ -420,29 +364,29 @@ func TestLateRegistrationOfReplacedConsumer(t *testing.T) {
 // the tells, and failed when a busy consumer controller handled its
 // registration after its successor.)
 func TestRegistrationOrderIsHandlingOrder(t *testing.T) {
-	sys, clock := holesSystem(t)
+	sys, clock := deliverytest.HolesSystem(t)
 	pc := spawnPCOrFail(t, sys, "pc")
-	cs := ConsumerSettings{FlowControlWindow: 20}
+	cs := delivery.ConsumerSettings{FlowControlWindow: 20}
 	cc1 := spawnCCOrFail(t, sys, "cc1", cs)
 	cc2 := spawnCCOrFail(t, sys, "cc2", cs)
-	link1 := newFaultLink[job](t, sys, "link1", pc, cc1, faults{}, faults{}, 1)
-	link2 := newFaultLink[job](t, sys, "link2", pc, cc2, faults{}, faults{}, 2)
-	isRegister := func(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
-	link2.setGate(holding(isRegister))
-	col1, col2 := newCollector(40), newCollector(1)
-	spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{}, col1)
-	spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
-	spawnProducer(t, sys, "producer", pc, producerSpec{})
+	link1 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link1", pc, cc1, deliverytest.Faults{}, deliverytest.Faults{}, 1)
+	link2 := deliverytest.NewFaultLink[deliverytest.Job](t, sys, "link2", pc, cc2, deliverytest.Faults{}, deliverytest.Faults{}, 2)
+	isRegister := func(m any) bool { _, ok := m.(delivery.RegisterConsumer[deliverytest.Job]); return ok }
+	link2.SetGate(holding(isRegister))
+	col1, col2 := deliverytest.NewCollector(40), deliverytest.NewCollector(1)
+	deliverytest.SpawnConsumer(t, sys, "consumer1", cc1, deliverytest.ConsumerSpec{}, col1)
+	deliverytest.SpawnConsumer(t, sys, "consumer2", cc2, deliverytest.ConsumerSpec{}, col2)
+	deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{})
 
-	cc2.Tell(RegisterToProducerController[job]{ProducerController: link2.toPC})
-	eventually(t, "cc2's registration made", func() bool { return link2.heldCount(isRegister) == 1 })
-	cc1.Tell(RegisterToProducerController[job]{ProducerController: link1.toPC})
-	eventually(t, "jobs 1-20 delivered to consumer 1", func() bool { return col1.count() >= 20 })
-	link2.setGate(nil)
-	link2.release(isRegister)               // arrives after cc1's
-	clock.Advance(DefaultResendIntervalMin) // cc2 registers again, with the same number
-	eventually(t, "cc2's second RegisterConsumer passed", func() bool { return link2.toPCStats.passed.Load() >= 1 })
-	stays(t, "consumer 2, registered before consumer 1, gets nothing", func() bool { return col2.count() == 0 })
-	waitJob(t, col1)
+	cc2.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link2.ToPC})
+	deliverytest.Eventually(t, "cc2's registration made", func() bool { return link2.HeldCount(isRegister) == 1 })
+	cc1.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: link1.ToPC})
+	deliverytest.Eventually(t, "jobs 1-20 delivered to consumer 1", func() bool { return col1.Count() >= 20 })
+	link2.SetGate(nil)
+	link2.Release(isRegister)                        // arrives after cc1's
+	clock.Advance(delivery.DefaultResendIntervalMin) // cc2 registers again, with the same number
+	deliverytest.Eventually(t, "cc2's second RegisterConsumer passed", func() bool { return link2.ToPCStats.Passed.Load() >= 1 })
+	deliverytest.Stays(t, "consumer 2, registered before consumer 1, gets nothing", func() bool { return col2.Count() == 0 })
+	deliverytest.WaitJob(t, col1)
 	wantInOrder(t, col1, 1, 40)
 }

@@ -2,9 +2,8 @@ package delivery
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/trellis-go/trellis/runtime"
+	"github.com/trellis-go/trellis/delivery/internal/controller"
 )
 
 // ErrNotLocal is wrapped by the error with which a controller stops when
@@ -16,15 +15,8 @@ import (
 // tell (see runtime.IsLocal), as the reference implementation does.
 var ErrNotLocal = errors.New("delivery: not local to its controller")
 
-// requireLocal returns an error wrapping ErrNotLocal unless ref is local to
-// sys, the system of the controller (named controller) that got ref in the
-// field named field of a Start message, for the role it plays (producer or
-// consumer).
-func requireLocal(sys *runtime.System, ref runtime.AnyRef, field, role, controller string) error {
-	if runtime.IsLocal(sys, ref) {
-		return nil
-	}
-	return fmt.Errorf("%s %s: %w: the %s must be an actor of the %s's own system %q, or a message adapter of one: "+
-		"messages between them are plain tells, reliable only within one system",
-		field, ref.Path(), ErrNotLocal, role, controller, sys.Name())
-}
+// The checks and spawning every controller shares.
+var (
+	requireLocal = controller.RequireLocal
+	isNil        = controller.IsNil
+)

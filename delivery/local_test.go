@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/sharding"
+	"github.com/trellis-go/trellis/delivery/workpulling"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -25,54 +29,54 @@ func TestNotLocal(t *testing.T) {
 		{name: "producer controller, producer of another system", want: "ProducerStart.Producer /user/producer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
 				pc := spawnPC(t, sys)
-				pc.Tell(ProducerStart[job]{Producer: newProbe[RequestNext[job]](t, other, "producer").Ref})
+				pc.Tell(delivery.ProducerStart[deliverytest.Job]{Producer: deliverytest.NewProbe[delivery.RequestNext[deliverytest.Job]](t, other, "producer").Ref})
 				return pc
 			}},
 		{name: "producer controller, ask reply address as producer", want: "ProducerStart.Producer /temp/ask:",
 			start: func(t *testing.T, sys, _ *runtime.System) runtime.AnyRef {
 				pc := spawnPC(t, sys)
-				askInBackground(t, pc, func(r runtime.Ref[RequestNext[job]]) ProducerCommand[job] {
-					return ProducerStart[job]{Producer: r}
+				askInBackground(t, pc, func(r runtime.Ref[delivery.RequestNext[deliverytest.Job]]) delivery.ProducerCommand[deliverytest.Job] {
+					return delivery.ProducerStart[deliverytest.Job]{Producer: r}
 				})
 				return pc
 			}},
 		{name: "consumer controller, consumer of another system", want: "ConsumerStart.DeliverTo /user/consumer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
-				cc, err := SpawnConsumerController[job](sys, "cc", ConsumerSettings{})
+				cc, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc", delivery.ConsumerSettings{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				cc.Tell(ConsumerStart[job]{DeliverTo: newProbe[Delivery[job]](t, other, "consumer").Ref})
+				cc.Tell(delivery.ConsumerStart[deliverytest.Job]{DeliverTo: deliverytest.NewProbe[delivery.Delivery[deliverytest.Job]](t, other, "consumer").Ref})
 				return cc
 			}},
-		{name: "work-pulling producer controller, producer of another system", want: "WorkPullingStart.Producer /user/producer:",
+		{name: "work-pulling producer controller, producer of another system", want: "workpulling.Start.Producer /user/producer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
-				key := runtime.NewServiceKey[ConsumerCommand[job]]("workers")
-				wp := spawnWP(t, sys, "wp", key, WorkPullingSettings{})
-				wp.Tell(WorkPullingStart[job]{Producer: newProbe[WorkPullingRequestNext[job]](t, other, "producer").Ref})
+				key := runtime.NewServiceKey[delivery.ConsumerCommand[deliverytest.Job]]("workers")
+				wp := deliverytest.SpawnWP(t, sys, "wp", key, workpulling.Settings{})
+				wp.Tell(workpulling.Start[deliverytest.Job]{Producer: deliverytest.NewProbe[workpulling.RequestNext[deliverytest.Job]](t, other, "producer").Ref})
 				return wp
 			}},
-		{name: "sharding producer controller, producer of another system", want: "ShardingStart.Producer /user/producer:",
+		{name: "sharding producer controller, producer of another system", want: "sharding.Start.Producer /user/producer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
-				region := startRegion(t, sys, regionSpec{}, newCollectorAll(1))
-				sp := spawnSP(t, sys, "sp", region, ShardingSettings{})
-				sp.Tell(ShardingStart[job]{Producer: newProbe[ShardingRequestNext[job]](t, other, "producer").Ref})
+				region := deliverytest.StartRegion(t, sys, deliverytest.RegionSpec{}, deliverytest.NewCollectorAll(1))
+				sp := deliverytest.SpawnSP(t, sys, "sp", region, sharding.Settings{})
+				sp.Tell(sharding.Start[deliverytest.Job]{Producer: deliverytest.NewProbe[sharding.RequestNext[deliverytest.Job]](t, other, "producer").Ref})
 				return sp
 			}},
 		{name: "sharded entity, consumer of another system", want: "ConsumerStart.DeliverTo /user/consumer:",
 			start: func(t *testing.T, sys, other *runtime.System) runtime.AnyRef {
-				far := newProbe[Delivery[job]](t, other, "consumer")
-				create, err := NewShardingConsumerController(func(_ string, start runtime.Ref[ConsumerStart[job]]) runtime.Behavior[consMsg] {
-					return runtime.Funcs[consMsg]{Signal: func(_ *runtime.Context[consMsg], s runtime.Signal) {
+				far := deliverytest.NewProbe[delivery.Delivery[deliverytest.Job]](t, other, "consumer")
+				create, err := sharding.NewConsumerController(func(_ string, start runtime.Ref[delivery.ConsumerStart[deliverytest.Job]]) runtime.Behavior[deliverytest.ConsMsg] {
+					return runtime.Funcs[deliverytest.ConsMsg]{Signal: func(_ *runtime.Context[deliverytest.ConsMsg], s runtime.Signal) {
 						if _, ok := s.(runtime.Started); ok {
-							start.Tell(ConsumerStart[job]{DeliverTo: far.Ref})
+							start.Tell(delivery.ConsumerStart[deliverytest.Job]{DeliverTo: far.Ref})
 						}
 					}}
-				}, ShardingConsumerSettings{})
+				}, sharding.ConsumerSettings{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				entity, err := runtime.Spawn(sys, "entity", func() runtime.Behavior[ConsumerCommand[job]] { return create("e1") })
+				entity, err := runtime.Spawn(sys, "entity", func() runtime.Behavior[delivery.ConsumerCommand[deliverytest.Job]] { return create("e1") })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -81,15 +85,15 @@ func TestNotLocal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, logs := newSystem(t)
-			other, _ := newSystem(t)
-			w := newWatcher(t, sys)
+			sys, logs := deliverytest.NewSystem(t)
+			other, _ := deliverytest.NewSystem(t)
+			w := deliverytest.NewWatcher(t, sys)
 			stops := tc.start(t, sys, other)
-			w.watch(stops)
-			w.expectStopped(t, stops.Path())
-			err := logs.loggedError(ErrNotLocal)
+			w.Watch(stops)
+			w.ExpectStopped(t, stops.Path())
+			err := logs.LoggedError(delivery.ErrNotLocal)
 			if err == nil {
-				t.Fatalf("no error wrapping ErrNotLocal in the log:\n%s", logs.tail(5))
+				t.Fatalf("no error wrapping ErrNotLocal in the log:\n%s", logs.Tail(5))
 			}
 			for _, want := range []string{tc.want, "must be an actor of the", "or a message adapter of one"} {
 				if !strings.Contains(err.Error(), want) {
@@ -101,9 +105,9 @@ func TestNotLocal(t *testing.T) {
 }
 
 // spawnPC spawns a producer controller named pc, producer id p.
-func spawnPC(t *testing.T, sys *runtime.System) runtime.Ref[ProducerCommand[job]] {
+func spawnPC(t *testing.T, sys *runtime.System) runtime.Ref[delivery.ProducerCommand[deliverytest.Job]] {
 	t.Helper()
-	pc, err := SpawnProducerController[job](sys, "pc", "p", ProducerSettings{})
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc", "p", delivery.ProducerSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 )
 
 // wantJobs fails unless got is exactly 1..n.
@@ -27,57 +30,57 @@ func wantJobs(t testing.TB, got []int, n int) {
 func TestPointToPoint(t *testing.T) {
 	cases := []struct {
 		name     string
-		n        int              // jobs to send
-		ask      bool             // the producer asks and checks the replies
-		consumer ConsumerSettings // the consumer controller's settings
-		producer ProducerSettings // the producer controller's settings
-		pad      int              // bytes of padding per job
+		n        int                       // jobs to send
+		ask      bool                      // the producer asks and checks the replies
+		consumer delivery.ConsumerSettings // the consumer controller's settings
+		producer delivery.ProducerSettings // the producer controller's settings
+		pad      int                       // bytes of padding per job
 	}{
 		{name: "tell", n: 2000},
 		{name: "ask", n: 500, ask: true},
-		{name: "window 2", n: 300, consumer: ConsumerSettings{FlowControlWindow: 2}},
-		{name: "window 3 (odd)", n: 300, consumer: ConsumerSettings{FlowControlWindow: 3}},
-		{name: "only flow control", n: 1000, consumer: ConsumerSettings{OnlyFlowControl: true}},
-		{name: "only flow control, ask", n: 300, ask: true, consumer: ConsumerSettings{OnlyFlowControl: true}},
-		{name: "chunked 7 bytes", n: 200, producer: ProducerSettings{ChunkLargeMessages: 7}, pad: 40},
-		{name: "chunked, ask", n: 100, ask: true, producer: ProducerSettings{ChunkLargeMessages: 5}, pad: 20},
-		{name: "chunked, message fits", n: 200, producer: ProducerSettings{ChunkLargeMessages: 1000}},
-		{name: "chunked 1 byte, window 2", n: 30, producer: ProducerSettings{ChunkLargeMessages: 1}, consumer: ConsumerSettings{FlowControlWindow: 2}},
+		{name: "window 2", n: 300, consumer: delivery.ConsumerSettings{FlowControlWindow: 2}},
+		{name: "window 3 (odd)", n: 300, consumer: delivery.ConsumerSettings{FlowControlWindow: 3}},
+		{name: "only flow control", n: 1000, consumer: delivery.ConsumerSettings{OnlyFlowControl: true}},
+		{name: "only flow control, ask", n: 300, ask: true, consumer: delivery.ConsumerSettings{OnlyFlowControl: true}},
+		{name: "chunked 7 bytes", n: 200, producer: delivery.ProducerSettings{ChunkLargeMessages: 7}, pad: 40},
+		{name: "chunked, ask", n: 100, ask: true, producer: delivery.ProducerSettings{ChunkLargeMessages: 5}, pad: 20},
+		{name: "chunked, message fits", n: 200, producer: delivery.ProducerSettings{ChunkLargeMessages: 1000}},
+		{name: "chunked 1 byte, window 2", n: 30, producer: delivery.ProducerSettings{ChunkLargeMessages: 1}, consumer: delivery.ConsumerSettings{FlowControlWindow: 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sys, _ := newSystem(t)
-			pc, err := SpawnProducerController[job](sys, "pc", "p1", tc.producer)
+			sys, _ := deliverytest.NewSystem(t)
+			pc, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc", "p1", tc.producer)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc, err := SpawnConsumerController[job](sys, "cc", tc.consumer)
+			cc, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc", tc.consumer)
 			if err != nil {
 				t.Fatal(err)
 			}
-			col := newCollector(tc.n)
-			spawnConsumer(t, sys, "consumer", cc, consumerSpec{}, col)
-			replies := make(chan SeqNr, tc.n)
-			spawnProducer(t, sys, "producer", pc, producerSpec{limit: tc.n, ask: tc.ask, replies: replies, pad: strings.Repeat("x", tc.pad)})
-			cc.Tell(RegisterToProducerController[job]{ProducerController: pc})
+			col := deliverytest.NewCollector(tc.n)
+			deliverytest.SpawnConsumer(t, sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
+			replies := make(chan delivery.SeqNr, tc.n)
+			deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{Limit: tc.n, Ask: tc.ask, Replies: replies, Pad: strings.Repeat("x", tc.pad)})
+			cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: pc})
 
-			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 			defer cancel()
-			if err := col.wait(ctx); err != nil {
+			if err := col.Wait(ctx); err != nil {
 				t.Fatal(err)
 			}
-			wantJobs(t, col.jobs(), tc.n)
+			wantJobs(t, col.Jobs(), tc.n)
 			if !tc.ask {
 				return
 			}
-			var seqNrs []SeqNr
+			var seqNrs []delivery.SeqNr
 			for range tc.n {
-				seqNrs = append(seqNrs, recv(t, replies))
+				seqNrs = append(seqNrs, deliverytest.Recv(t, replies))
 			}
 			slices.Sort(seqNrs)
 			if tc.producer.ChunkLargeMessages == 0 {
 				for i, s := range seqNrs {
-					if s != SeqNr(i+1) {
+					if s != delivery.SeqNr(i+1) {
 						t.Fatalf("reply %d is %d, want %d", i, s, i+1)
 					}
 				}
@@ -92,25 +95,25 @@ func TestPointToPoint(t *testing.T) {
 // TestRegisterConsumerFromProducerSide connects the controllers the other
 // way round: RegisterConsumer to the producer controller.
 func TestRegisterConsumerFromProducerSide(t *testing.T) {
-	sys, _ := newSystem(t)
-	pc, err := SpawnProducerController[job](sys, "pc", "p1", ProducerSettings{})
+	sys, _ := deliverytest.NewSystem(t)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc", "p1", delivery.ProducerSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := SpawnConsumerController[job](sys, "cc", ConsumerSettings{})
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc", delivery.ConsumerSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := newCollector(100)
-	spawnConsumer(t, sys, "consumer", cc, consumerSpec{}, col)
-	pc.Tell(RegisterConsumer[job]{ConsumerController: cc})
-	spawnProducer(t, sys, "producer", pc, producerSpec{limit: 100})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	col := deliverytest.NewCollector(100)
+	deliverytest.SpawnConsumer(t, sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
+	pc.Tell(delivery.RegisterConsumer[deliverytest.Job]{ConsumerController: cc})
+	deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{Limit: 100})
+	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 	defer cancel()
-	if err := col.wait(ctx); err != nil {
+	if err := col.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantJobs(t, col.jobs(), 100)
+	wantJobs(t, col.Jobs(), 100)
 }
 
 // TestConsumerReplaced: the consumer (and with it its controller) stops
@@ -119,43 +122,43 @@ func TestRegisterConsumerFromProducerSide(t *testing.T) {
 // nothing is lost.
 func TestConsumerReplaced(t *testing.T) {
 	const n = 500
-	sys, _ := newSystem(t)
-	pc, err := SpawnProducerController[job](sys, "pc", "p1", ProducerSettings{})
+	sys, _ := deliverytest.NewSystem(t)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](sys, "pc", "p1", delivery.ProducerSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWatcher(t, sys)
-	cc1, err := SpawnConsumerController[job](sys, "cc1", ConsumerSettings{FlowControlWindow: 20})
+	w := deliverytest.NewWatcher(t, sys)
+	cc1, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc1", delivery.ConsumerSettings{FlowControlWindow: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.watch(cc1)
-	col1 := newCollector(n)
+	w.Watch(cc1)
+	col1 := deliverytest.NewCollector(n)
 	// Slow, so that it is stopped mid-stream.
 	slow := func() time.Duration { return 200 * time.Microsecond }
-	consumer1 := spawnConsumer(t, sys, "consumer1", cc1, consumerSpec{delay: slow}, col1)
-	spawnProducer(t, sys, "producer", pc, producerSpec{limit: n})
-	cc1.Tell(RegisterToProducerController[job]{ProducerController: pc})
-	eventually(t, "a third delivered to the first consumer", func() bool { return col1.count() >= n/3 })
+	consumer1 := deliverytest.SpawnConsumer(t, sys, "consumer1", cc1, deliverytest.ConsumerSpec{Delay: slow}, col1)
+	deliverytest.SpawnProducer(t, sys, "producer", pc, deliverytest.ProducerSpec{Limit: n})
+	cc1.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: pc})
+	deliverytest.Eventually(t, "a third delivered to the first consumer", func() bool { return col1.Count() >= n/3 })
 	sys.Stop(consumer1)
-	w.expectStopped(t, "/user/cc1") // the controller stops with its consumer
-	if c := col1.count(); c >= n {
+	w.ExpectStopped(t, "/user/cc1") // the controller stops with its consumer
+	if c := col1.Count(); c >= n {
 		t.Fatalf("the first consumer had all %d jobs before it stopped: nothing tested", c)
 	}
 
-	cc2, err := SpawnConsumerController[job](sys, "cc2", ConsumerSettings{FlowControlWindow: 20})
+	cc2, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc2", delivery.ConsumerSettings{FlowControlWindow: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	col2 := newCollector(n)
-	spawnConsumer(t, sys, "consumer2", cc2, consumerSpec{}, col2)
-	cc2.Tell(RegisterToProducerController[job]{ProducerController: pc})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	col2 := deliverytest.NewCollector(n)
+	deliverytest.SpawnConsumer(t, sys, "consumer2", cc2, deliverytest.ConsumerSpec{}, col2)
+	cc2.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: pc})
+	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 	defer cancel()
-	if err := col2.wait(ctx); err != nil {
+	if err := col2.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first, second := col1.jobs(), col2.jobs()
+	first, second := col1.Jobs(), col2.Jobs()
 	last := first[len(first)-1]
 	if second[0] > last+1 {
 		t.Fatalf("the second consumer starts at job %d, after the first's last %d: jobs lost", second[0], last)
@@ -176,32 +179,32 @@ func TestProducerReplaced(t *testing.T) {
 	for _, connect := range []string{"RegisterToProducerController", "RegisterConsumer"} {
 		t.Run(connect, func(t *testing.T) {
 			const n = 200
-			sys, _ := newSystem(t)
-			cc, err := SpawnConsumerController[job](sys, "cc", ConsumerSettings{FlowControlWindow: 20})
+			sys, _ := deliverytest.NewSystem(t)
+			cc, err := delivery.SpawnConsumerController[deliverytest.Job](sys, "cc", delivery.ConsumerSettings{FlowControlWindow: 20})
 			if err != nil {
 				t.Fatal(err)
 			}
-			col := newCollector(0)
-			spawnConsumer(t, sys, "consumer", cc, consumerSpec{}, col)
-			w := newWatcher(t, sys)
+			col := deliverytest.NewCollector(0)
+			deliverytest.SpawnConsumer(t, sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
+			w := deliverytest.NewWatcher(t, sys)
 			for round := 1; round <= 2; round++ {
-				pc, err := SpawnProducerController[job](sys, fmt.Sprintf("pc%d", round), "p", ProducerSettings{})
+				pc, err := delivery.SpawnProducerController[deliverytest.Job](sys, fmt.Sprintf("pc%d", round), "p", delivery.ProducerSettings{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				w.watch(pc)
-				producer := spawnProducer(t, sys, fmt.Sprintf("producer%d", round), pc, producerSpec{limit: n})
+				w.Watch(pc)
+				producer := deliverytest.SpawnProducer(t, sys, fmt.Sprintf("producer%d", round), pc, deliverytest.ProducerSpec{Limit: n})
 				if connect == "RegisterConsumer" {
-					pc.Tell(RegisterConsumer[job]{ConsumerController: cc})
+					pc.Tell(delivery.RegisterConsumer[deliverytest.Job]{ConsumerController: cc})
 				} else {
-					cc.Tell(RegisterToProducerController[job]{ProducerController: pc})
+					cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: pc})
 				}
-				eventually(t, "the round's jobs delivered", func() bool { return col.count() == round*n })
+				deliverytest.Eventually(t, "the round's jobs delivered", func() bool { return col.Count() == round*n })
 				sys.Stop(producer)
 				sys.Stop(pc)
-				w.expectStopped(t, fmt.Sprintf("/user/pc%d", round))
+				w.ExpectStopped(t, fmt.Sprintf("/user/pc%d", round))
 			}
-			got := col.jobs()
+			got := col.Jobs()
 			wantJobs(t, got[:n], n)
 			wantJobs(t, got[n:], n)
 		})

@@ -13,6 +13,9 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
+	"github.com/trellis-go/trellis/delivery/internal/slab"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -68,7 +71,7 @@ type producer[A any] struct {
 	generation  uint64 // see SequencedMessage.Generation
 	sendNext    runtime.Ref[A]
 	askNext     runtime.Ref[MessageWithConfirmation[A]]
-	outgoings   slab[outgoing[A]] // what sendNext and askNext make
+	outgoings   slab.Slab[outgoing[A]] // what sendNext and askNext make
 
 	producer runtime.Ref[RequestNext[A]]
 	consumer runtime.Ref[ConsumerCommand[A]]
@@ -87,14 +90,14 @@ type producer[A any] struct {
 	supportResend  bool
 	resendFirstOn  bool
 
-	unconfirmed ring[*SequencedMessage[A]] // sent, kept for resending
-	replies     ring[pendingReply]         // asks waiting for a confirmation
-	pending     []*SequencedMessage[A]     // the current message's chunks, sent from pendingAt on
+	unconfirmed ring.Ring[*SequencedMessage[A]] // sent, kept for resending
+	replies     ring.Ring[pendingReply]         // asks waiting for a confirmation
+	pending     []*SequencedMessage[A]          // the current message's chunks, sent from pendingAt on
 	pendingAt   int
 	replyTo     runtime.Ref[SeqNr] // the current message's ask
 
-	dq   *durableCalls[A, ProducerCommand[A]] // nil without a durable queue
-	pipe storePipe[A]                         // with a durable queue: stored or being stored, not yet sent
+	dq   *durablecalls.Calls[A, ProducerCommand[A]] // nil without a durable queue
+	pipe storePipe[A]                               // with a durable queue: stored or being stored, not yet sent
 }
 
 func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
@@ -143,7 +146,7 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 		}
 	case runtime.Stopped, runtime.Restarting:
 		if p.dq != nil {
-			p.dq.stop()
+			p.dq.Stop()
 		}
 	}
 }
@@ -151,12 +154,12 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
 	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
 	p.sendNext = runtime.DirectAdapter(ctx, func(m A) ProducerCommand[A] {
-		o := p.outgoings.get()
+		o := p.outgoings.Get()
 		o.sm.Message = m
 		return o
 	})
 	p.askNext = runtime.DirectAdapter(ctx, func(m MessageWithConfirmation[A]) ProducerCommand[A] {
-		o := p.outgoings.get()
+		o := p.outgoings.Get()
 		o.sm.Message, o.replyTo = m.Message, m.ReplyTo
 		return o
 	})
@@ -190,8 +193,8 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 		p.onStart(m)
 	case RegisterConsumer[A]:
 		p.onRegisterConsumer(m)
-	case durableMsg[A]:
-		p.onDurable(m)
+	case durableResult[A]:
+		p.onDurable(m.Msg)
 	}
 }
 
@@ -277,7 +280,7 @@ func (p *producer[A]) maybeActivate() {
 // consumer controller gets a message with nothing more from anyone.
 func (p *producer[A]) associate() {
 	p.association++
-	if p.unconfirmed.len() == 0 {
+	if p.unconfirmed.Len() == 0 {
 		p.firstSeqNr, p.requestedSeqNr = p.currentSeqNr, p.currentSeqNr
 		p.sendPending()
 		return
@@ -408,13 +411,13 @@ func (p *producer[A]) sent(m *SequencedMessage[A], replyTo runtime.Ref[SeqNr]) {
 	m.First, m.Association = m.SeqNr == p.firstSeqNr, p.association
 	p.currentSeqNr++
 	if p.supportResend {
-		p.unconfirmed.push(m)
+		p.unconfirmed.Push(m)
 	}
 	if replyTo != nil {
 		if p.dq != nil {
 			replyTo.Tell(m.SeqNr) // stored: that is all a durable ask waits for
 		} else {
-			p.replies.push(pendingReply{seqNr: m.SeqNr, replyTo: replyTo})
+			p.replies.Push(pendingReply{seqNr: m.SeqNr, replyTo: replyTo})
 		}
 	}
 	if m.SeqNr == p.firstSeqNr {
@@ -429,7 +432,7 @@ func (p *producer[A]) onRequest(r Request[A]) {
 	p.onAck(r.ConfirmedSeqNr)
 	p.supportResend = r.SupportResend
 	if !r.SupportResend {
-		p.unconfirmed.clear()
+		p.unconfirmed.Clear()
 		p.stopResendFirst()
 	} else if r.ViaTimeout {
 		// The consumer controller heard nothing for a while: the last
@@ -463,11 +466,11 @@ func (p *producer[A]) onAck(c SeqNr) {
 		return
 	}
 	p.confirmedSeqNr = c
-	for p.unconfirmed.len() > 0 && p.unconfirmed.at(0).SeqNr <= c {
-		p.unconfirmed.pop()
+	for p.unconfirmed.Len() > 0 && p.unconfirmed.At(0).SeqNr <= c {
+		p.unconfirmed.Pop()
 	}
-	for p.replies.len() > 0 && p.replies.at(0).seqNr <= c {
-		r := p.replies.pop()
+	for p.replies.Len() > 0 && p.replies.At(0).seqNr <= c {
+		r := p.replies.Pop()
 		r.replyTo.Tell(r.seqNr)
 	}
 	if p.resendFirstOn && c >= p.firstSeqNr {

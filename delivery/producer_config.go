@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -62,7 +63,7 @@ func SpawnProducerController[A any](on runtime.Spawner, name, producerID string,
 	if err != nil {
 		return nil, err
 	}
-	return spawnController(on, name, fmt.Sprintf("producer controller %q", producerID), factory)
+	return controller.Spawn(on, name, fmt.Sprintf("producer controller %q", producerID), factory)
 }
 
 func newProducerConfig[A any](producerID string, settings ProducerSettings, opts []ProducerOption[A]) (*producerConfig[A], error) {

@@ -8,15 +8,23 @@ package delivery
 
 import (
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
+
+// durableResult is the outcome of a durable queue call, its deadline or its
+// backoff, as a command of the producer controller.
+type durableResult[A any] struct{ durablecalls.Msg[A] }
+
+func (durableResult[A]) producerCommand(A) {}
 
 // storePipe holds the messages handed to the durable queue and not yet
 // sent, in sequence order: stores are pipelined, so the producer is given
 // its next RequestNext while earlier messages are being stored, and each
 // message goes out once it (and every one before it) is stored.
 type storePipe[A any] struct {
-	msgs   ring[pipedMsg[A]]
+	msgs   ring.Ring[pipedMsg[A]]
 	stored int // how many at the front of msgs are stored
 }
 
@@ -29,7 +37,7 @@ type pipedMsg[A any] struct {
 
 // nextSeqNr is the sequence number of the next message to store (or, without
 // a durable queue, to send).
-func (p *producer[A]) nextSeqNr() SeqNr { return p.currentSeqNr + SeqNr(p.pipe.msgs.len()) }
+func (p *producer[A]) nextSeqNr() SeqNr { return p.currentSeqNr + SeqNr(p.pipe.msgs.Len()) }
 
 // storeLimit is the highest sequence number the controller takes from its
 // producer: the consumer controller's demand, and with a durable queue so
@@ -46,7 +54,7 @@ func (p *producer[A]) storeLimit() SeqNr {
 // limit; and asks for the next message.
 func (p *producer[A]) storePending() {
 	for p.pipe.stored > 0 && p.currentSeqNr <= p.requestedSeqNr {
-		pm := p.pipe.msgs.pop()
+		pm := p.pipe.msgs.Pop()
 		p.pipe.stored--
 		p.sent(pm.m, pm.replyTo)
 		p.send(pm.m)
@@ -55,44 +63,44 @@ func (p *producer[A]) storePending() {
 		seqNr := p.nextSeqNr()
 		m, replyTo := p.takePending()
 		p.stamp(m, seqNr)
-		p.pipe.msgs.push(pipedMsg[A]{m: m, replyTo: replyTo})
+		p.pipe.msgs.Push(pipedMsg[A]{m: m, replyTo: replyTo})
 		p.storeSent(m)
 	}
 	p.requestNext()
 }
 
 func (p *producer[A]) startDurable() {
-	p.dq = startDurableCalls(p.ctx, p.cfg.queue, p.cfg.id, p.cfg.settings, p.log,
-		func(m durableMsg[A]) ProducerCommand[A] { return m })
-	p.dq.loadState()
+	p.dq = durablecalls.Start(p.ctx, p.cfg.queue, p.cfg.id, p.cfg.settings.durable(), p.log,
+		func(m durablecalls.Msg[A]) ProducerCommand[A] { return durableResult[A]{m} })
+	p.dq.LoadState()
 }
 
 func (p *producer[A]) storeSent(m *SequencedMessage[A]) {
-	p.dq.storeSent(durable.MessageSent[A]{
+	p.dq.StoreSent(durable.MessageSent[A]{
 		SeqNr:     m.SeqNr,
 		Message:   m.Message,
 		Chunk:     m.Chunk,
 		Ack:       m.Ack,
 		Qualifier: durable.NoQualifier,
-		Timestamp: p.dq.now(),
+		Timestamp: p.dq.Now(),
 	})
 }
 
 // storeConfirmed stores confirmation c, behind the flow of messages.
-func (p *producer[A]) storeConfirmed(c SeqNr) { p.dq.storeConfirmed(c, durable.NoQualifier) }
+func (p *producer[A]) storeConfirmed(c SeqNr) { p.dq.StoreConfirmed(c, durable.NoQualifier) }
 
 // onDurable handles the outcome of a call, its deadline and its backoff.
-func (p *producer[A]) onDurable(m durableMsg[A]) {
+func (p *producer[A]) onDurable(m durablecalls.Msg[A]) {
 	if p.dq == nil {
 		return
 	}
-	switch out := p.dq.handle(m); {
-	case out.err != nil:
-		p.fail(out.err)
-	case out.loaded != nil:
-		p.onLoaded(*out.loaded)
-	case out.stored > 0:
-		p.pipe.stored += out.stored
+	switch out := p.dq.Handle(m); {
+	case out.Err != nil:
+		p.fail(out.Err)
+	case out.Loaded != nil:
+		p.onLoaded(*out.Loaded)
+	case out.Stored > 0:
+		p.pipe.stored += out.Stored
 		p.storePending()
 	}
 }
@@ -105,7 +113,7 @@ func (p *producer[A]) onLoaded(s durable.State[A]) {
 	p.generation = s.Incarnation
 	p.confirmedSeqNr = s.HighestConfirmedSeqNr
 	for _, u := range s.Unconfirmed {
-		p.unconfirmed.push(&SequencedMessage[A]{
+		p.unconfirmed.Push(&SequencedMessage[A]{
 			ProducerID:         p.cfg.id,
 			SeqNr:              u.SeqNr,
 			Message:            u.Message,
@@ -117,9 +125,9 @@ func (p *producer[A]) onLoaded(s durable.State[A]) {
 		})
 	}
 	p.loaded = true
-	if n := p.unconfirmed.len(); n > 0 {
+	if n := p.unconfirmed.Len(); n > 0 {
 		p.log.Info("durable queue loaded", "currentSeqNr", p.currentSeqNr, "unconfirmed", n,
-			"from", p.unconfirmed.at(0).SeqNr)
+			"from", p.unconfirmed.At(0).SeqNr)
 	}
 	p.maybeActivate()
 }

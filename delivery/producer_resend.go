@@ -17,7 +17,7 @@ func (p *producer[A]) onResend(r Resend[A]) {
 		return
 	}
 	from := r.FromSeqNr
-	if p.unconfirmed.len() == 0 || from < p.unconfirmed.at(0).SeqNr {
+	if p.unconfirmed.Len() == 0 || from < p.unconfirmed.At(0).SeqNr {
 		from = 0
 	}
 	if from == 0 {
@@ -40,8 +40,8 @@ func (p *producer[A]) wake() {
 	if !p.active || !p.supportResend {
 		return
 	}
-	for i := range p.unconfirmed.len() {
-		m := p.unconfirmed.at(i)
+	for i := range p.unconfirmed.Len() {
+		m := p.unconfirmed.At(i)
 		if m.First {
 			c := *m // shared with the consumer side: copy, never modify
 			c.First = false
@@ -53,8 +53,8 @@ func (p *producer[A]) wake() {
 
 // resend sends again the unconfirmed messages from seqNr from on.
 func (p *producer[A]) resend(from SeqNr) {
-	for i := range p.unconfirmed.len() {
-		if m := p.unconfirmed.at(i); m.SeqNr >= from {
+	for i := range p.unconfirmed.Len() {
+		if m := p.unconfirmed.At(i); m.SeqNr >= from {
 			p.send(m)
 		}
 	}
@@ -64,17 +64,17 @@ func (p *producer[A]) resend(from SeqNr) {
 // or at the next message when nothing is unconfirmed. The head is marked
 // before anything is resent, so one round trip suffices.
 func (p *producer[A]) markHeadFirst() {
-	if p.unconfirmed.len() == 0 {
+	if p.unconfirmed.Len() == 0 {
 		p.firstSeqNr = p.currentSeqNr
 		return
 	}
-	head := p.unconfirmed.at(0)
+	head := p.unconfirmed.At(0)
 	if !head.First || head.Association != p.association {
 		// Sent messages are shared with the consumer side: copy, never modify.
 		c := *head
 		c.First, c.Association = true, p.association
 		head = &c
-		p.unconfirmed.set(0, head)
+		p.unconfirmed.Set(0, head)
 	}
 	p.firstSeqNr = head.SeqNr
 	p.startResendFirst()
@@ -98,8 +98,8 @@ func (p *producer[A]) stopResendFirst() {
 // is confirmed: until then the consumer controller may not know this
 // producer controller.
 func (p *producer[A]) onResendFirst() {
-	if p.unconfirmed.len() > 0 && p.unconfirmed.at(0).SeqNr == p.firstSeqNr {
-		p.send(p.unconfirmed.at(0))
+	if p.unconfirmed.Len() > 0 && p.unconfirmed.At(0).SeqNr == p.firstSeqNr {
+		p.send(p.unconfirmed.At(0))
 		return
 	}
 	p.stopResendFirst()

@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -17,39 +19,39 @@ import (
 type pcHarness struct {
 	sys      *runtime.System
 	clock    *clockwork.FakeClock
-	pc       runtime.Ref[ProducerCommand[job]]
-	producer *probe[RequestNext[job]]
-	cc       *probe[ConsumerCommand[job]]
-	logs     *logBuffer
-	watcher  *watcher
+	pc       runtime.Ref[delivery.ProducerCommand[deliverytest.Job]]
+	producer *deliverytest.Probe[delivery.RequestNext[deliverytest.Job]]
+	cc       *deliverytest.Probe[delivery.ConsumerCommand[deliverytest.Job]]
+	logs     *deliverytest.LogBuffer
+	watcher  *deliverytest.Watcher
 	// assoc is the association of the last message marked first that
 	// expectSeq saw: the probe answers in it, as a consumer controller does.
 	assoc uint64
 }
 
-func newPC(t *testing.T, s ProducerSettings, opts ...ProducerOption[job]) *pcHarness {
+func newPC(t *testing.T, s delivery.ProducerSettings, opts ...delivery.ProducerOption[deliverytest.Job]) *pcHarness {
 	t.Helper()
 	h := &pcHarness{clock: clockwork.NewFakeClock()}
-	h.sys, h.logs = newSystem(t, runtime.WithClock(h.clock))
+	h.sys, h.logs = deliverytest.NewSystem(t, runtime.WithClock(h.clock))
 	var err error
-	h.pc, err = SpawnProducerController[job](h.sys, "pc", "p", s, opts...)
+	h.pc, err = delivery.SpawnProducerController[deliverytest.Job](h.sys, "pc", "p", s, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.watcher = newWatcher(t, h.sys)
-	h.watcher.watch(h.pc)
-	h.producer = newProbe[RequestNext[job]](t, h.sys, "producer")
-	h.cc = newProbe[ConsumerCommand[job]](t, h.sys, "cc")
+	h.watcher = deliverytest.NewWatcher(t, h.sys)
+	h.watcher.Watch(h.pc)
+	h.producer = deliverytest.NewProbe[delivery.RequestNext[deliverytest.Job]](t, h.sys, "producer")
+	h.cc = deliverytest.NewProbe[delivery.ConsumerCommand[deliverytest.Job]](t, h.sys, "cc")
 	return h
 }
 
 // start connects producer and consumer controller probes.
 func (h *pcHarness) start() {
-	h.pc.Tell(ProducerStart[job]{Producer: h.producer.Ref})
-	h.pc.Tell(RegisterConsumer[job]{ConsumerController: h.cc.Ref})
+	h.pc.Tell(delivery.ProducerStart[deliverytest.Job]{Producer: h.producer.Ref})
+	h.pc.Tell(delivery.RegisterConsumer[deliverytest.Job]{ConsumerController: h.cc.Ref})
 }
 
-func (h *pcHarness) expectRequestNext(t *testing.T, current, confirmed SeqNr) RequestNext[job] {
+func (h *pcHarness) expectRequestNext(t *testing.T, current, confirmed delivery.SeqNr) delivery.RequestNext[deliverytest.Job] {
 	t.Helper()
 	r := h.producer.Expect(t)
 	if r.CurrentSeqNr != current || r.ConfirmedSeqNr != confirmed || r.ProducerID != "p" {
@@ -60,9 +62,9 @@ func (h *pcHarness) expectRequestNext(t *testing.T, current, confirmed SeqNr) Re
 
 // expectSeq takes the consumer controller's next message, which must be
 // message n (job n), first or not as said.
-func (h *pcHarness) expectSeq(t *testing.T, n SeqNr, first bool) *SequencedMessage[job] {
+func (h *pcHarness) expectSeq(t *testing.T, n delivery.SeqNr, first bool) *delivery.SequencedMessage[deliverytest.Job] {
 	t.Helper()
-	m, ok := h.cc.Expect(t).(*SequencedMessage[job])
+	m, ok := h.cc.Expect(t).(*delivery.SequencedMessage[deliverytest.Job])
 	if !ok {
 		t.Fatalf("consumer controller got %T, want a SequencedMessage", m)
 	}
@@ -79,10 +81,10 @@ func (h *pcHarness) expectSeq(t *testing.T, n SeqNr, first bool) *SequencedMessa
 }
 
 // sendJobs sends jobs from..to, each on the RequestNext before it.
-func (h *pcHarness) sendJobs(t *testing.T, r RequestNext[job], from, to SeqNr, confirmed SeqNr) RequestNext[job] {
+func (h *pcHarness) sendJobs(t *testing.T, r delivery.RequestNext[deliverytest.Job], from, to delivery.SeqNr, confirmed delivery.SeqNr) delivery.RequestNext[deliverytest.Job] {
 	t.Helper()
 	for n := from; n <= to; n++ {
-		r.SendNextTo.Tell(job{N: int(n)})
+		r.SendNextTo.Tell(deliverytest.Job{N: int(n)})
 		if n < to {
 			r = h.expectRequestNext(t, n+1, confirmed)
 		}
@@ -90,17 +92,17 @@ func (h *pcHarness) sendJobs(t *testing.T, r RequestNext[job], from, to SeqNr, c
 	return r
 }
 
-func (h *pcHarness) request(confirmed, upTo SeqNr) {
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, Association: h.assoc})
+func (h *pcHarness) request(confirmed, upTo delivery.SeqNr) {
+	h.pc.Tell(delivery.Request[deliverytest.Job]{ConfirmedSeqNr: confirmed, RequestUpToSeqNr: upTo, SupportResend: true, Association: h.assoc})
 }
 
 // TestProducerFirstMessageWithoutDemand: message 1 goes out before any
 // Request; the next RequestNext waits for one.
 func TestProducerFirstMessageWithoutDemand(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	h.producer.ExpectNone(t, 20*time.Millisecond)
 	h.request(0, 3)
@@ -119,9 +121,9 @@ func TestProducerFirstMessageWithoutDemand(t *testing.T) {
 func TestProducerWaitsForEverything(t *testing.T) {
 	for _, order := range []string{"producer first", "consumer first"} {
 		t.Run(order, func(t *testing.T) {
-			h := newPC(t, ProducerSettings{})
-			start := ProducerCommand[job](ProducerStart[job]{Producer: h.producer.Ref})
-			register := ProducerCommand[job](RegisterConsumer[job]{ConsumerController: h.cc.Ref})
+			h := newPC(t, delivery.ProducerSettings{})
+			start := delivery.ProducerCommand[deliverytest.Job](delivery.ProducerStart[deliverytest.Job]{Producer: h.producer.Ref})
+			register := delivery.ProducerCommand[deliverytest.Job](delivery.RegisterConsumer[deliverytest.Job]{ConsumerController: h.cc.Ref})
 			if order == "consumer first" {
 				start, register = register, start
 			}
@@ -136,35 +138,35 @@ func TestProducerWaitsForEverything(t *testing.T) {
 // TestProducerWithoutDemandFails: a producer that sends twice on one
 // RequestNext breaks the protocol, and the controller stops saying so.
 func TestProducerWithoutDemandFails(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
-	r.SendNextTo.Tell(job{N: 2})
-	h.watcher.expectStopped(t, "/user/pc")
-	if !h.logs.contains("without demand") {
-		t.Fatalf("no protocol error in the log:\n%s", h.logs.tail(5))
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 2})
+	h.watcher.ExpectStopped(t, "/user/pc")
+	if !h.logs.Contains("without demand") {
+		t.Fatalf("no protocol error in the log:\n%s", h.logs.Tail(5))
 	}
 }
 
 // TestProducerResend: Resend(n) sends the unconfirmed from n on again;
 // Resend(0) marks the head first before it resends.
 func TestProducerResend(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	h.request(1, 10) // confirms 1
 	r = h.expectRequestNext(t, 2, 1)
 	h.sendJobs(t, r, 2, 5, 1)
-	for n := SeqNr(2); n <= 5; n++ {
+	for n := delivery.SeqNr(2); n <= 5; n++ {
 		h.expectSeq(t, n, false)
 	}
-	h.pc.Tell(Resend[job]{FromSeqNr: 4, Association: h.assoc})
+	h.pc.Tell(delivery.Resend[deliverytest.Job]{FromSeqNr: 4, Association: h.assoc})
 	h.expectSeq(t, 4, false)
 	h.expectSeq(t, 5, false)
-	h.pc.Tell(Resend[job]{FromSeqNr: 0, Association: h.assoc})
+	h.pc.Tell(delivery.Resend[deliverytest.Job]{FromSeqNr: 0, Association: h.assoc})
 	h.expectSeq(t, 2, true) // marked first, in the same round trip
 	h.expectSeq(t, 3, false)
 	h.expectSeq(t, 4, false)
@@ -175,10 +177,10 @@ func TestProducerResend(t *testing.T) {
 // TestProducerResendFirst: the first message is sent again every
 // ResendFirstInterval until it is confirmed.
 func TestProducerResendFirst(t *testing.T) {
-	h := newPC(t, ProducerSettings{ResendFirstInterval: time.Second})
+	h := newPC(t, delivery.ProducerSettings{ResendFirstInterval: time.Second})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	for range 3 {
 		h.advance(t, time.Second)
@@ -186,14 +188,14 @@ func TestProducerResendFirst(t *testing.T) {
 	}
 	h.request(1, 10)
 	h.expectRequestNext(t, 2, 1)
-	eventually(t, "the resend-first timer is cancelled", func() bool { return !timersPending(h.clock, 1) })
+	deliverytest.Eventually(t, "the resend-first timer is cancelled", func() bool { return !timersPending(h.clock, 1) })
 	h.cc.ExpectNone(t, 20*time.Millisecond)
 }
 
 // advance moves the fake clock by d once a timer is pending.
 func (h *pcHarness) advance(t *testing.T, d time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 	defer cancel()
 	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
 		t.Fatalf("no timer pending: %v", err)
@@ -211,29 +213,29 @@ func timersPending(fc *clockwork.FakeClock, n int) bool {
 // TestProducerAsk: an ask is answered with the message's sequence number
 // once the consumer controller confirms it, by Request or by Ack.
 func TestProducerAsk(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
-	replies := newProbe[SeqNr](t, h.sys, "replies")
+	h := newPC(t, delivery.ProducerSettings{})
+	replies := deliverytest.NewProbe[delivery.SeqNr](t, h.sys, "replies")
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref})
+	r.AskNextTo.Tell(delivery.MessageWithConfirmation[deliverytest.Job]{Message: deliverytest.Job{N: 1}, ReplyTo: replies.Ref})
 	if m := h.expectSeq(t, 1, true); !m.Ack {
 		t.Fatal("an asked message without Ack")
 	}
 	h.request(0, 10)
 	r = h.expectRequestNext(t, 2, 0)
-	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 2}, ReplyTo: replies.Ref})
+	r.AskNextTo.Tell(delivery.MessageWithConfirmation[deliverytest.Job]{Message: deliverytest.Job{N: 2}, ReplyTo: replies.Ref})
 	h.expectSeq(t, 2, false)
 	r = h.expectRequestNext(t, 3, 0)
-	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 3}, ReplyTo: replies.Ref})
+	r.AskNextTo.Tell(delivery.MessageWithConfirmation[deliverytest.Job]{Message: deliverytest.Job{N: 3}, ReplyTo: replies.Ref})
 	h.expectSeq(t, 3, false)
 	replies.ExpectNone(t, 20*time.Millisecond)
 	h.request(2, 10)
-	for _, want := range []SeqNr{1, 2} {
+	for _, want := range []delivery.SeqNr{1, 2} {
 		if got := replies.Expect(t); got != want {
 			t.Fatalf("reply %d, want %d", got, want)
 		}
 	}
-	h.pc.Tell(Ack[job]{ConfirmedSeqNr: 3, Association: h.assoc})
+	h.pc.Tell(delivery.Ack[deliverytest.Job]{ConfirmedSeqNr: 3, Association: h.assoc})
 	if got := replies.Expect(t); got != 3 {
 		t.Fatalf("reply %d, want 3", got)
 	}
@@ -242,25 +244,25 @@ func TestProducerAsk(t *testing.T) {
 // TestProducerNewConsumer: RegisterConsumer with another consumer
 // controller sends it the unconfirmed messages, the head marked first.
 func TestProducerNewConsumer(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	h.request(2, 10) // confirms 2, which was never sent: a stale or bogus confirmation, ignored
 	r = h.expectRequestNext(t, 2, 0)
-	r.SendNextTo.Tell(job{N: 2})
+	r.SendNextTo.Tell(deliverytest.Job{N: 2})
 	h.expectSeq(t, 2, false)
 	r = h.expectRequestNext(t, 3, 0)
 	h.request(1, 10)
 	h.sendJobs(t, r, 3, 4, 1)
-	for n := SeqNr(3); n <= 4; n++ {
+	for n := delivery.SeqNr(3); n <= 4; n++ {
 		h.expectSeq(t, n, false)
 	}
 	h.expectRequestNext(t, 5, 1)
 	h.request(2, 10)
-	cc2 := newProbe[ConsumerCommand[job]](t, h.sys, "cc2")
-	h.pc.Tell(RegisterConsumer[job]{ConsumerController: cc2.Ref})
+	cc2 := deliverytest.NewProbe[delivery.ConsumerCommand[deliverytest.Job]](t, h.sys, "cc2")
+	h.pc.Tell(delivery.RegisterConsumer[deliverytest.Job]{ConsumerController: cc2.Ref})
 	h.cc = cc2
 	h.expectSeq(t, 3, true)
 	h.expectSeq(t, 4, false)
@@ -270,17 +272,17 @@ func TestProducerNewConsumer(t *testing.T) {
 // TestProducerRequestViaTimeout: a Request after the consumer controller
 // heard nothing for a while brings the unconfirmed messages again.
 func TestProducerRequestViaTimeout(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 	h.request(1, 3)
 	r = h.expectRequestNext(t, 2, 1)
 	h.sendJobs(t, r, 2, 3, 1)
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false) // say both are lost
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, SupportResend: true, ViaTimeout: true, Association: h.assoc})
+	h.pc.Tell(delivery.Request[deliverytest.Job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, SupportResend: true, ViaTimeout: true, Association: h.assoc})
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false)
 }
@@ -289,19 +291,19 @@ func TestProducerRequestViaTimeout(t *testing.T) {
 // makes the producer controller keep nothing; after a timeout with
 // everything lost, the window opens past what was sent.
 func TestProducerOnlyFlowControl(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 3, Association: h.assoc})
+	h.pc.Tell(delivery.Request[deliverytest.Job]{ConfirmedSeqNr: 0, RequestUpToSeqNr: 3, Association: h.assoc})
 	r = h.expectRequestNext(t, 2, 0)
 	h.sendJobs(t, r, 2, 3, 0)
 	h.expectSeq(t, 2, false)
 	h.expectSeq(t, 3, false) // 2 and 3 lost
-	h.pc.Tell(Resend[job]{FromSeqNr: 2, Association: h.assoc})
+	h.pc.Tell(delivery.Resend[deliverytest.Job]{FromSeqNr: 2, Association: h.assoc})
 	h.cc.ExpectNone(t, 20*time.Millisecond) // nothing kept to resend
-	h.pc.Tell(Request[job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, ViaTimeout: true, Association: h.assoc})
+	h.pc.Tell(delivery.Request[deliverytest.Job]{ConfirmedSeqNr: 1, RequestUpToSeqNr: 3, ViaTimeout: true, Association: h.assoc})
 	h.expectRequestNext(t, 4, 1)
 	h.cc.ExpectNone(t, 20*time.Millisecond)
 }
@@ -309,14 +311,14 @@ func TestProducerOnlyFlowControl(t *testing.T) {
 // TestProducerNewProducer: Start from another producer moves an unused
 // RequestNext to it.
 func TestProducerNewProducer(t *testing.T) {
-	h := newPC(t, ProducerSettings{})
+	h := newPC(t, delivery.ProducerSettings{})
 	h.start()
 	h.expectRequestNext(t, 1, 0)
-	p2 := newProbe[RequestNext[job]](t, h.sys, "producer2")
-	h.pc.Tell(ProducerStart[job]{Producer: p2.Ref})
+	p2 := deliverytest.NewProbe[delivery.RequestNext[deliverytest.Job]](t, h.sys, "producer2")
+	h.pc.Tell(delivery.ProducerStart[deliverytest.Job]{Producer: p2.Ref})
 	h.producer = p2
 	r := h.expectRequestNext(t, 1, 0)
-	r.SendNextTo.Tell(job{N: 1})
+	r.SendNextTo.Tell(deliverytest.Job{N: 1})
 	h.expectSeq(t, 1, true)
 }
 
@@ -324,11 +326,11 @@ func TestProducerNewProducer(t *testing.T) {
 // chunks, each with its own sequence number, the Ack on the last, and the
 // next RequestNext only after the last chunk.
 func TestProducerChunks(t *testing.T) {
-	h := newPC(t, ProducerSettings{ChunkLargeMessages: 4})
-	replies := newProbe[SeqNr](t, h.sys, "replies")
+	h := newPC(t, delivery.ProducerSettings{ChunkLargeMessages: 4})
+	replies := deliverytest.NewProbe[delivery.SeqNr](t, h.sys, "replies")
 	h.start()
 	r := h.expectRequestNext(t, 1, 0)
-	r.AskNextTo.Tell(MessageWithConfirmation[job]{Message: job{N: 1}, ReplyTo: replies.Ref}) // {"n":1} is 7 bytes: 2 chunks
+	r.AskNextTo.Tell(delivery.MessageWithConfirmation[deliverytest.Job]{Message: deliverytest.Job{N: 1}, ReplyTo: replies.Ref}) // {"n":1} is 7 bytes: 2 chunks
 	c1 := h.expectSeq(t, 1, true)
 	h.cc.ExpectNone(t, 20*time.Millisecond) // the second chunk needs demand
 	h.request(0, 10)
@@ -351,42 +353,42 @@ func TestProducerChunks(t *testing.T) {
 func TestSettingsValidation(t *testing.T) {
 	cases := []struct {
 		name     string
-		producer *ProducerSettings // checked with NewProducerController
-		consumer *ConsumerSettings // checked with NewConsumerController
-		field    string            // the field the error must name
+		producer *delivery.ProducerSettings // checked with NewProducerController
+		consumer *delivery.ConsumerSettings // checked with NewConsumerController
+		field    string                     // the field the error must name
 	}{
-		{name: "window 1", consumer: &ConsumerSettings{FlowControlWindow: 1}, field: "FlowControlWindow"},
-		{name: "negative window", consumer: &ConsumerSettings{FlowControlWindow: -3}, field: "FlowControlWindow"},
-		{name: "resend max below min", consumer: &ConsumerSettings{ResendIntervalMin: 5 * time.Second, ResendIntervalMax: time.Second}, field: "ResendIntervalMax"},
-		{name: "negative resend min", consumer: &ConsumerSettings{ResendIntervalMin: -time.Second}, field: "ResendIntervalMin"},
-		{name: "chunk below 1 byte", producer: &ProducerSettings{ChunkLargeMessages: -1}, field: "ChunkLargeMessages"},
-		{name: "negative durable timeout", producer: &ProducerSettings{DurableQueueRequestTimeout: -1}, field: "DurableQueueRequestTimeout"},
-		{name: "negative retries", producer: &ProducerSettings{DurableQueueRetryAttempts: -1}, field: "DurableQueueRetryAttempts"},
-		{name: "resend first below 1ms", producer: &ProducerSettings{ResendFirstInterval: time.Microsecond}, field: "ResendFirstInterval"},
+		{name: "window 1", consumer: &delivery.ConsumerSettings{FlowControlWindow: 1}, field: "FlowControlWindow"},
+		{name: "negative window", consumer: &delivery.ConsumerSettings{FlowControlWindow: -3}, field: "FlowControlWindow"},
+		{name: "resend max below min", consumer: &delivery.ConsumerSettings{ResendIntervalMin: 5 * time.Second, ResendIntervalMax: time.Second}, field: "ResendIntervalMax"},
+		{name: "negative resend min", consumer: &delivery.ConsumerSettings{ResendIntervalMin: -time.Second}, field: "ResendIntervalMin"},
+		{name: "chunk below 1 byte", producer: &delivery.ProducerSettings{ChunkLargeMessages: -1}, field: "ChunkLargeMessages"},
+		{name: "negative durable timeout", producer: &delivery.ProducerSettings{DurableQueueRequestTimeout: -1}, field: "DurableQueueRequestTimeout"},
+		{name: "negative retries", producer: &delivery.ProducerSettings{DurableQueueRetryAttempts: -1}, field: "DurableQueueRetryAttempts"},
+		{name: "resend first below 1ms", producer: &delivery.ProducerSettings{ResendFirstInterval: time.Microsecond}, field: "ResendFirstInterval"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			if tc.producer != nil {
-				_, err = NewProducerController[job]("p", *tc.producer)
+				_, err = delivery.NewProducerController[deliverytest.Job]("p", *tc.producer)
 			} else {
-				_, err = NewConsumerController[job](*tc.consumer)
+				_, err = delivery.NewConsumerController[deliverytest.Job](*tc.consumer)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("error %v, want one naming %s", err, tc.field)
 			}
 		})
 	}
-	if _, err := NewProducerController[job]("", ProducerSettings{}); err == nil {
+	if _, err := delivery.NewProducerController[deliverytest.Job]("", delivery.ProducerSettings{}); err == nil {
 		t.Fatal("an empty producer id is accepted")
 	}
-	if s := DefaultConsumerSettings(); s.FlowControlWindow != 50 || s.ResendIntervalMin != 2*time.Second || s.ResendIntervalMax != 30*time.Second || s.OnlyFlowControl {
+	if s := delivery.DefaultConsumerSettings(); s.FlowControlWindow != 50 || s.ResendIntervalMin != 2*time.Second || s.ResendIntervalMax != 30*time.Second || s.OnlyFlowControl {
 		t.Fatalf("consumer defaults %+v", s)
 	}
-	if s := DefaultProducerSettings(); s.ChunkLargeMessages != 0 || s.DurableQueueRequestTimeout != 3*time.Second ||
+	if s := delivery.DefaultProducerSettings(); s.ChunkLargeMessages != 0 || s.DurableQueueRequestTimeout != 3*time.Second ||
 		s.DurableQueueRetryAttempts != 10 || s.ResendFirstInterval != time.Second {
 		t.Fatalf("producer defaults %+v", s)
 	}
 }
 
-var _ durable.BatchQueue[job] = (*flakyQueue[job])(nil)
+var _ durable.BatchQueue[deliverytest.Job] = (*deliverytest.FlakyQueue[deliverytest.Job])(nil)

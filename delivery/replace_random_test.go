@@ -1,4 +1,4 @@
-package delivery
+package delivery_test
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/runtime"
@@ -41,11 +43,13 @@ func TestRandomReplacement(t *testing.T) {
 		if queue == "redis" {
 			client = testenv.Redis(t)
 		}
-		c := lossCase{name: name, messages: 300, toCC: [2]float64{0.05, 0.2}, toPC: [2]float64{0.05, 0.2}, dup: 0.1, reorder: 0.1}
+		c := deliverytest.LossCase{Name: name, Messages: 300, ToCC: [2]float64{0.05, 0.2}, ToPC: [2]float64{0.05, 0.2}, Dup: 0.1, Reorder: 0.1}
 		t.Run(name, func(t *testing.T) {
 			var dups, allowed atomic.Int64
-			runLossCase(t, c, func(c lossCase, seed uint64) error { return runReplaceSeed(c, seed, queue, client, &dups, &allowed) })
-			t.Logf("duplicates %d, allowed %d, over %d seeds of %d jobs", dups.Load(), allowed.Load(), *flagSeeds, c.messages)
+			deliverytest.RunLossCase(t, c, func(c deliverytest.LossCase, seed uint64) error {
+				return runReplaceSeed(c, seed, queue, client, &dups, &allowed)
+			})
+			t.Logf("duplicates %d, allowed %d, over %d seeds of %d jobs", dups.Load(), allowed.Load(), *deliverytest.FlagSeeds, c.Messages)
 		})
 	}
 }
@@ -53,41 +57,41 @@ func TestRandomReplacement(t *testing.T) {
 // replaceRun is one seed's flow: the producer controller and consumer
 // controller of the moment, and what each consumer got.
 type replaceRun struct {
-	*lossRun
+	*deliverytest.LossRun
 	id      string
-	opts    []ProducerOption[job]
-	pc      runtime.Ref[ProducerCommand[job]]
-	prod    runtime.Ref[prodMsg]
-	cc      runtime.Ref[ConsumerCommand[job]]
-	cons    runtime.Ref[consMsg]
-	cols    []*collector // one per consumer, in turn
-	links   []*faultLink[job]
+	opts    []delivery.ProducerOption[deliverytest.Job]
+	pc      runtime.Ref[delivery.ProducerCommand[deliverytest.Job]]
+	prod    runtime.Ref[deliverytest.ProdMsg]
+	cc      runtime.Ref[delivery.ConsumerCommand[deliverytest.Job]]
+	cons    runtime.Ref[deliverytest.ConsMsg]
+	cols    []*deliverytest.Collector // one per consumer, in turn
+	links   []*deliverytest.FaultLink[deliverytest.Job]
 	linkCol []int // for each link, the index in cols of its consumer
 	pcs     int   // producer controllers so far
-	watcher *watcher
+	watcher *deliverytest.Watcher
 }
 
 func (x *replaceRun) startProducer() error {
 	x.pcs++
-	pc, err := SpawnProducerController[job](x.sys, fmt.Sprintf("pc%d", x.pcs), x.id, x.ps, x.opts...)
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](x.Sys, fmt.Sprintf("pc%d", x.pcs), x.id, x.Producer, x.opts...)
 	if err != nil {
 		return err
 	}
 	x.pc = pc
-	x.prod = spawnProducer(x.rt, x.sys, fmt.Sprintf("producer%d", x.pcs), pc, producerSpec{bySeqNr: true, delay: x.producerDelayFunc()})
+	x.prod = deliverytest.SpawnProducer(x.TB, x.Sys, fmt.Sprintf("producer%d", x.pcs), pc, deliverytest.ProducerSpec{BySeqNr: true, Delay: x.ProducerDelayFunc()})
 	return nil
 }
 
 func (x *replaceRun) startConsumer() error {
-	cc, err := SpawnConsumerController[job](x.sys, fmt.Sprintf("cc%d", len(x.cols)+1), x.cs)
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](x.Sys, fmt.Sprintf("cc%d", len(x.cols)+1), x.Consumer)
 	if err != nil {
 		return err
 	}
-	col := newCollector(x.c.messages)
+	col := deliverytest.NewCollector(x.C.Messages)
 	x.cc, x.cols = cc, append(x.cols, col)
-	spec := x.consumerSpec()
-	spec.started = true // started before anything can stop it: its controller watches it
-	x.cons = spawnConsumer(x.rt, x.sys, fmt.Sprintf("consumer%d", len(x.cols)), cc, spec, col)
+	spec := x.ConsumerSpec()
+	spec.Started = true // started before anything can stop it: its controller watches it
+	x.cons = deliverytest.SpawnConsumer(x.TB, x.Sys, fmt.Sprintf("consumer%d", len(x.cols)), cc, spec, col)
 	return nil
 }
 
@@ -103,20 +107,20 @@ func (x *replaceRun) startConsumer() error {
 // its registration with a new producer controller, could register after
 // its successor, and take the stream from it, as it is entitled to.
 func (x *replaceRun) connect(deadline time.Time) error {
-	toCC, toPC := x.faults()
-	l := newFaultLink[job](x.rt, x.sys, fmt.Sprintf("link%d-%d", x.pcs, len(x.cols)), x.pc, x.cc, toCC, toPC,
-		x.seed+uint64(x.pcs)<<40+uint64(len(x.cols))<<20)
+	toCC, toPC := x.Faults()
+	l := deliverytest.NewFaultLink[deliverytest.Job](x.TB, x.Sys, fmt.Sprintf("link%d-%d", x.pcs, len(x.cols)), x.pc, x.cc, toCC, toPC,
+		x.Seed+uint64(x.pcs)<<40+uint64(len(x.cols))<<20)
 	copied := false // the gate runs under the link's lock
-	l.setGate(func(m any) verdict {
-		if _, ok := m.(RegisterConsumer[job]); ok && !copied {
+	l.SetGate(func(m any) deliverytest.Verdict {
+		if _, ok := m.(delivery.RegisterConsumer[deliverytest.Job]); ok && !copied {
 			copied = true
-			return holdCopy
+			return deliverytest.HoldCopy
 		}
-		return pass
+		return deliverytest.Pass
 	})
 	x.links, x.linkCol = append(x.links, l), append(x.linkCol, len(x.cols)-1)
-	x.cc.Tell(RegisterToProducerController[job]{ProducerController: l.toPC})
-	for l.heldCount(isRegisterConsumer) == 0 {
+	x.cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: l.ToPC})
+	for l.HeldCount(isRegisterConsumer) == 0 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("consumer controller %d did not register", len(x.cols))
 		}
@@ -125,7 +129,10 @@ func (x *replaceRun) connect(deadline time.Time) error {
 	return nil
 }
 
-func isRegisterConsumer(m any) bool { _, ok := m.(RegisterConsumer[job]); return ok }
+func isRegisterConsumer(m any) bool {
+	_, ok := m.(delivery.RegisterConsumer[deliverytest.Job])
+	return ok
+}
 
 // releaseLate waits until the current consumer got a job, which shows
 // that its consumer controller's registration was taken, then sends on,
@@ -133,15 +140,15 @@ func isRegisterConsumer(m any) bool { _, ok := m.(RegisterConsumer[job]); return
 // consumers: late, from a consumer controller replaced since.
 func (x *replaceRun) releaseLate(p float64, deadline time.Time) error {
 	current := x.cols[len(x.cols)-1]
-	for current.count() == 0 {
+	for current.Count() == 0 {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("consumer %d got no job; links: %s\n\tlog tail:\n%s", len(x.cols), describeLinks(x.links), x.logs.tail(30))
+			return fmt.Errorf("consumer %d got no job; links: %s\n\tlog tail:\n%s", len(x.cols), deliverytest.DescribeLinks(x.links), x.Logs.Tail(30))
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
 	for i, l := range x.links {
-		if x.linkCol[i] < len(x.cols)-1 && x.rng.Float64() < p {
-			l.release(isRegisterConsumer)
+		if x.linkCol[i] < len(x.cols)-1 && x.RNG.Float64() < p {
+			l.Release(isRegisterConsumer)
 		}
 	}
 	return nil
@@ -152,11 +159,11 @@ func (x *replaceRun) releaseLate(p float64, deadline time.Time) error {
 func (x *replaceRun) arrived() (distinct, dups int) {
 	seen := make(map[int]int)
 	for _, col := range x.cols {
-		col.mu.Lock()
-		for j, k := range col.seen {
+		col.Mu.Lock()
+		for j, k := range col.Seen {
 			seen[j] += k
 		}
-		col.mu.Unlock()
+		col.Mu.Unlock()
 	}
 	for _, k := range seen {
 		dups += k - 1
@@ -171,22 +178,22 @@ func (x *replaceRun) waitArrived(n int, deadline time.Time) error {
 		}
 		if time.Now().After(deadline) {
 			d, _ := x.arrived()
-			return fmt.Errorf("%d of jobs 1..%d arrived, want %d; links: %s\n\tlog tail:\n%s", d, x.c.messages, n, describeLinks(x.links), x.logs.tail(30))
+			return fmt.Errorf("%d of jobs 1..%d arrived, want %d; links: %s\n\tlog tail:\n%s", d, x.C.Messages, n, deliverytest.DescribeLinks(x.links), x.Logs.Tail(30))
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
 }
 
-func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client, dupsTotal, allowedTotal *atomic.Int64) (err error) {
-	r := newLossRun(c, seed)
-	defer r.close(&err)
-	x := &replaceRun{lossRun: r, id: fmt.Sprint("p-", seed)}
-	var q durable.Queue[job]
+func runReplaceSeed(c deliverytest.LossCase, seed uint64, queue string, client *redis.Client, dupsTotal, allowedTotal *atomic.Int64) (err error) {
+	r := deliverytest.NewLossRun(c, seed)
+	defer r.Close(&err)
+	x := &replaceRun{LossRun: r, id: fmt.Sprint("p-", seed)}
+	var q durable.Queue[deliverytest.Job]
 	switch queue {
 	case "memory":
-		q = durable.NewMemory[job]()
+		q = durable.NewMemory[deliverytest.Job]()
 	case "redis":
-		rq, err := redisqueue.New[job](client, fmt.Sprintf("trellis-test-replace:%d:%d", time.Now().UnixNano(), seed), nil)
+		rq, err := redisqueue.New[deliverytest.Job](client, fmt.Sprintf("trellis-test-replace:%d:%d", time.Now().UnixNano(), seed), nil)
 		if err != nil {
 			return err
 		}
@@ -194,9 +201,9 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 		q = rq
 	}
 	if q != nil {
-		x.opts = []ProducerOption[job]{WithDurableQueue(q)}
+		x.opts = []delivery.ProducerOption[deliverytest.Job]{delivery.WithDurableQueue(q)}
 	}
-	x.watcher = newWatcher(r.rt, r.sys)
+	x.watcher = deliverytest.NewWatcher(r.TB, r.Sys)
 	if err := x.startProducer(); err != nil {
 		return err
 	}
@@ -214,25 +221,25 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 		producer bool // replace the producer controller, else the consumer
 	}
 	var events []event
-	for range 2 + r.rng.IntN(5) {
-		events = append(events, event{at: c.messages/10 + r.rng.IntN(c.messages*8/10)})
+	for range 2 + r.RNG.IntN(5) {
+		events = append(events, event{at: c.Messages/10 + r.RNG.IntN(c.Messages*8/10)})
 	}
 	if q != nil {
-		for range 1 + r.rng.IntN(2) {
-			events = append(events, event{at: c.messages/10 + r.rng.IntN(c.messages*8/10), producer: true})
+		for range 1 + r.RNG.IntN(2) {
+			events = append(events, event{at: c.Messages/10 + r.RNG.IntN(c.Messages*8/10), producer: true})
 		}
 	}
 	slices.SortFunc(events, func(a, b event) int { return a.at - b.at })
 	allowed, pcReplaced := 0, 0
 	for _, e := range events {
 		if err := x.waitArrived(e.at, deadline); err != nil {
-			return fmt.Errorf("%s: %w", r.params(), err)
+			return fmt.Errorf("%s: %w", r.Params(), err)
 		}
 		if !e.producer {
-			if r.rng.IntN(2) == 0 {
-				r.sys.Stop(x.cons) // its consumer controller stops with it
+			if r.RNG.IntN(2) == 0 {
+				r.Sys.Stop(x.cons) // its consumer controller stops with it
 			} // else it runs on, replaced
-			allowed += r.cs.FlowControlWindow
+			allowed += r.Consumer.FlowControlWindow
 			if err := x.startConsumer(); err != nil {
 				return err
 			}
@@ -240,16 +247,16 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 				return err
 			}
 			if err := x.releaseLate(0.5, deadline); err != nil {
-				return fmt.Errorf("%s: %w", r.params(), err)
+				return fmt.Errorf("%s: %w", r.Params(), err)
 			}
 			continue
 		}
-		x.watcher.watch(x.pc)
-		r.sys.Stop(x.prod)
-		r.sys.Stop(x.pc)
+		x.watcher.Watch(x.pc)
+		r.Sys.Stop(x.prod)
+		r.Sys.Stop(x.pc)
 		select {
-		case <-x.watcher.stopped:
-		case <-time.After(waitLimit):
+		case <-x.watcher.Stopped:
+		case <-time.After(deliverytest.WaitLimit):
 			return fmt.Errorf("producer controller %d did not stop", x.pcs)
 		}
 		s, err := q.LoadState(context.Background())
@@ -266,23 +273,23 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 		}
 	}
 	if err := x.releaseLate(1, deadline); err != nil {
-		return fmt.Errorf("%s: %w", r.params(), err)
+		return fmt.Errorf("%s: %w", r.Params(), err)
 	}
-	if err := x.waitArrived(c.messages, deadline); err != nil {
-		return fmt.Errorf("%s: %w", r.params(), err)
+	if err := x.waitArrived(c.Messages, deadline); err != nil {
+		return fmt.Errorf("%s: %w", r.Params(), err)
 	}
-	if r.rt.failed() {
-		return fmt.Errorf("%s: %s", r.params(), r.rt.errors())
+	if r.TB.Failed() {
+		return fmt.Errorf("%s: %s", r.Params(), r.TB.Errors())
 	}
 	_, dups := x.arrived()
 	dupsTotal.Add(int64(dups))
 	allowedTotal.Add(int64(allowed))
 	if dups > allowed {
-		return fmt.Errorf("%s: %d duplicates, more than the %d the replacements allow (%d events)", r.params(), dups, allowed, len(events))
+		return fmt.Errorf("%s: %d duplicates, more than the %d the replacements allow (%d events)", r.Params(), dups, allowed, len(events))
 	}
 	steps := 0
 	for _, col := range x.cols {
-		got := col.jobs()
+		got := col.Jobs()
 		for i := 1; i < len(got); i++ {
 			if got[i] <= got[i-1] {
 				steps++
@@ -290,7 +297,7 @@ func runReplaceSeed(c lossCase, seed uint64, queue string, client *redis.Client,
 		}
 	}
 	if steps > pcReplaced {
-		return fmt.Errorf("%s: %d steps back in what the consumers got, %d producer controllers replaced", r.params(), steps, pcReplaced)
+		return fmt.Errorf("%s: %d steps back in what the consumers got, %d producer controllers replaced", r.Params(), steps, pcReplaced)
 	}
 	return nil
 }

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
 )
 
 // ErrInvalidSettings is wrapped by the error of a controller whose settings
-// are out of range.
+// are out of range, or whose constructor is given a nil argument.
 var ErrInvalidSettings = errors.New("delivery: invalid settings")
 
 // Defaults of the settings; a zero field of a settings struct means its default.
@@ -75,6 +78,15 @@ func (s ProducerSettings) withDefaults() ProducerSettings {
 		s.DurableQueueStoreAhead = DefaultDurableQueueStoreAhead
 	}
 	return s
+}
+
+// durable returns the settings of the calls to a durable queue.
+func (s ProducerSettings) durable() durablecalls.Settings {
+	return durablecalls.Settings{
+		DurableQueueRequestTimeout: s.DurableQueueRequestTimeout,
+		DurableQueueRetryAttempts:  s.DurableQueueRetryAttempts,
+		DurableQueueRetryBackoff:   s.DurableQueueRetryBackoff,
+	}
 }
 
 // validate returns the settings with defaults applied, or an error naming
@@ -158,6 +170,4 @@ func (s ConsumerSettings) validate() (ConsumerSettings, error) {
 	return s, nil
 }
 
-func invalid(field string, value any, rule string) error {
-	return fmt.Errorf("%w: %s is %v: %s", ErrInvalidSettings, field, value, rule)
-}
+var invalid = controller.Invalid

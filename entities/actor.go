@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -42,6 +43,7 @@ type entityActor[S any] struct {
 	state  S      // data decoded, when the type is flat
 	rev    uint64
 	loaded bool
+	fence  cluster.Fence // with a Host.Cluster: the fence the state was loaded under
 }
 
 func (a *entityActor[S]) Receive(_ *runtime.Context[envelope[S]], env envelope[S]) {
@@ -60,6 +62,14 @@ func (a *entityActor[S]) Receive(_ *runtime.Context[envelope[S]], env envelope[S
 // another server instance wrote since: a write then conflicts, and a reply
 // that writes nothing checks the stored revision first; either way the
 // entity reloads and runs the command again.
+//
+// With a Host.Cluster the entity is this instance's alone while it serves
+// the shard, so a reply that writes nothing is answered from memory with
+// no store round trip; every command first compares the shard's fence
+// with the one the state was loaded under (reloading when it changed),
+// and when this instance no longer serves the shard, or the store refused
+// a write by the fence, the entity drops its state and the command fails
+// with ErrMoved, for Invoke to route it again.
 func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 	ctx, r := env.ctx, a.r
 	// op names the command in errors; made only when there is one, since
@@ -76,10 +86,19 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 		}
+		fence, serving := a.serving()
+		if !serving {
+			a.drop()
+			return nil, fmt.Errorf("%s: %w", op(), ErrMoved)
+		}
+		if a.loaded && fence != a.fence {
+			a.loaded = false // the shard moved and came back: another owner may have written
+		}
 		if !a.loaded {
 			if err := a.load(ctx); err != nil {
 				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
+			a.fence = fence
 		}
 		state, err := a.fresh()
 		if err != nil {
@@ -91,13 +110,15 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		}
 		switch eff.kind {
 		case replyOnly, failWith:
-			rev, err := r.host.Store.Revision(ctx, r.t.ComponentID(), a.id)
-			if err != nil {
-				return nil, fmt.Errorf("%s: check the state is fresh: %w", op(), err)
-			}
-			if rev != a.rev {
-				a.loaded = false
-				continue
+			if r.fenced == nil {
+				rev, err := r.host.Store.Revision(ctx, r.t.ComponentID(), a.id)
+				if err != nil {
+					return nil, fmt.Errorf("%s: check the state is fresh: %w", op(), err)
+				}
+				if rev != a.rev {
+					a.loaded = false
+					continue
+				}
 			}
 			if eff.kind == failWith {
 				return nil, &components.CommandError{Kind: eff.refusal, Message: eff.message}
@@ -108,10 +129,14 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}
-			rev, err := r.host.Store.Save(ctx, r.t.ComponentID(), a.id, data, a.rev)
+			rev, err := a.save(ctx, data)
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
 				continue
+			}
+			if errors.Is(err, ErrFenced) {
+				a.drop()
+				return nil, fmt.Errorf("%s: %w: %w", op(), ErrMoved, err)
 			}
 			if err != nil {
 				// Whether it was written is unknown: the next command finds out.
@@ -122,10 +147,14 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			}
 			return eff.reply, nil
 		case deleteThenReply:
-			err := r.host.Store.Delete(ctx, r.t.ComponentID(), a.id, a.rev)
+			err := a.delete(ctx)
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
 				continue
+			}
+			if errors.Is(err, ErrFenced) {
+				a.drop()
+				return nil, fmt.Errorf("%s: %w: %w", op(), ErrMoved, err)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: delete the state: %w", op(), err)
@@ -137,6 +166,38 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		}
 		return nil, fmt.Errorf("%s: unknown effect %d", op(), eff.kind)
 	}
+}
+
+// serving is the fence of the entity's shard and whether this instance
+// serves it now; without a Host.Cluster, always (under no fence).
+func (a *entityActor[S]) serving() (cluster.Fence, bool) {
+	if a.r.host.Cluster == nil {
+		return cluster.Fence{}, true
+	}
+	return a.r.host.Cluster.Fence(a.r.t.ComponentID(), a.id)
+}
+
+// drop forgets the state: the shard is no longer this instance's.
+func (a *entityActor[S]) drop() {
+	var zero S
+	a.data, a.state, a.rev, a.loaded, a.fence = nil, zero, 0, false, cluster.Fence{}
+}
+
+// save writes data over revision a.rev: under the fence with a cluster.
+func (a *entityActor[S]) save(ctx context.Context, data []byte) (uint64, error) {
+	if a.r.fenced != nil {
+		return a.r.fenced.SaveFenced(ctx, a.fence, a.r.t.ComponentID(), a.id, data, a.rev)
+	}
+	return a.r.host.Store.Save(ctx, a.r.t.ComponentID(), a.id, data, a.rev)
+}
+
+// delete deletes the state at revision a.rev: under the fence with a
+// cluster.
+func (a *entityActor[S]) delete(ctx context.Context) error {
+	if a.r.fenced != nil {
+		return a.r.fenced.DeleteFenced(ctx, a.fence, a.r.t.ComponentID(), a.id, a.rev)
+	}
+	return a.r.host.Store.Delete(ctx, a.r.t.ComponentID(), a.id, a.rev)
 }
 
 // load reads the state from the store; absent is the empty state.

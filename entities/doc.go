@@ -30,4 +30,18 @@
 // (state, argument) → effect: it must do no I/O of its own, because after a
 // write conflict with another server instance the entity reloads its state
 // and runs the handler again.
+//
+// # In a cluster
+//
+// Started with a [Host.Cluster] (package internal/clusterhost makes one),
+// an entity type runs each entity on one instance only, the owner of the
+// entity's shard: Invoke on any instance routes the command there (over
+// the peer transport when that is another instance, with the caller's
+// deadline), the owner answers commands that write nothing from memory,
+// with no store round trip, and writes through a [FencedStore]
+// ([ShardedRedisStore]) under the shard's fence, so that an owner that
+// was deposed cannot write any more. A command that meets a moved shard
+// (ErrMoved) is routed again, once. Without a Cluster nothing of this
+// applies: every instance may run any entity, checking the stored
+// revision on every command.
 package entities

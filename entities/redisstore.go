@@ -116,12 +116,22 @@ return {1, found}
 
 // Load implements [Store] with one HMGET.
 func (s *RedisStore) Load(ctx context.Context, entityType, id string) (Record, error) {
-	vals, err := s.client.HMGet(ctx, s.key(entityType, id), "data", "rev").Result()
+	rec, err := loadHash(ctx, s.client, s.key(entityType, id))
 	if err != nil {
 		return Record{}, redisErr("load", entityType, id, err)
 	}
+	return rec, nil
+}
+
+// loadHash reads the document hash at key with one HMGET: (nil, 0) when
+// it is absent or a tombstone (a hash without data and rev).
+func loadHash(ctx context.Context, client redis.UniversalClient, key string) (Record, error) {
+	vals, err := client.HMGet(ctx, key, "data", "rev").Result()
+	if err != nil {
+		return Record{}, err
+	}
 	if len(vals) != 2 {
-		return Record{}, redisErr("load", entityType, id, fmt.Errorf("HMGET returned %d values, want 2", len(vals)))
+		return Record{}, fmt.Errorf("HMGET returned %d values, want 2", len(vals))
 	}
 	if vals[0] == nil && vals[1] == nil {
 		return Record{}, nil // never written, or a tombstone
@@ -130,12 +140,11 @@ func (s *RedisStore) Load(ctx context.Context, entityType, id string) (Record, e
 	revText, ok2 := vals[1].(string)
 	if !ok1 || !ok2 {
 		// Only the scripts write these hashes, and always both fields.
-		return Record{}, redisErr("load", entityType, id,
-			fmt.Errorf("corrupt document at %s: data %T, rev %T", s.key(entityType, id), vals[0], vals[1]))
+		return Record{}, fmt.Errorf("corrupt document at %s: data %T, rev %T", key, vals[0], vals[1])
 	}
 	rev, err := parseRevision(revText)
 	if err != nil {
-		return Record{}, redisErr("load", entityType, id, err)
+		return Record{}, err
 	}
 	return Record{Data: []byte(data), Revision: rev}, nil
 }
@@ -164,7 +173,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10), data).Slice()
 	if err != nil {
-		return 0, s.redisWriteErr("save", entityType, id, err)
+		return 0, redisWriteErr(s.client, "save", entityType, id, err)
 	}
 	ok, rev, err := parseScriptResult(res)
 	if err != nil {
@@ -182,7 +191,7 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10)).Slice()
 	if err != nil {
-		return s.redisWriteErr("delete", entityType, id, err)
+		return redisWriteErr(s.client, "delete", entityType, id, err)
 	}
 	ok, found, err := parseScriptResult(res)
 	if err != nil {
@@ -234,9 +243,9 @@ func redisErr(op, entityType, id string, err error) error {
 	return opErr(op, entityType, id, store.Classify(err))
 }
 
-// redisWriteErr is redisErr for a write: a failure after the command was
-// sent is marked components.ErrOutcomeUnknown, since Redis may have
-// applied it (see store.ClassifyWriteBy).
-func (s *RedisStore) redisWriteErr(op, entityType, id string, err error) error {
-	return opErr(op, entityType, id, store.ClassifyWriteBy(s.client, err))
+// redisWriteErr is redisErr for a write that client sent: a failure after
+// the command was sent is marked components.ErrOutcomeUnknown, since Redis
+// may have applied it (see store.ClassifyWriteBy).
+func redisWriteErr(client redis.UniversalClient, op, entityType, id string, err error) error {
+	return opErr(op, entityType, id, store.ClassifyWriteBy(client, err))
 }

@@ -29,6 +29,13 @@ type Host struct {
 	// on the System's clock from the second on: a fake clock must be
 	// advanced for it to end) before it fails (zero: 30).
 	MaxConflicts int
+	// Cluster, when set, makes this instance one of a cluster with one
+	// owner per entity: a command runs on the instance that serves its
+	// entity's shard (forwarded there when that is another), reads are
+	// answered from memory with no store round trip, and writes go under
+	// the shard's fence (Store must then be a FencedStore). Nil: the
+	// entity runs here, checking the stored revision on every command.
+	Cluster Cluster
 }
 
 // DefaultWorkers is the size of an entity type's own worker pool: how many
@@ -40,6 +47,7 @@ const DefaultWorkers = 64
 type Running[S any] struct {
 	t        *Type[S]
 	host     Host
+	fenced   FencedStore // Host.Store, when Host.Cluster is set
 	sharding *runtime.Sharding[envelope[S]]
 }
 
@@ -62,6 +70,13 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		h.Dispatcher = d
 	}
 	r := &Running[S]{t: t, host: h}
+	if h.Cluster != nil {
+		fenced, ok := h.Store.(FencedStore)
+		if !ok {
+			return nil, fmt.Errorf("start entity %q: with a Host.Cluster, Host.Store must be a FencedStore (a %T is not)", id, h.Store)
+		}
+		r.fenced = fenced
+	}
 	sh, err := runtime.InitSharding(h.System, runtime.Entity[envelope[S]]{
 		Key:            runtime.NewEntityTypeKey[envelope[S]](id),
 		Create:         func(id string) runtime.Behavior[envelope[S]] { return &entityActor[S]{r: r, id: id} },
@@ -92,7 +107,21 @@ func (r *Running[S]) Active() int { return r.sharding.Active() }
 
 // Invoke runs command method on entity entityID and waits for the reply,
 // the command's error (a *components.CommandError), a failure, or ctx's end.
+// With a Host.Cluster, the command runs where the entity's shard is
+// served, and a reply from another instance is a components.RemoteReply.
 func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg any) (any, error) {
+	cmd, err := r.command(entityID, method)
+	if err != nil {
+		return nil, err
+	}
+	if r.host.Cluster != nil {
+		return r.route(ctx, entityID, cmd, arg)
+	}
+	return r.runHere(ctx, entityID, cmd, arg)
+}
+
+// command looks method up, for an entity id that must not be empty.
+func (r *Running[S]) command(entityID, method string) (*command[S], error) {
 	cmd, err := r.t.commands.Lookup(method)
 	if err != nil {
 		return nil, err
@@ -100,13 +129,18 @@ func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg an
 	if entityID == "" {
 		return nil, fmt.Errorf("%s.%s: %w", r.ComponentID(), method, components.ErrMissingEntityID)
 	}
+	return cmd, nil
+}
+
+// runHere runs cmd on this instance's actor of the entity and waits.
+func (r *Running[S]) runHere(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
 	reply := make(chan outcome, 1)
 	r.sharding.Tell(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
 	select {
 	case out := <-reply:
 		return out.value, out.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), method, entityID, ctx.Err())
+		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), cmd.Name, entityID, ctx.Err())
 	}
 }
 

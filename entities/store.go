@@ -20,8 +20,11 @@ import (
 // would put every document of a Redis Cluster on one master). Revision 0
 // means "absent".
 //
-// Implementations: [MemoryStore] (the embedded default; not durable) and
-// [RedisStore]. Both pass the same conformance suite (store_test.go).
+// Implementations: [MemoryStore] (the embedded default; not durable),
+// [RedisStore], and [ShardedRedisStore] (a [FencedStore], for a cluster of
+// instances with one owner per entity, whose revisions are drawn per shard
+// rather than per document). All pass the same conformance suite
+// (store_test.go).
 type Store interface {
 	// Load returns the document and its revision; (nil, 0) when absent.
 	Load(ctx context.Context, entityType, id string) (Record, error)

@@ -321,8 +321,13 @@ for arg in "$@"; do
 done
 ((${#pkgs[@]} > 0)) || pkgs=(./...)
 
+# The console's browser tests skip without Chromium under a plain go test;
+# here, where it was installed above, a missing one is a failure.
+export TRELLIS_TEST_REQUIRE_BROWSER=1
+
 log "go vet ${pkgs[*]}"
 go vet "${pkgs[@]}"
+bash scripts/lint.sh "${pkgs[@]}"
 
 log "go test -race -count=1 ${flags[*]:+${flags[*]} }${pkgs[*]}"
 status=0

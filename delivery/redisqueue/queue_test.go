@@ -15,7 +15,7 @@ import (
 	"github.com/trellis-go/trellis/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }
 
 // TestContract runs the durable queue contract against one Redis and a
 // Redis Cluster, each subtest under a prefix of its own.

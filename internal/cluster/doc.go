@@ -30,7 +30,7 @@
 //	<p>:cluster:{members}:member:<id>  hash addr, inc, beat (, leaving); PEXPIRE lease; one per live member
 //	<p>:cluster:{members}:index        set of member ids (dead ones until the next listing drops them)
 //	<p>:cluster:{s.<N>.<k>}:shard      hash owner, inc, epoch; one per shard N
-//	<p>:entity:{s.<N>.<k>}:…           (later) the state of shard N's entities
+//	<p>:entity:{s.<N>.<k>}:…           the state of shard N's entities (entities.ShardedRedisStore)
 //
 // The members' keys share one tag so that joining, leaving and listing are
 // single scripts in one slot: there are a handful of members and one

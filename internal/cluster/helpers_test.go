@@ -16,7 +16,7 @@ import (
 	"github.com/trellis-go/trellis/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }
 
 // testLease is the lease of the tests that run on Redis's real expiry:
 // short, so that a takeover takes about a second.

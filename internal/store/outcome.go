@@ -78,9 +78,10 @@ func (e outcomeUnknownError) Unwrap() []error { return []error{e.err, components
 // applied, and is components.ErrOutcomeUnknown. A one-Redis client sends
 // once (see Open), and ClassifyWrite tells the two apart.
 func ClassifyWriteBy(client redis.UniversalClient, err error) error {
-	err = ClassifyWrite(err)
-	if _, cluster := client.(*redis.ClusterClient); cluster && errors.Is(err, components.ErrUnavailable) {
-		return outcomeUnknownError{err}
+	classified := ClassifyWrite(err)
+	_, cluster := client.(*redis.ClusterClient)
+	if cluster && errors.Is(classified, components.ErrUnavailable) && !errors.Is(err, components.ErrUnavailable) {
+		return outcomeUnknownError{err} // and not ErrUnavailable, whose promise it breaks
 	}
-	return err
+	return classified
 }

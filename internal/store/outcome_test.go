@@ -80,8 +80,9 @@ func TestClassifyWriteBy(t *testing.T) {
 		t.Fatalf("one Redis, dial refused: %v; want unavailable only", err)
 	}
 	err := store.ClassifyWriteBy(cluster, refused)
-	if !errors.Is(err, components.ErrOutcomeUnknown) || !errors.Is(err, refused) || err.Error() != refused.Error() {
-		t.Fatalf("cluster, dial refused: %v; want unknown, with the message and chain", err)
+	if !errors.Is(err, components.ErrOutcomeUnknown) || errors.Is(err, components.ErrUnavailable) ||
+		!errors.Is(err, refused) || err.Error() != refused.Error() {
+		t.Fatalf("cluster, dial refused: %v; want unknown (not unavailable), with the message and chain", err)
 	}
 	if store.ClassifyWriteBy(cluster, nil) != nil || store.ClassifyWriteBy(cluster, redis.Nil) != redis.Nil {
 		t.Fatal("cluster: nil and other errors must stay as they are")

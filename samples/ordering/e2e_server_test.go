@@ -228,6 +228,12 @@ type serverConfig struct {
 	adminToken string        // TRELLIS_ADMIN_TOKEN
 	prefix     string        // TRELLIS_REDIS_PREFIX ("": unset, the default); give it to redisDB too
 	clusterURL string        // TRELLIS_REDIS_CLUSTER_URL, instead of redisURL when set
+	// secret, when set, makes the instances one cluster: each gets its
+	// cluster port on a free loopback port (TRELLIS_CLUSTER_ADDR) and
+	// signs with secret (TRELLIS_CLUSTER_SECRET); lease is
+	// TRELLIS_CLUSTER_LEASE.
+	secret string
+	lease  time.Duration
 }
 
 // newServerConfig is a configuration on a database of the test's own, with
@@ -268,6 +274,10 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 	}
 	if cfg.prefix != "" {
 		env = append(env, "TRELLIS_REDIS_PREFIX="+cfg.prefix)
+	}
+	if cfg.secret != "" {
+		env = append(env, "TRELLIS_CLUSTER_ADDR=127.0.0.1:0", "TRELLIS_CLUSTER_SECRET="+cfg.secret,
+			"TRELLIS_CLUSTER_LEASE="+cfg.lease.String())
 	}
 	cmd.Env = serverEnv(env...)
 	stderr, err := cmd.StderrPipe()

@@ -1,0 +1,114 @@
+package entities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+// Cluster is what an entity type started with [Host.Cluster] needs of the
+// cluster its instance belongs to: whether it serves an entity's shard,
+// and how to reach the instance that does. Package internal/clusterhost
+// implements it over a cluster member, its rebalancer and the peer
+// transport.
+type Cluster interface {
+	// Fence reports whether this instance serves the entity's shard now
+	// (it owns it and its lease is surely valid) and under which fence.
+	// The entity actor calls it on every command: it must be cheap.
+	Fence(entityType, id string) (cluster.Fence, bool)
+	// Route says where a command for the entity runs, waiting (bounded by
+	// ctx) while its shard has no owner or is being handed over. When
+	// this instance serves it, the command is admitted here: addr is ""
+	// and done must be called once the command has finished (a shard is
+	// handed over only when its admitted commands are done). Otherwise
+	// addr is the owner's transport address and done is nil.
+	Route(ctx context.Context, entityType, id string) (addr string, done func(), err error)
+	// Admit admits a command that another instance forwarded here: it
+	// waits (bounded by ctx) while the shard is being handed over by this
+	// instance, then admits it (call done when finished) or fails with an
+	// error wrapping ErrMoved when this instance does not serve the shard.
+	// It never sends the command on.
+	Admit(ctx context.Context, entityType, id string) (done func(), err error)
+	// Forward runs call on the instance at addr and returns its JSON
+	// reply. Its errors are those the command would have had here
+	// (a *components.CommandError, ErrUnknownMethod, ErrBadArgument,
+	// ErrUnavailable, ErrConflict, ctx's error, ...), or wrap ErrMoved
+	// when that instance does not serve the shard (any more).
+	Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error)
+}
+
+// ErrMoved is wrapped by a command that reached an instance that does not
+// serve its entity's shard (any more): the command was not run, and the
+// caller routes it again, once.
+var ErrMoved = errors.New("moved: this instance does not serve the entity's shard")
+
+// route runs a command where its entity's shard is served: here, or on
+// its owner through the transport. A command refused with ErrMoved (the
+// shard moved meanwhile, or a write was fenced) is routed once more; a
+// second refusal is ErrMoved and components.ErrUnavailable (retry later).
+func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
+	var moved error
+	for range 2 {
+		addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s on %q: route: %w", r.ComponentID(), cmd.Name, entityID, err)
+		}
+		var reply any
+		if addr == "" {
+			reply, err = r.runHere(ctx, entityID, cmd, arg)
+			done()
+		} else {
+			reply, err = r.forward(ctx, addr, entityID, cmd.Name, arg)
+		}
+		if !errors.Is(err, ErrMoved) {
+			return reply, err
+		}
+		moved = err
+	}
+	return nil, fmt.Errorf("%s.%s on %q: routed twice and moved twice: %w: %w",
+		r.ComponentID(), cmd.Name, entityID, components.ErrUnavailable, moved)
+}
+
+// forward sends a command to the instance at addr. Its reply comes back
+// as a components.RemoteReply, which the typed handles decode.
+func (r *Running[S]) forward(ctx context.Context, addr, entityID, method string, arg any) (any, error) {
+	b, err := json.Marshal(arg)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s on %q: encode the argument: %w", r.ComponentID(), method, entityID, err)
+	}
+	reply, err := r.host.Cluster.Forward(ctx, addr, components.DeferredCall{
+		ComponentID: r.ComponentID(), Method: method, EntityID: entityID, Argument: b,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return components.RemoteReply(reply), nil
+}
+
+// InvokeJSONHere runs a command that another instance forwarded to this
+// one: here, once admitted (see Cluster.Admit), or not at all, with an
+// error wrapping ErrMoved. Without a Cluster it is InvokeJSON.
+func (r *Running[S]) InvokeJSONHere(ctx context.Context, entityID, method string, arg []byte) ([]byte, error) {
+	return r.t.commands.InvokeJSON(ctx, entityID, method, arg, r.invokeHere)
+}
+
+// invokeHere is Invoke for a forwarded command: never routed on.
+func (r *Running[S]) invokeHere(ctx context.Context, entityID, method string, arg any) (any, error) {
+	cmd, err := r.command(entityID, method)
+	if err != nil {
+		return nil, err
+	}
+	if r.host.Cluster == nil {
+		return r.runHere(ctx, entityID, cmd, arg)
+	}
+	done, err := r.host.Cluster.Admit(ctx, r.ComponentID(), entityID)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), method, entityID, err)
+	}
+	defer done()
+	return r.runHere(ctx, entityID, cmd, arg)
+}

@@ -1,0 +1,19 @@
+-- sharded_delete: delete an entity's state under its shard's fence,
+-- leaving nothing behind (the shard's counter keeps revisions growing).
+-- KEYS[1] shard record, KEYS[2] state hash, KEYS[3] the shard's revision counter
+-- ARGV[1] fence incarnation, ARGV[2] fence epoch, ARGV[3] expected revision,
+-- ARGV[4] floor ('' or a legacy revision the counter is raised to)
+-- Returns {0, ''} fenced, {1, found} deleted (or absent as expected),
+-- {2, found} conflict, {3, '0'} absent here but expected present (the
+-- caller checks the legacy key).
+if not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then
+	return {0, ''}
+end
+local found = redis.call('HGET', KEYS[2], 'rev') or '0'
+if found ~= ARGV[3] then
+	if found == '0' then return {3, '0'} end
+	return {2, found}
+end
+if ARGV[4] ~= '' then raise_counter(KEYS[3], ARGV[4]) end
+redis.call('DEL', KEYS[2])
+return {1, found}

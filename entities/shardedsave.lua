@@ -1,0 +1,26 @@
+-- sharded_save: write an entity's state under its shard's fence.
+-- KEYS[1] shard record, KEYS[2] state hash, KEYS[3] the shard's revision counter
+-- ARGV[1] fence incarnation, ARGV[2] fence epoch, ARGV[3] expected revision
+-- ('0': absent), ARGV[4] data, ARGV[5] floor: '' to compare the state hash
+-- with ARGV[3]; otherwise the hash must be absent (the caller checked the
+-- legacy key) and the counter is raised to at least the floor first.
+-- Returns {0, ''} fenced, {1, rev} written, {2, found} conflict, {3, '0'}
+-- absent here (the caller checks the legacy key). Revisions stay decimal
+-- strings: GET after INCR, never a Lua number.
+if not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then
+	return {0, ''}
+end
+local found = redis.call('HGET', KEYS[2], 'rev') or '0'
+if ARGV[5] == '' then
+	if found ~= ARGV[3] then
+		if found == '0' then return {3, '0'} end
+		return {2, found}
+	end
+else
+	if found ~= '0' then return {2, found} end
+	raise_counter(KEYS[3], ARGV[5])
+end
+redis.call('INCR', KEYS[3])
+local rev = redis.call('GET', KEYS[3])
+redis.call('HSET', KEYS[2], 'data', ARGV[4], 'rev', rev)
+return {1, rev}

@@ -1,0 +1,274 @@
+package entities
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/keyspace"
+)
+
+// ErrFenced is wrapped by the writes of a [FencedStore] that the shard's
+// fence refused: the writer's fence (incarnation, epoch) is no longer the
+// shard's, another instance owns it now (or nobody does), and nothing was
+// written. The writer must drop what it holds of the shard's entities.
+var ErrFenced = errors.New("fenced: this instance no longer owns the entity's shard")
+
+// FencedStore is a [Store] whose writes carry the fence of the entity's
+// shard ([cluster.ShardOf]) and are refused, atomically, with [ErrFenced]
+// when it is no longer the shard's. An entity type started with a
+// [Host.Cluster] writes through it; reads need no fence.
+type FencedStore interface {
+	Store
+	// SaveFenced is Save under f: it writes only if f is still the
+	// shard's fence and the stored revision is expected.
+	SaveFenced(ctx context.Context, f cluster.Fence, entityType, id string, data []byte, expected uint64) (uint64, error)
+	// DeleteFenced is Delete under f.
+	DeleteFenced(ctx context.Context, f cluster.Fence, entityType, id string, expected uint64) error
+}
+
+// ShardedRedisStore is the [FencedStore] of a cluster of instances on one
+// Redis or Redis Cluster: every entity's state lives in the slot of its
+// shard's record, so one script checks the fence, checks the revision and
+// writes.
+//
+// # Key layout
+//
+//	<prefix>:entity:{<shard tag>}:<len(type)>:<type>:<id>  hash: data, rev (decimal)
+//	<prefix>:entity:{<shard tag>}:revs                     the shard's revision counter (decimal)
+//
+// with the shard tag of [cluster.ShardTag] (the record is
+// [cluster.ShardRecordKey], in the same slot). "revs" cannot be an
+// entity's key: those go on with a length and a ':'.
+//
+// Revisions are drawn from the shard's counter (INCR in the write's own
+// script), not counted per entity, so a delete leaves nothing behind: no
+// tombstone, and the entity's next create still gets a revision above
+// any it had (no ABA). The cost is one key per shard, 256 in all.
+//
+// # Upgrade from RedisStore's layout
+//
+// Load reads the new key and, when it is absent, the legacy one
+// (<prefix>:entity:<len(type)>:<type>:<id>, a tombstone read as absent).
+// A write that finds the new key absent checks the legacy key, writes the
+// new key with a revision above the legacy one, and then deletes the
+// legacy key (another command: on a cluster it is in another slot). Every
+// delete deletes the legacy key as well, so a crash between the two steps
+// never brings a legacy state back. Old instances writing the legacy
+// layout at the same time are not supported: upgrade every instance first.
+//
+// Save and Delete without a fence refuse with ErrFenced: writes go through
+// SaveFenced and DeleteFenced.
+type ShardedRedisStore struct {
+	client redis.UniversalClient
+	keys   keyspace.Space
+	legacy *RedisStore // the layout before shards, for the upgrade path
+}
+
+var _ FencedStore = (*ShardedRedisStore)(nil)
+
+// NewShardedRedisStore returns a ShardedRedisStore over client whose keys
+// start with prefix ([DefaultRedisPrefix] when empty); the cluster's
+// members must use the same prefix. It panics on a bad prefix, as
+// [NewRedisStore] does.
+func NewShardedRedisStore(client redis.UniversalClient, prefix string) *ShardedRedisStore {
+	return &ShardedRedisStore{client: client, keys: keyspace.Must(prefix), legacy: NewRedisStore(client, prefix)}
+}
+
+// shardKeys are the keys a write of one entity touches, all in its
+// shard's slot: the record, the state and the revision counter.
+func (s *ShardedRedisStore) shardKeys(shard int, entityType, id string) []string {
+	tag := cluster.ShardTag(shard)
+	return []string{
+		cluster.ShardRecordKey(s.keys, shard),
+		s.keys.Tagged("entity", tag, strconv.Itoa(len(entityType))+":"+entityType+":"+id),
+		s.keys.Tagged("entity", tag, "revs"),
+	}
+}
+
+// stateKey is the new layout's key of an entity.
+func (s *ShardedRedisStore) stateKey(entityType, id string) string {
+	return s.shardKeys(cluster.ShardOf(entityType, id), entityType, id)[1]
+}
+
+//go:embed shardedcounter.lua
+var counterLua string
+
+//go:embed shardedsave.lua
+var shardedSaveLua string
+
+//go:embed shardeddelete.lua
+var shardedDeleteLua string
+
+var (
+	shardedSave   = cluster.FencedScript(counterLua + "\n" + shardedSaveLua)
+	shardedDelete = cluster.FencedScript(counterLua + "\n" + shardedDeleteLua)
+)
+
+// The first value of the scripts' replies.
+const (
+	scriptFenced   = 0
+	scriptDone     = 1
+	scriptConflict = 2
+	scriptAbsent   = 3 // absent here: the caller checks the legacy key
+)
+
+// Load implements [Store]: the new key, else the legacy one.
+func (s *ShardedRedisStore) Load(ctx context.Context, entityType, id string) (Record, error) {
+	rec, err := loadHash(ctx, s.client, s.stateKey(entityType, id))
+	if err != nil {
+		return Record{}, redisErr("load", entityType, id, err)
+	}
+	if rec.Revision != 0 {
+		return rec, nil
+	}
+	return s.legacy.Load(ctx, entityType, id)
+}
+
+// Revision implements [Store] through Load.
+func (s *ShardedRedisStore) Revision(ctx context.Context, entityType, id string) (uint64, error) {
+	rec, err := s.Load(ctx, entityType, id)
+	if err != nil {
+		return 0, fmt.Errorf("revision: %w", err)
+	}
+	return rec.Revision, nil
+}
+
+// Save refuses: a ShardedRedisStore writes only under a fence.
+func (s *ShardedRedisStore) Save(_ context.Context, entityType, id string, _ []byte, _ uint64) (uint64, error) {
+	return 0, opErr("save", entityType, id, fmt.Errorf("no fence given (use SaveFenced): %w", ErrFenced))
+}
+
+// Delete refuses: a ShardedRedisStore writes only under a fence.
+func (s *ShardedRedisStore) Delete(_ context.Context, entityType, id string, _ uint64) error {
+	return opErr("delete", entityType, id, fmt.Errorf("no fence given (use DeleteFenced): %w", ErrFenced))
+}
+
+// Ping implements [Store].
+func (s *ShardedRedisStore) Ping(ctx context.Context) error { return s.legacy.Ping(ctx) }
+
+// SaveFenced implements [FencedStore]: one script in the common case; a
+// create also reads the legacy key first, and a write over a legacy key
+// deletes it after.
+func (s *ShardedRedisStore) SaveFenced(ctx context.Context, f cluster.Fence, entityType, id string, data []byte, expected uint64) (uint64, error) {
+	return s.write(ctx, "save", shardedSave, f, entityType, id, data, expected)
+}
+
+// DeleteFenced implements [FencedStore]: the script, then the legacy key.
+func (s *ShardedRedisStore) DeleteFenced(ctx context.Context, f cluster.Fence, entityType, id string, expected uint64) error {
+	_, err := s.write(ctx, "delete", shardedDelete, f, entityType, id, nil, expected)
+	return err
+}
+
+// write runs a fenced save or delete script, going through the legacy key
+// when the new one is absent: before a create or a delete of an absent
+// state (a live legacy state would be a conflict), or when the script
+// found the new key absent but a revision was expected (a legacy state).
+// Every delete, and every write over a legacy key, deletes it after.
+func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.Script, f cluster.Fence,
+	entityType, id string, data []byte, expected uint64) (uint64, error) {
+	keys, err := s.fencedKeys(f, entityType, id)
+	if err != nil {
+		return 0, opErr(op, entityType, id, err)
+	}
+	floor := ""
+	if expected == 0 {
+		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
+			return 0, err
+		}
+	}
+	code, rev, err := s.run(ctx, script, keys, f, expected, data, floor)
+	if err == nil && code == scriptAbsent {
+		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
+			return 0, err
+		}
+		code, rev, err = s.run(ctx, script, keys, f, 0, data, floor)
+	}
+	if err != nil {
+		return 0, redisWriteErr(s.client, op, entityType, id, err)
+	}
+	switch code {
+	case scriptFenced:
+		return 0, opErr(op, entityType, id, fmt.Errorf("refused by the fence of shard %d (epoch %d): %w", f.Shard, f.Epoch, ErrFenced))
+	case scriptConflict:
+		return 0, conflictErr(op, entityType, id, expected, rev)
+	case scriptDone:
+	default:
+		return 0, opErr(op, entityType, id, fmt.Errorf("unexpected script code %d", code))
+	}
+	if floor != "" || script == shardedDelete {
+		if err := s.client.Del(ctx, s.legacy.key(entityType, id)).Err(); err != nil {
+			// The write is done: "nothing changed" would be false.
+			return 0, redisWriteErr(s.client, op+" (delete the legacy key)", entityType, id, err)
+		}
+	}
+	return rev, nil
+}
+
+// fencedKeys are the keys of a fenced write, once f is checked to be the
+// fence of the entity's shard.
+func (s *ShardedRedisStore) fencedKeys(f cluster.Fence, entityType, id string) ([]string, error) {
+	shard := cluster.ShardOf(entityType, id)
+	if f.Shard != shard || f.Incarnation == "" {
+		return nil, fmt.Errorf("the fence is of shard %d (incarnation %q), the entity is in shard %d: %w",
+			f.Shard, f.Incarnation, shard, ErrFenced)
+	}
+	return s.shardKeys(shard, entityType, id), nil
+}
+
+// legacyFloor reads the legacy key and returns the floor a write over it
+// raises the shard's counter to: its live or tombstone revision, in
+// decimal, or "" when there is no legacy key. A legacy revision that is
+// not expected is a conflict.
+func (s *ShardedRedisStore) legacyFloor(ctx context.Context, op, entityType, id string, expected uint64) (string, error) {
+	vals, err := s.client.HMGet(ctx, s.legacy.key(entityType, id), "rev", "gone").Result()
+	if err != nil {
+		return "", redisErr(op, entityType, id, fmt.Errorf("read the legacy key: %w", err))
+	}
+	live, _ := vals[0].(string)
+	gone, _ := vals[1].(string)
+	found := uint64(0)
+	if live != "" {
+		if found, err = parseRevision(live); err != nil {
+			return "", redisErr(op, entityType, id, fmt.Errorf("read the legacy key: %w", err))
+		}
+	}
+	if found != expected {
+		return "", conflictErr(op, entityType, id, expected, found)
+	}
+	if live != "" {
+		return live, nil
+	}
+	return gone, nil
+}
+
+// run runs a fenced script and decodes its {code, revision} reply.
+func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f cluster.Fence,
+	expected uint64, data []byte, floor string) (int64, uint64, error) {
+	args := append(f.Args(), strconv.FormatUint(expected, 10))
+	if script == shardedSave {
+		args = append(args, data)
+	}
+	res, err := script.Run(ctx, s.client, keys, append(args, floor)...).Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("unexpected reply %v", res)
+	}
+	code, isInt := res[0].(int64)
+	revText, isString := res[1].(string)
+	if !isInt || !isString {
+		return 0, 0, fmt.Errorf("unexpected reply %v", res)
+	}
+	if code == scriptFenced {
+		return code, 0, nil
+	}
+	rev, err := parseRevision(revText)
+	return code, rev, err
+}

@@ -1,0 +1,64 @@
+package clusterhost
+
+import (
+	"sync"
+
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+// gate admits commands to the shards this instance serves and counts
+// those in flight, so that a shard is handed over only once they are
+// done.
+type gate struct {
+	serving func(shard int) (cluster.Fence, bool)
+
+	mu       sync.Mutex
+	handover [cluster.NumShards]cluster.Fence // the fence being handed over; zero: none
+	inflight [cluster.NumShards]int
+}
+
+// admit counts a command in for shard if it is served and not being
+// handed over; done counts it out (once, however often it is called).
+func (g *gate) admit(shard int) (done func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f, serving := g.serving(shard)
+	if !serving || f == g.handover[shard] {
+		return nil, false
+	}
+	g.inflight[shard]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.inflight[shard]--
+		})
+	}, true
+}
+
+// drain stops admitting commands for shard under its current fence (a
+// later acquisition, under a new fence, admits again).
+func (g *gate) drain(shard int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f, serving := g.serving(shard); serving {
+		g.handover[shard] = f
+	}
+}
+
+// draining reports whether shard is still served under the fence being
+// handed over: its commands are to wait for the new owner.
+func (g *gate) draining(shard int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f, serving := g.serving(shard)
+	return serving && f == g.handover[shard]
+}
+
+// busy is the number of commands of shard in flight.
+func (g *gate) busy(shard int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inflight[shard]
+}

@@ -1,0 +1,254 @@
+package clusterhost
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/peer"
+)
+
+// Defaults of Config's durations.
+const (
+	// DefaultDrainTimeout bounds how long a shard's hand-over waits for
+	// its commands in flight.
+	DefaultDrainTimeout = 5 * time.Second
+	// DefaultPoll is how often a command waiting for its shard's owner
+	// looks at the table again.
+	DefaultPoll = 10 * time.Millisecond
+	// refreshEvery bounds how often waiting commands read every shard
+	// record again (Rebalancer.Refresh) when the table may be stale.
+	refreshEvery = 100 * time.Millisecond
+)
+
+// Config is what New needs.
+type Config struct {
+	// Member is this instance's membership (required); New makes its
+	// Rebalancer.
+	Member *cluster.Member
+	// Peers reaches the other instances (required).
+	Peers *peer.Client
+	// Registry holds the components forwarded calls run on (required).
+	Registry *components.Registry
+	// DrainTimeout bounds the wait for a shard's commands in flight before
+	// it is released (DefaultDrainTimeout when zero).
+	DrainTimeout time.Duration
+	// Poll is how often a waiting command looks for its shard's owner
+	// (DefaultPoll when zero).
+	Poll time.Duration
+	// Logger receives hand-over events (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// Host is an instance's entities.Cluster and peer.Handler. It is safe for
+// concurrent use.
+type Host struct {
+	cfg  Config
+	reb  *cluster.Rebalancer
+	gate gate
+	log  *slog.Logger
+
+	refreshMu sync.Mutex
+	refreshed time.Time // when the last successful Refresh started
+}
+
+var _ entities.Cluster = (*Host)(nil)
+
+// New makes the Host of cfg.Member and its Rebalancer, whose
+// BeforeRelease hook is the Host's (which is why New makes it: the hook
+// and the Host need each other). Start the rebalancer once the entity
+// types are started and the peer server listens.
+func New(cfg Config) (*Host, error) {
+	if cfg.Member == nil || cfg.Peers == nil || cfg.Registry == nil {
+		return nil, errors.New("clusterhost: Config.Member, Config.Peers and Config.Registry are required")
+	}
+	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
+	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
+	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
+	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease})
+	h.gate.serving = h.reb.Serving
+	return h, nil
+}
+
+// Rebalancer is the rebalancer New made: Start it, and Leave through it.
+func (h *Host) Rebalancer() *cluster.Rebalancer { return h.reb }
+
+// Fence implements entities.Cluster: the rebalancer's Serving of the
+// entity's shard.
+func (h *Host) Fence(entityType, id string) (cluster.Fence, bool) {
+	return h.reb.Serving(cluster.ShardOf(entityType, id))
+}
+
+// Route implements entities.Cluster: admitted here when this instance
+// serves the shard, the owner's address when another does, and otherwise
+// a wait, polling the table, until one of these holds or ctx ends.
+func (h *Host) Route(ctx context.Context, entityType, id string) (string, func(), error) {
+	shard := cluster.ShardOf(entityType, id)
+	for {
+		if done, ok := h.gate.admit(shard); ok {
+			return "", done, nil
+		}
+		o, ok := h.reb.Owner(shard)
+		if ok && o.Owner != h.cfg.Member.ID() {
+			return o.Addr, nil, nil
+		}
+		if !h.gate.draining(shard) {
+			// No live owner known, or the table names this instance,
+			// which does not serve the shard (its lease lapsed, or it was
+			// deposed): the table may be stale, and the rebalancer's own
+			// passes may have stopped (it is leaving).
+			h.refresh(ctx, time.Now().Add(-refreshEvery))
+		}
+		if err := h.pause(ctx); err != nil {
+			return "", nil, fmt.Errorf("clusterhost: wait for an owner of shard %d: %w", shard, err)
+		}
+	}
+}
+
+// Admit implements entities.Cluster: a forwarded command is admitted, or
+// waits while this instance hands its shard over and then is refused with
+// entities.ErrMoved; it is never sent on.
+func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error) {
+	shard := cluster.ShardOf(entityType, id)
+	for {
+		if done, ok := h.gate.admit(shard); ok {
+			return done, nil
+		}
+		if !h.gate.draining(shard) {
+			return nil, fmt.Errorf("shard %d is not served by %s: %w", shard, h.cfg.Member.ID(), entities.ErrMoved)
+		}
+		if err := h.pause(ctx); err != nil {
+			return nil, fmt.Errorf("clusterhost: wait for the hand-over of shard %d: %w", shard, err)
+		}
+	}
+}
+
+// Forward implements entities.Cluster over the peer transport, with ctx's
+// deadline and cancellation. Errors come back as the caller would have had
+// them locally (see fromPeer). When the owner answers "moved", the table
+// is read again before returning; when it cannot be reached at all (the
+// command did not run), Forward waits (bounded by ctx) until the table
+// names another owner, and then answers "moved" too, so that the entity
+// layer routes the command again.
+func (h *Host) Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
+	started := time.Now()
+	reply, err := h.cfg.Peers.Forward(ctx, addr, peer.Call{
+		ComponentID: call.ComponentID, Method: call.Method, EntityID: call.EntityID, Argument: call.Argument,
+	})
+	if err == nil {
+		return reply.Value, nil
+	}
+	if errors.Is(err, peer.ErrUnavailable) && !errors.Is(err, peer.ErrOutcomeUnknown) {
+		if h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr) == nil {
+			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, fromPeer(err))
+		}
+		return nil, fromPeer(err)
+	}
+	err = fromPeer(err)
+	if errors.Is(err, entities.ErrMoved) {
+		h.refresh(ctx, started)
+	}
+	return nil, err
+}
+
+// awaitOtherOwner waits until the table names an owner of shard other
+// than the one at addr (or this instance serves it), reading the records
+// again every refreshEvery; ctx's error if it ends first.
+func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) error {
+	for {
+		if _, ok := h.reb.Serving(shard); ok {
+			return nil
+		}
+		if o, ok := h.reb.Owner(shard); ok && o.Addr != addr {
+			return nil
+		}
+		h.refresh(ctx, time.Now().Add(-refreshEvery))
+		if err := h.pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// refresh reads every shard record again unless a refresh that started
+// after since succeeded already; concurrent callers share one.
+func (h *Host) refresh(ctx context.Context, since time.Time) {
+	h.refreshMu.Lock()
+	defer h.refreshMu.Unlock()
+	if h.refreshed.After(since) {
+		return
+	}
+	started := time.Now()
+	if err := h.reb.Refresh(ctx); err != nil {
+		if ctx.Err() == nil {
+			h.log.Debug("clusterhost: refresh the owners table", "err", err.Error())
+		}
+		return
+	}
+	h.refreshed = started
+}
+
+// pause waits one poll interval, or until ctx ends.
+func (h *Host) pause(ctx context.Context) error {
+	t := time.NewTimer(h.cfg.Poll)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// BeforeRelease is the rebalancer's hook: it stops admitting commands for
+// shard (they wait, then go to the new owner) and waits, at most
+// DrainTimeout, for those in flight to finish. It always lets the release
+// go on: a command still running past the bound has its write refused by
+// the fence. It is idempotent.
+func (h *Host) BeforeRelease(ctx context.Context, shard int) error {
+	h.gate.drain(shard)
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.DrainTimeout)
+	defer cancel()
+	for h.gate.busy(shard) > 0 {
+		if err := h.pause(ctx); err != nil {
+			h.log.Warn("clusterhost: releasing a shard with commands still in flight",
+				"shard", shard, "in_flight", h.gate.busy(shard), "err", err.Error())
+			return nil
+		}
+	}
+	return nil
+}
+
+// hereInvoker is a component that can run a forwarded call here or not
+// at all (entities.Running).
+type hereInvoker interface {
+	InvokeJSONHere(ctx context.Context, entityID, method string, arg []byte) ([]byte, error)
+}
+
+// Handle is the peer.Handler of this instance: it runs a forwarded call
+// here only (an entity whose shard is not served here answers
+// entities.ErrMoved, as peer.KindMoved), and answers its errors with the
+// kinds and codes the caller's Forward maps back.
+func (h *Host) Handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
+	comp, err := h.cfg.Registry.Lookup(c.ComponentID)
+	if err != nil {
+		return peer.Reply{}, toPeer(err)
+	}
+	var reply []byte
+	if here, ok := comp.(hereInvoker); ok {
+		reply, err = here.InvokeJSONHere(ctx, c.EntityID, c.Method, c.Argument)
+	} else {
+		reply, err = comp.InvokeJSON(ctx, c.EntityID, c.Method, c.Argument)
+	}
+	if err != nil {
+		return peer.Reply{}, toPeer(err)
+	}
+	return peer.Reply{Value: reply}, nil
+}

@@ -1,0 +1,141 @@
+package testenv
+
+// A linearizability check of counters, for tests that increase and read a
+// few counters through several instances: operations are recorded with
+// the times they were called and answered, and porcupine checks that some
+// order of them, each taking effect between its call and its answer,
+// explains every answer. An operation that failed may or may not have
+// taken effect: record it with CounterResult{Unknown: true}, ending at
+// infinity (Failed).
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// CounterOp is one operation on a counter: an increase by one, or a read.
+type CounterOp struct {
+	Key  string
+	Read bool
+}
+
+// CounterResult is what the operation answered: the counter's value, or
+// unknown (the request failed: it may have taken effect, once).
+type CounterResult struct {
+	Value   int64
+	Unknown bool
+}
+
+// CounterModel is a register per counter that an increase adds one to.
+var CounterModel = porcupine.Model{
+	Partition: func(History []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range History {
+			k := op.Input.(CounterOp).Key
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, byKey[k])
+		}
+		return out
+	},
+	Init: func() any { return int64(0) },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(int64), input.(CounterOp), output.(CounterResult)
+		switch {
+		case in.Read && out.Unknown:
+			return true, s
+		case in.Read:
+			return out.Value == s, s
+		case out.Unknown:
+			return true, s + 1
+		default:
+			return out.Value == s+1, s + 1
+		}
+	},
+	Equal: func(a, b any) bool { return a == b },
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(CounterOp), output.(CounterResult)
+		verb := "increase"
+		if in.Read {
+			verb = "read"
+		}
+		if out.Unknown {
+			return fmt.Sprintf("%s %s -> ?", verb, in.Key)
+		}
+		return fmt.Sprintf("%s %s -> %d", verb, in.Key, out.Value)
+	},
+}
+
+// History records operations from many goroutines.
+type History struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []porcupine.Operation
+}
+
+// NewHistory starts a history now.
+func NewHistory() *History { return &History{start: time.Now()} }
+
+// Len is the number of operations recorded.
+func (h *History) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ops)
+}
+
+// Record adds an operation of client c called at call: its result, or,
+// when err is not nil, an unknown result that ends at infinity.
+func (h *History) Record(c int, op CounterOp, call int64, res CounterResult, err error) {
+	ret := h.Now()
+	if err != nil {
+		res, ret = CounterResult{Unknown: true}, math.MaxInt64
+	}
+	h.Add(porcupine.Operation{ClientId: c, Input: op, Call: call, Output: res, Return: ret})
+}
+
+// Now is the time since the history began, as porcupine counts it.
+func (h *History) Now() int64 { return int64(time.Since(h.start)) }
+
+// Add records op.
+func (h *History) Add(op porcupine.Operation) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+// CheckLinearizable fails the test unless porcupine finds the History
+// linearizable within a minute.
+func CheckLinearizable(t *testing.T, h *History) {
+	t.Helper()
+	res, info := porcupine.CheckOperationsVerbose(CounterModel, h.ops, time.Minute)
+	switch res {
+	case porcupine.Ok:
+		t.Logf("linearizable: %d operations", len(h.ops))
+	case porcupine.Illegal:
+		t.Errorf("not linearizable: %d operations; partial linearizations: %v", len(h.ops), describePartial(info))
+	default:
+		t.Errorf("linearizability unknown: the check of %d operations timed out", len(h.ops))
+	}
+}
+
+func describePartial(info porcupine.LinearizationInfo) string {
+	var b []byte
+	for i, part := range info.PartialLinearizationsOperations() {
+		if i == 3 {
+			break
+		}
+		b = fmt.Appendf(b, "\n\tpartition %d: %d operations linearize", i, len(part))
+	}
+	return string(b)
+}
