@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -66,11 +67,13 @@ func setup(s *samples) trellis.Setup {
 			orderRoutes:   orders,
 		}, contract.ChiServerOptions{
 			BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
-			// The order routes take Idempotency-Keys: each is idempotent
-			// per key (see ordering.Endpoint), so a retry after an unknown
-			// outcome (504) is safe. The counter's increase is not, and
-			// takes none.
-			Middlewares: []contract.MiddlewareFunc{h.Idempotent(ordering.IdempotentRoutes...)},
+			// The samples' POSTs take Idempotency-Keys: each is idempotent
+			// per key (see ordering.IdempotentRoutes and
+			// counter.IncreaseOnce), so a retry after an unknown outcome
+			// (504) is safe.
+			Middlewares: []contract.MiddlewareFunc{
+				h.Idempotent(slices.Concat(ordering.IdempotentRoutes, counter.IdempotentRoutes)...),
+			},
 		})
 		return nil
 	}
