@@ -67,8 +67,9 @@ type IdempotencyOptions struct {
 //     Idempotency-Replayed: true, and does not run again;
 //   - the same key with a different request is 422;
 //   - the same key while the first request still runs is 409;
-//   - a first answer of 503 ("nothing was changed") releases the key, so
-//     that the retry runs as if the first had not been made;
+//   - a first answer of 503 ("nothing was changed"), 409 (write
+//     conflicts), 408 or 429, each an invitation to retry, releases the
+//     key, so that the retry runs as if the first had not been made;
 //   - a first answer of 504 or another 5xx (the outcome is unknown, or a
 //     fault) keeps the key as unknown: the retry with the same key runs
 //     the handler again, and its answer is kept. So the handlers of these
@@ -132,7 +133,7 @@ func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next htt
 	defer cancel()
 	var err error
 	switch {
-	case answer.Status == http.StatusServiceUnavailable:
+	case retryable(answer.Status):
 		err = o.Store.Release(ctx, scope, key, digest)
 	case answer.Status >= 500:
 		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
@@ -145,6 +146,19 @@ func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next htt
 		logAt(r, slog.LevelWarn, "Idempotency-Key not settled; it frees itself when the claim lapses", err)
 	}
 	rec.writeTo(w)
+}
+
+// retryable reports whether an answer says that nothing was changed and
+// that the same request may succeed later: 503 (the store was not
+// available), 409 (write conflicts: WriteError's only 409), 408 (the body
+// did not arrive) and 429. Replaying it would refuse the retry it invites,
+// so the key is released instead.
+func retryable(status int) bool {
+	switch status {
+	case http.StatusServiceUnavailable, http.StatusConflict, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return false
 }
 
 // settleTimeout bounds recording a request's answer under its key.

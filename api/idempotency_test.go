@@ -109,13 +109,13 @@ func TestIdempotencyInFlight(t *testing.T) {
 	}
 }
 
-// TestIdempotencyAfterFailures: a 503 releases the key (the retry runs);
-// a 504 keeps it as unknown (the retry runs, and its answer is then
-// replayed).
+// TestIdempotencyAfterFailures: a 503 or a 409 (write conflicts) releases
+// the key (the retry runs); a 504 keeps it as unknown (the retry runs, and
+// its answer is then replayed).
 func TestIdempotencyAfterFailures(t *testing.T) {
 	var runs, status atomic.Int32
 	h := idempotentServer(&runs, &status, nil)
-	for _, failed := range []int32{http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+	for _, failed := range []int32{http.StatusServiceUnavailable, http.StatusConflict, http.StatusGatewayTimeout} {
 		runs.Store(0)
 		key := fmt.Sprintf("k%d", failed)
 		status.Store(failed)
