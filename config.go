@@ -55,6 +55,10 @@ type Config struct {
 	// ShutdownTimeout is how long Run waits for in-flight requests and
 	// entities when it stops (default 30 s).
 	ShutdownTimeout time.Duration
+	// IdempotencyRetention is how long the answer of a request made with
+	// an Idempotency-Key is kept for its retries (default 24 h; see
+	// Host.Idempotent).
+	IdempotencyRetention time.Duration
 	// MaxConnections caps the open HTTP connections (default 4096). At
 	// the cap a new connection closes the one that has been quiet the
 	// longest, so that health probes get through a flood of stalled

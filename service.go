@@ -15,10 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/httpserver"
+	"github.com/trellis-go/trellis/internal/idempotency"
 	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
@@ -51,10 +53,26 @@ type Host struct {
 	// process series and the HTTP request series; an application may
 	// register its own collectors in it during setup.
 	Metrics *prometheus.Registry
+	// Idempotency keeps the answers of requests made with an
+	// Idempotency-Key, in the same store as the entities (Redis, or
+	// memory): see Idempotent.
+	Idempotency api.IdempotencyStore
 
 	// cluster routes entity commands to their shard's owner; nil when the
 	// instance is not part of a cluster.
 	cluster entities.Cluster
+}
+
+// Idempotent is the api.Idempotency middleware for the given routes
+// ("POST /orders/{id}/confirm": the method and the chi pattern), over the
+// host's store, keeping answers for Config.IdempotencyRetention and a
+// claim for twice the request timeout. Put it in a generated handler's
+// Middlewares, or on the routes with r.With.
+func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
+	return api.Idempotency(api.IdempotencyOptions{
+		Store: h.Idempotency, Routes: routes,
+		Retention: h.Config.IdempotencyRetention, InFlight: 2 * h.Config.RequestTimeout,
+	})
 }
 
 // Entities is the entities.Host to start key-value entities on, with the
@@ -213,6 +231,7 @@ func openStore(h *Host) (*store.Conn, error) {
 	}
 	if conn == nil {
 		h.Store = entities.NewMemoryStore()
+		h.Idempotency = idempotency.NewMemoryStore(h.Clock)
 		h.Logger.Warn("TRELLIS_REDIS_URL is not set: using the embedded in-memory store, which is NOT durable; " +
 			"all state is lost when the process stops. Set TRELLIS_REDIS_URL (or TRELLIS_REDIS_CLUSTER_URL) to keep it in Redis.")
 		return nil, nil
@@ -227,6 +246,7 @@ func openStore(h *Host) (*store.Conn, error) {
 			"err", store.Redact(err, h.Config.RedisURL, h.Config.RedisClusterURL))
 	}
 	h.Redis = conn.Client
+	h.Idempotency = idempotency.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	if h.Config.ClusterAddr != "" {
 		// One owner per entity: writes are fenced by the shard's epoch,
 		// and the state shares its shard record's slot.
@@ -321,7 +341,8 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Serve(ln net.Listener) error {
 	s.setListener(ln)
 	s.log.Info("listening", "addr", ln.Addr().String())
-	err := s.srv.Serve(s.metrics.LimitConnections(ln, s.cfg.MaxConnections))
+	// Errors net/http answers by itself become problems too.
+	err := s.srv.Serve(httpserver.ProblemResponses(s.metrics.LimitConnections(ln, s.cfg.MaxConnections)))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

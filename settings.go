@@ -70,6 +70,10 @@ var settings = []setting{
 		about: about{name: "ShutdownTimeout"}, def: 30 * time.Second,
 		at: func(c *Config) *time.Duration { return &c.ShutdownTimeout }, rule: positive[time.Duration],
 	},
+	field[time.Duration]{
+		about: about{name: "IdempotencyRetention"}, def: api.DefaultIdempotencyRetention,
+		at: func(c *Config) *time.Duration { return &c.IdempotencyRetention }, rule: positive[time.Duration],
+	},
 	field[int]{
 		about: about{name: "MaxConnections"}, def: 4096,
 		at: func(c *Config) *int { return &c.MaxConnections }, rule: positive[int],

@@ -15,6 +15,16 @@ import (
 // the state store could not serve.
 const StoreUnavailableDetail = "the state store is not available; retry later"
 
+// ProblemTypeOutcomeUnknown is the problem type of a 504 whose request
+// may or may not have taken effect: a write reached the state store and
+// its answer was lost. It differs from a 503, which promises that nothing
+// was changed.
+const ProblemTypeOutcomeUnknown = "urn:trellis:problem:outcome-unknown"
+
+// OutcomeUnknownDetail is the detail of that 504.
+const OutcomeUnknownDetail = "the outcome is unknown: the state store may have applied the change, but its answer was lost; " +
+	"retrying with the same Idempotency-Key is safe (the first outcome is then found or the request runs once)"
+
 // RequestError is a request refused before it ran: the client's mistake,
 // answered with a 4xx problem that names the invalid fields. [Decode]
 // returns them; endpoints make their own with [InvalidField].
@@ -74,6 +84,11 @@ func InvalidField(field, message string) error {
 //     write conflict too many times in a row: 409, to be retried;
 //   - an error with an HTTPStatus() int method: that status, with
 //     err.Error() as the detail for a 4xx;
+//   - components.ErrOutcomeUnknown, a write sent to the state store whose
+//     answer was lost: 504 of type [ProblemTypeOutcomeUnknown], saying
+//     that the change may have been applied and that a retry with the
+//     same Idempotency-Key is safe (never a 503, which promises that
+//     nothing was changed);
 //   - context.DeadlineExceeded (the request timeout): 504;
 //   - context.Canceled (the client went away, or the server is stopping):
 //     503;
@@ -113,6 +128,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case errors.As(err, &withStatus) && withStatus.HTTPStatus() >= 400 && withStatus.HTTPStatus() < 500:
 		WriteProblem(w, r, withStatus.HTTPStatus(), err.Error())
+		return
+	case errors.Is(err, components.ErrOutcomeUnknown):
+		logAt(r, slog.LevelWarn, "state store outcome unknown", err)
+		WriteProblemBody(w, r, Problem{Status: http.StatusGatewayTimeout, Type: ProblemTypeOutcomeUnknown,
+			Title: "Outcome unknown", Detail: OutcomeUnknownDetail})
 		return
 	case errors.Is(err, context.DeadlineExceeded):
 		logAt(r, slog.LevelWarn, "request timed out", err)

@@ -14,6 +14,14 @@ var (
 	// (loading, read-only, out of memory, a cluster or primary down, a
 	// login refused), or it is full. Retrying later may succeed (HTTP 503).
 	ErrUnavailable = errors.New("state store unavailable")
+	// ErrOutcomeUnknown: a write was sent to the state store and no
+	// answer came back (the reply timed out, the connection broke after
+	// the command was written, the caller's deadline passed while it
+	// waited). The store may or may not have applied it: the caller
+	// cannot tell "not done" from "done", and must not say "nothing was
+	// changed" (HTTP 504, see api.WriteError). It never wraps
+	// ErrUnavailable, whose promise is that nothing was changed.
+	ErrOutcomeUnknown = errors.New("state store outcome unknown")
 	// ErrConflict: a write found a revision other than the one it was
 	// computed from, someone else wrote first (entities.ErrConflict is
 	// this error). After too many in a row, HTTP 409.

@@ -173,7 +173,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10), data).Slice()
 	if err != nil {
-		return 0, redisErr("save", entityType, id, err)
+		return 0, redisWriteErr(s.client, "save", entityType, id, err)
 	}
 	ok, rev, err := parseScriptResult(res)
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 		[]string{s.key(entityType, id)},
 		strconv.FormatUint(expected, 10)).Slice()
 	if err != nil {
-		return redisErr("delete", entityType, id, err)
+		return redisWriteErr(s.client, "delete", entityType, id, err)
 	}
 	ok, found, err := parseScriptResult(res)
 	if err != nil {
@@ -241,4 +241,11 @@ func parseRevision(text string) (uint64, error) {
 // components.ErrUnavailable when Redis could not serve the call.
 func redisErr(op, entityType, id string, err error) error {
 	return opErr(op, entityType, id, store.Classify(err))
+}
+
+// redisWriteErr is redisErr for a write that client sent: a failure after
+// the command was sent is marked components.ErrOutcomeUnknown, since Redis
+// may have applied it (see store.ClassifyWriteBy).
+func redisWriteErr(client redis.UniversalClient, op, entityType, id string, err error) error {
+	return opErr(op, entityType, id, store.ClassifyWriteBy(client, err))
 }

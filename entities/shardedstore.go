@@ -190,7 +190,7 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 		code, rev, err = s.run(ctx, script, keys, f, 0, data, floor)
 	}
 	if err != nil {
-		return 0, redisErr(op, entityType, id, err)
+		return 0, redisWriteErr(s.client, op, entityType, id, err)
 	}
 	switch code {
 	case scriptFenced:
@@ -203,7 +203,8 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 	}
 	if floor != "" || script == shardedDelete {
 		if err := s.client.Del(ctx, s.legacy.key(entityType, id)).Err(); err != nil {
-			return 0, redisErr(op+" (delete the legacy key)", entityType, id, err)
+			// The write is done: "nothing changed" would be false.
+			return 0, redisWriteErr(s.client, op+" (delete the legacy key)", entityType, id, err)
 		}
 	}
 	return rev, nil

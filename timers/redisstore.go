@@ -190,7 +190,7 @@ func (s *RedisStore) ping(ctx context.Context) (err error) {
 // in flight at once across all instances, the store holds at most
 // MaxActive+k-1 timers. (Within one partition the script serialises them.)
 func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err error) {
-	defer markUnavailable(&err)
+	defer s.markWrite(&err)
 	call, err := encodeCall(r.call)
 	if err != nil {
 		return Timer{}, fmt.Errorf("encode call: %w", err)
@@ -206,7 +206,7 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err 
 			}
 		}
 	} else if others, err = s.countOthers(ctx, home); err != nil {
-		return Timer{}, err
+		return Timer{}, store.Classify(err) // a read, before the write
 	}
 	res, err := createTimerWithLimit.Run(ctx, s.client, keys,
 		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel, others, home).Slice()
@@ -267,7 +267,7 @@ func (s *RedisStore) get(ctx context.Context, name string) (_ Timer, err error) 
 }
 
 func (s *RedisStore) remove(ctx context.Context, name string) (err error) {
-	defer markUnavailable(&err)
+	defer s.markWrite(&err)
 	if err := deleteTimer.Run(ctx, s.client, s.part(name).keys, name).Err(); err != nil {
 		return fmt.Errorf("deleteTimer: %w", err)
 	}
@@ -328,3 +328,7 @@ func stringFields(vals []any, n int) ([]string, error) {
 // markUnavailable marks *err as components.ErrUnavailable when Redis could not
 // serve the call: every method of the store's protocol defers it.
 func markUnavailable(err *error) { *err = store.Classify(*err) }
+
+// markWrite is markUnavailable for a call that writes: a failure after the
+// write was sent is components.ErrOutcomeUnknown (see store.ClassifyWriteBy).
+func (s *RedisStore) markWrite(err *error) { *err = store.ClassifyWriteBy(s.client, *err) }

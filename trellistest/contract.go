@@ -3,6 +3,7 @@ package trellistest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,12 +23,16 @@ import (
 // is reported with t.Errorf, so it may be used from any goroutine. A
 // request on a path the contracts
 // have, with a method they do not, must be answered 405 with an Allow
-// header; a path they do not have, 404. Requests are not validated:
+// header; a path they do not have, 404 matching a contract's UnknownPath
+// response (the framework's contract has it). Requests are not validated:
 // tests send bad ones on purpose.
 type ContractTransport struct {
 	t       testing.TB
 	base    http.RoundTripper
 	routers []routers.Router
+	// unknownPath is the UnknownPath response of a contract (the
+	// framework's), which a request on no contract's path must match.
+	unknownPath *openapi3.Response
 }
 
 // CheckContracts makes a ContractTransport over base (http.DefaultTransport when
@@ -50,6 +55,9 @@ func CheckContracts(t testing.TB, base http.RoundTripper, specs ...[]byte) *Cont
 		// The servers name where the service may be deployed; the tests'
 		// is a loopback port, so match the paths only.
 		doc.Servers = nil
+		if ref := doc.Components.Responses["UnknownPath"]; ref != nil && tr.unknownPath == nil {
+			tr.unknownPath = ref.Value
+		}
 		r, err := legacy.NewRouter(doc)
 		if err != nil {
 			t.Fatalf("route contract %d: %v", i, err)
@@ -105,6 +113,29 @@ func (tr *ContractTransport) validate(req *http.Request, resp *http.Response, bo
 		return fmt.Errorf("no %s operation on this path: want 405 with Allow", req.Method)
 	case !methodKnown && resp.StatusCode != http.StatusNotFound:
 		return errors.New("no such path in the contracts: want 404")
+	case !methodKnown:
+		return tr.validateUnknownPath(resp, body)
+	}
+	return nil
+}
+
+// validateUnknownPath checks the 404 of a request on no contract's path
+// against the contracts' UnknownPath response: its media type and schema.
+func (tr *ContractTransport) validateUnknownPath(resp *http.Response, body []byte) error {
+	if tr.unknownPath == nil {
+		return nil
+	}
+	ct := resp.Header.Get("Content-Type")
+	media := tr.unknownPath.Content.Get(ct)
+	if media == nil || media.Schema == nil {
+		return fmt.Errorf("a 404 for an unknown path must be one of the UnknownPath response's media types, not %q", ct)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("the 404 for an unknown path is not JSON: %w", err)
+	}
+	if err := media.Schema.Value.VisitJSON(v); err != nil {
+		return fmt.Errorf("the 404 for an unknown path does not match UnknownPath: %w", err)
 	}
 	return nil
 }

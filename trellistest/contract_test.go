@@ -53,6 +53,21 @@ func TestCheckContracts(t *testing.T) {
 		{name: "unknown path not 404", method: http.MethodGet, path: "/nowhere", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
 		}, drift: "want 404"},
+		{name: "unknown path's problem", method: http.MethodGet, path: "/nowhere", handler: func(w http.ResponseWriter, r *http.Request) {
+			api.WriteProblem(w, r, http.StatusNotFound, "no route /nowhere")
+		}},
+		{name: "unknown path's 404 not a problem", method: http.MethodGet, path: "/nowhere", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.NotFound(w, r)
+		}, drift: "UnknownPath"},
+		{name: "unknown path's problem off its schema", method: http.MethodGet, path: "/nowhere", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", api.ContentTypeProblem)
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"status":"404"}`))
+		}, drift: "does not match UnknownPath"},
+		{name: "a contract as YAML", method: http.MethodGet, path: "/admin/openapi.yaml", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(api.Spec)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,10 +50,26 @@ var storeRoutes = []storeRoute{
 func startOnOwnRedis(t *testing.T, timeout time.Duration) (*trellistest.Service, *trellistest.RedisServer, string) {
 	t.Helper()
 	rs := trellistest.StartRedisServer(t)
+	// The keys die with the server: nothing to remove.
+	ts, order := startWithOrder(t, rs.URL(), "outage", timeout)
+	return ts, rs, order
+}
+
+// startWithOrder runs the server's setup on the Redis at url with keys
+// under prefix, the outage token and a request timeout of timeout (0: the
+// default), checks its answers against the contracts, and places one
+// order; it returns the service and the order's id.
+func startWithOrder(t *testing.T, url, prefix string, timeout time.Duration) (*trellistest.Service, string) {
+	t.Helper()
 	ts := trellistest.Start(t, setup(&samples{}),
-		trellistest.WithRedisURL(rs.URL()),
-		trellistest.WithStorePrefix("outage"), // the keys die with the server: nothing to remove
-		trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken, c.RequestTimeout = outageToken, timeout }),
+		trellistest.WithRedisURL(url),
+		trellistest.WithStorePrefix(prefix),
+		trellistest.WithConfig(func(c *trellis.Config) {
+			c.AdminToken = outageToken
+			if timeout > 0 {
+				c.RequestTimeout = timeout
+			}
+		}),
 		trellistest.WithServiceOptions(trellis.WithContract(contract.Spec)))
 	validateAgainstContracts(t, ts)
 	resp := ts.Post(t, "/orders", map[string]any{"item": "before the outage", "quantity": 1})
@@ -62,7 +78,7 @@ func startOnOwnRedis(t *testing.T, timeout time.Duration) (*trellistest.Service,
 	if resp.Status != http.StatusCreated {
 		t.Fatalf("POST /orders before the outage: %d %s", resp.Status, resp.Body)
 	}
-	return ts, rs, o.Id
+	return ts, o.Id
 }
 
 // validateAgainstContracts makes every response ts's client reads go
@@ -127,25 +143,14 @@ func TestStoreDownIs503(t *testing.T) {
 func TestStoreFrozenAnswersByDeadline(t *testing.T) {
 	const timeout = time.Second
 	rs := trellistest.StartRedisServer(t)
-	ts := trellistest.Start(t, setup(&samples{}),
-		trellistest.WithRedisURL(rs.URL()+"?read_timeout=60s&write_timeout=60s"),
-		trellistest.WithStorePrefix("frozen"),
-		trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken, c.RequestTimeout = outageToken, timeout }),
-		trellistest.WithServiceOptions(trellis.WithContract(contract.Spec)))
-	validateAgainstContracts(t, ts)
-	resp := ts.Post(t, "/orders", map[string]any{"item": "before the freeze", "quantity": 1})
-	var o contract.Order
-	resp.JSON(t, &o)
-	if resp.Status != http.StatusCreated {
-		t.Fatalf("POST /orders before the freeze: %d %s", resp.Status, resp.Body)
-	}
+	ts, order := startWithOrder(t, rs.URL()+"?read_timeout=60s&write_timeout=60s", "frozen", timeout)
 	rs.Freeze()
 	defer rs.Thaw() // before the service's shutdown, registered earlier, runs
 
 	var wg sync.WaitGroup
 	for _, rt := range storeRoutes {
 		wg.Go(func() {
-			resp, took, err := callRoute(ts, rt, o.Id)
+			resp, took, err := callRoute(ts, rt, order)
 			// The deadline, plus what a loaded machine needs to answer.
 			limit := timeout + time.Second
 			if rt.path == "/readyz" {

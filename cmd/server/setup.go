@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -64,7 +65,16 @@ func setup(s *samples) trellis.Setup {
 		contract.HandlerWithOptions(endpoints{
 			counterRoutes: counter.NewEndpoint(h.Client),
 			orderRoutes:   orders,
-		}, contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
+		}, contract.ChiServerOptions{
+			BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
+			// The samples' POSTs take Idempotency-Keys: each is idempotent
+			// per key (see ordering.IdempotentRoutes and
+			// counter.IncreaseOnce), so a retry after an unknown outcome
+			// (504) is safe.
+			Middlewares: []contract.MiddlewareFunc{
+				h.Idempotent(slices.Concat(ordering.IdempotentRoutes, counter.IdempotentRoutes)...),
+			},
+		})
 		return nil
 	}
 }

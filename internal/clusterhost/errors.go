@@ -23,6 +23,7 @@ var wireErrors = []struct {
 	{components.ErrBadArgument, peer.KindBadRequest, "bad_argument"},
 	{components.ErrMissingEntityID, peer.KindBadRequest, "missing_entity_id"},
 	{components.ErrConflict, peer.KindRefused, "revision_conflict"},
+	{components.ErrOutcomeUnknown, peer.KindUnavailable, "store_outcome_unknown"},
 	{components.ErrUnavailable, peer.KindUnavailable, "store_unavailable"},
 }
 
@@ -55,7 +56,8 @@ func toPeer(err error) error {
 // fromPeer is a forwarded call's error as the caller would have had it
 // locally: a *components.CommandError again, or an error that is both the
 // sentinel its code names and the *peer.Error. The owner unreachable is
-// components.ErrUnavailable; other transport errors stay *peer.Error
+// components.ErrUnavailable, a call sent whose answer was lost
+// components.ErrOutcomeUnknown; other transport errors stay *peer.Error
 // (which is context.DeadlineExceeded or context.Canceled for those kinds).
 func fromPeer(err error) error {
 	var pe *peer.Error
@@ -73,6 +75,10 @@ func fromPeer(err error) error {
 		if pe.Kind == w.kind && pe.Code == w.code {
 			return remoteError{sentinel: w.sentinel, err: pe}
 		}
+	}
+	if errors.Is(pe, peer.ErrOutcomeUnknown) {
+		// Sent, and no answer came back: the owner may have run it.
+		return remoteError{sentinel: components.ErrOutcomeUnknown, err: pe}
 	}
 	switch pe.Kind {
 	case peer.KindMoved:

@@ -20,6 +20,16 @@ import (
 // clusterStateReload is how often the cluster client re-reads the slot map.
 const clusterStateReload = time.Second
 
+// sendOnce is go-redis's MaxRetries for "no retries": the client sends a
+// command at most once. Its retries resend a command whose reply was lost
+// (a read timeout, a connection closed mid-reply), which would apply a
+// write twice and hide that the first attempt may have applied it: the
+// last attempt's error ("connection refused") would then claim that
+// nothing was changed (see ClassifyWrite). The callers retry instead,
+// knowing what they retry: a timer's call by its own schedule, a client's
+// request by its Idempotency-Key.
+const sendOnce = -1
+
 // CheckURL checks a one-Redis URL; the error says what is wrong without
 // the URL.
 func CheckURL(url string) error {
@@ -66,6 +76,7 @@ func Open(url, clusterURL string, log *slog.Logger) (*Conn, error) {
 		// about a second after the promotion, for one CLUSTER SLOTS a second.
 		opts.ClusterStateReloadInterval = clusterStateReload
 		opts.ContextTimeoutEnabled = true
+		opts.MaxRetries = sendOnce
 		c = &Conn{Client: redis.NewClusterClient(opts), Desc: []any{"cluster", strings.Join(opts.Addrs, ",")}}
 	case url != "":
 		opts, err := redis.ParseURL(url)
@@ -75,6 +86,7 @@ func Open(url, clusterURL string, log *slog.Logger) (*Conn, error) {
 		// A request's deadline bounds its Redis calls, whatever read timeout
 		// the URL sets: a hung Redis must not hold a request past its own.
 		opts.ContextTimeoutEnabled = true
+		opts.MaxRetries = sendOnce
 		c = &Conn{Client: redis.NewClient(opts), Desc: []any{"addr", opts.Addr, "db", opts.DB}}
 	default:
 		return nil, nil

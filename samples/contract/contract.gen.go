@@ -194,6 +194,11 @@ type BadRequest = Problem
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
 type Conflict = Problem
 
+// IdempotencyKeyReused An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+type IdempotencyKeyReused = Problem
+
 // InternalError An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
@@ -213,6 +218,11 @@ type OrderNotFound = Problem
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
 type OrderTimerUnavailable = Problem
+
+// OutcomeUnknown An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+type OutcomeUnknown = Problem
 
 // PayloadTooLarge An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
@@ -238,6 +248,11 @@ type Unavailable = Problem
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
 type UnsupportedMediaType = Problem
+
+// WriteConflict An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
+type WriteConflict = Problem
 
 // IncreaseCounterJSONRequestBody defines body for IncreaseCounter for application/json ContentType.
 type IncreaseCounterJSONRequestBody = CounterIncrease

@@ -20,7 +20,8 @@ type Endpoint struct {
 func NewEndpoint(client *components.Client) *Endpoint { return &Endpoint{client: client} }
 
 // IncreaseCounter handles POST /counters/{id}/increase: body {"by": N}
-// with N from 1 to 1,000,000; replies with the new counter.
+// with N from 1 to 1,000,000; replies with the new counter. With an
+// Idempotency-Key, the increase happens once per key (IncreaseOnce).
 func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if !checkID(w, r, id) {
 		return
@@ -30,9 +31,19 @@ func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id co
 		api.WriteError(w, r, err)
 		return
 	}
-	c, err := Increase.Invoke(r.Context(), e.client, id, body.By)
+	ctx := r.Context()
+	if key := api.IdempotencyKey(ctx); key != "" {
+		c, err := IncreaseOnce.Invoke(ctx, e.client, id, Once{By: body.By, Key: key})
+		reply(w, r, c, err)
+		return
+	}
+	c, err := Increase.Invoke(ctx, e.client, id, body.By)
 	reply(w, r, c, err)
 }
+
+// IdempotentRoutes are the counter routes that take an Idempotency-Key
+// (see api.Idempotency): an increase with a key runs IncreaseOnce.
+var IdempotentRoutes = []string{"POST /counters/{id}/increase"}
 
 // GetCounter handles GET /counters/{id}.
 func (e *Endpoint) GetCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {

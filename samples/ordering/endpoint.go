@@ -39,10 +39,22 @@ func NewEndpoint(client *components.Client, scheduler *timers.Scheduler, expiry 
 	return &Endpoint{client: client, timers: scheduler, expiry: expiry}, nil
 }
 
-// PlaceOrder handles POST /orders: it gives the order a new UUID, creates
-// its expiry timer, then places it, and answers 201 with the order and its
-// Location. When the timer cannot be created no order is placed and the
-// answer is 503.
+// IdempotentRoutes are the order routes that take an Idempotency-Key
+// (see api.Idempotency): each is idempotent per key. Placing derives the
+// order's id from the key, so that a retry finds the order its first run
+// may have stored; confirming twice is confirming; cancelling twice
+// cancels once.
+var IdempotentRoutes = []string{"POST /orders", "POST /orders/{id}/confirm", "POST /orders/{id}/cancel"}
+
+// PlaceOrder handles POST /orders: it gives the order its id (derived from
+// the Idempotency-Key, else a new UUID), creates its expiry timer, then
+// places it, and answers 201 with the order and its Location.
+//
+// The answers keep their promises: 503 when no order was placed (the
+// timer could not be created, or the order's write provably did not reach
+// the store, and then its timer is deleted), 504 when the order's write
+// was sent and its answer lost (the order may exist: its timer stays, to
+// expire it; a retry with the same key finds it).
 func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 	var body contract.OrderRequest
 	if err := api.Decode(r, &body); err != nil {
@@ -50,17 +62,16 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	id := uuid.NewString()
+	id := IDForKey(api.IdempotencyKey(ctx))
 	call, err := ExpireOrder.Deferred(id)
 	if err != nil {
 		api.WriteError(w, r, fmt.Errorf("place order %s: %w", id, err))
 		return
 	}
-	// The timer first: the other way round, a failed timer would leave an
-	// order that never expires. If the order then fails, a timer with no
-	// order is left, whose expiry marks the order as expired and is done.
-	// The timer may also fire before the order is stored (a short expiry,
-	// a slow store): the placement then finds that mark and stores nothing.
+	// The timer first: the other way round, a crash between the two would
+	// leave an order that never expires. A crash after the timer leaves a
+	// timer with no order, which finds nothing to expire and ends (see
+	// ExpireOrder); nothing is written for it.
 	if _, err := e.timers.Create(ctx, TimerName(id), e.expiry, call); err != nil {
 		timerUnavailable(w, r, id, err)
 		return
@@ -68,14 +79,30 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 	// PlaceOrder here is the entity's command, not this method.
 	o, err := PlaceOrder.Invoke(ctx, e.client, id, OrderRequest{Item: body.Item, Quantity: body.Quantity})
 	if err != nil {
-		// The timer is kept on purpose: the order may have been stored
-		// before the failure (a timeout after the write), and then only the
-		// timer will expire it.
+		if errors.Is(err, components.ErrUnavailable) && !errors.Is(err, components.ErrOutcomeUnknown) {
+			// Not stored: its timer has nothing to expire.
+			e.deleteTimer(r, id)
+		}
+		// Otherwise the timer is kept on purpose: the order may have been
+		// stored (its reply lost), and then only the timer expires it.
 		api.WriteError(w, r, fmt.Errorf("place order %s: %w", id, err))
 		return
 	}
 	w.Header().Set("Location", "/orders/"+id)
 	api.WriteJSON(w, r, http.StatusCreated, toAPI(o))
+}
+
+// orderIDSpace is the UUID namespace of the order ids derived from keys.
+var orderIDSpace = uuid.MustParse("8d4f6c1e-3a57-4b8e-9f0d-2c6e1b7a5d93")
+
+// IDForKey is the id of a new order: derived from the request's
+// Idempotency-Key (a name-based UUID, so that a retry with the key
+// addresses the same order), or a random UUID without one.
+func IDForKey(key string) string {
+	if key == "" {
+		return uuid.NewString()
+	}
+	return uuid.NewSHA1(orderIDSpace, []byte(key)).String()
 }
 
 // GetOrder handles GET /orders/{id}: the order while it is placed, else 404.
@@ -148,7 +175,9 @@ func (e *Endpoint) deleteTimer(r *http.Request, id string) {
 }
 
 // timerUnavailable answers a POST /orders whose timer could not be created:
-// 503 saying that no order was placed and why. A limit is named (it is the
+// 503 saying that no order was placed and why (true even when the timer's
+// create was sent and its answer lost: the order was not written; a timer
+// left so finds no order and ends). A limit is named (it is the
 // client's to know); any other cause goes to the log under the correlation
 // id, since it may reveal internals.
 func timerUnavailable(w http.ResponseWriter, r *http.Request, id string, err error) {

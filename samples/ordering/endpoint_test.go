@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,18 +24,22 @@ import (
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/ordering"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/trellistest"
 )
 
 // The failure paths of POST /orders, which the end-to-end tests cannot
 // reach cheaply (50,000 timers, a broken store), run here in process: the
 // endpoint over a scheduler and an entity store the test controls.
 
-// countingStore is an entity store that counts the states saved, and can
-// refuse to save.
+// countingStore is an entity store that counts the states saved (the
+// saves that succeed), and can
+// refuse to save, or save and then lose the answer.
 type countingStore struct {
 	entities.Store
 	saves    atomic.Int64
-	failSave bool // every Save fails
+	failSave bool  // every Save fails with errSaveRefused
+	failWith error // the next Save fails with it
+	applied  bool  // and is applied all the same (its answer was lost)
 }
 
 var errSaveRefused = errors.New("save refused by the test")
@@ -43,8 +48,23 @@ func (s *countingStore) Save(ctx context.Context, typ, id string, data []byte, e
 	if s.failSave {
 		return 0, errSaveRefused
 	}
-	s.saves.Add(1)
-	return s.Store.Save(ctx, typ, id, data, expected)
+	if err := s.failWith; err != nil {
+		s.failWith = nil
+		if s.applied {
+			_, _ = s.save(ctx, typ, id, data, expected)
+		}
+		return 0, err
+	}
+	return s.save(ctx, typ, id, data, expected)
+}
+
+// save saves, counting the saves that succeed (a conflict is no save).
+func (s *countingStore) save(ctx context.Context, typ, id string, data []byte, expected uint64) (uint64, error) {
+	rev, err := s.Store.Save(ctx, typ, id, data, expected)
+	if err == nil {
+		s.saves.Add(1)
+	}
+	return rev, err
 }
 
 // onlyOrders serves the order routes; the rest of the contract answers 501.
@@ -71,15 +91,23 @@ func orderHandler(t *testing.T, store entities.Store, sched *timers.Scheduler, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	return contract.HandlerWithOptions(onlyOrders{Endpoint: ep}, contract.ChiServerOptions{ErrorHandlerFunc: api.WriteParamError})
+	return contract.HandlerWithOptions(onlyOrders{Endpoint: ep}, contract.ChiServerOptions{
+		ErrorHandlerFunc: api.WriteParamError,
+		Middlewares: []contract.MiddlewareFunc{api.Idempotency(api.IdempotencyOptions{
+			Store: trellistest.NewIdempotencyStore(nil), Routes: ordering.IdempotentRoutes,
+		})},
+	})
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// postOrder sends POST /orders to h.
-func postOrder(h http.Handler) *httptest.ResponseRecorder {
+// postOrder sends POST /orders to h, with the Idempotency-Key key if any.
+func postOrder(h http.Handler, key ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{"item":"Pizza","quantity":1}`))
 	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	for _, k := range key {
+		req.Header.Set(api.HeaderIdempotencyKey, k)
+	}
 	req = req.WithContext(api.ContextWithLogger(req.Context(), discard))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -173,6 +201,63 @@ func TestPlaceOrderFailureKeepsTimer(t *testing.T) {
 	st, err := sched.Stats(context.Background())
 	if err != nil || st.Active != 1 {
 		t.Fatalf("timers after the failed order: %+v, %v; want the order's timer kept", st, err)
+	}
+}
+
+// When the order's write provably did not reach the store, POST /orders
+// is a 503 (nothing was changed), and its timer is deleted: nothing of the
+// order is left.
+func TestPlaceOrderNotDoneLeavesNothing(t *testing.T) {
+	client := components.NewClient(components.NewRegistry())
+	sched, err := timers.New(timers.NewMemoryStore(clockwork.NewFakeClock()), client, timers.Config{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &countingStore{Store: entities.NewMemoryStore(), failWith: fmt.Errorf("dial: %w", components.ErrUnavailable)}
+	h := orderHandler(t, store, sched, client)
+
+	rec := postOrder(h)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("%d %s, want 503 with Retry-After", rec.Code, rec.Body)
+	}
+	st, err := sched.Stats(context.Background())
+	if err != nil || st.Active != 0 || store.saves.Load() != 0 {
+		t.Fatalf("after the 503: timers %+v (%v), %d orders stored; want nothing", st, err, store.saves.Load())
+	}
+}
+
+// When the order's write was applied and its answer lost, POST /orders is
+// the 504 outcome-unknown problem and the timer stays (it will expire the
+// order); the retry with the same Idempotency-Key answers 201 with the
+// same order, and stores nothing more.
+func TestPlaceOrderUnknownThenRetry(t *testing.T) {
+	client := components.NewClient(components.NewRegistry())
+	sched, err := timers.New(timers.NewMemoryStore(clockwork.NewFakeClock()), client, timers.Config{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &countingStore{Store: entities.NewMemoryStore(), failWith: fmt.Errorf("read: %w", components.ErrOutcomeUnknown), applied: true}
+	h := orderHandler(t, store, sched, client)
+
+	first := postOrder(h, "key-1")
+	if p := problemOf(t, first); first.Code != http.StatusGatewayTimeout || p.Type != api.ProblemTypeOutcomeUnknown {
+		t.Fatalf("%d %+v, want the 504 outcome-unknown problem", first.Code, p)
+	}
+	if st, err := sched.Stats(context.Background()); err != nil || st.Active != 1 {
+		t.Fatalf("timers after the 504: %+v, %v; want the order's timer kept", st, err)
+	}
+	retry := postOrder(h, "key-1")
+	var o contract.Order
+	if err := json.Unmarshal(retry.Body.Bytes(), &o); err != nil || retry.Code != http.StatusCreated || !o.Placed {
+		t.Fatalf("retry: %d %s, want 201 and the order", retry.Code, retry.Body)
+	}
+	again := postOrder(h, "key-1")
+	if again.Body.String() != retry.Body.String() || again.Header().Get(api.HeaderIdempotencyReplayed) != "true" {
+		t.Fatalf("a second retry: %d %s, want the retry's answer replayed", again.Code, again.Body)
+	}
+	st, err := sched.Stats(context.Background())
+	if err != nil || st.Active != 1 || store.saves.Load() != 1 {
+		t.Fatalf("after the retries: timers %+v (%v), %d orders stored; want one of each", st, err, store.saves.Load())
 	}
 }
 

@@ -45,15 +45,20 @@ type Result struct {
 // Orders is the order entity, component id "order".
 var Orders = entities.Define("order", func(id string) Order { return Order{ID: id} })
 
-// PlaceOrder places the order and replies with it. An order its timer has
-// already expired (see [Expire]) is placed and expired at once, as it would
-// have been had it been stored a moment sooner: the mark is removed,
-// nothing is stored, and the reply is the order as placed.
+// PlaceOrder places the order and replies with it; an order placed
+// already is left as it is and is the reply (a retry with the same
+// Idempotency-Key, whose id is the same: placing is idempotent). An
+// Expired mark, which the versions before this one wrote when the timer
+// fired first, is removed: such an order was expired before it was
+// placed, and the reply is the order as placed.
 var PlaceOrder = entities.Command(Orders, "placeOrder",
 	func(ctx *entities.Ctx[Order, Order], current Order, req OrderRequest) entities.Effect[Order, Order] {
 		o := Order{ID: ctx.EntityID(), Placed: true, Item: req.Item, Quantity: req.Quantity}
-		if current.Expired {
+		switch {
+		case current.Expired:
 			return ctx.DeleteEntity().ThenReply(o)
+		case current.Placed:
+			return ctx.Reply(current)
 		}
 		return ctx.UpdateState(o).ThenReply(o)
 	})
@@ -90,23 +95,13 @@ func notPlaced(id string) Result {
 }
 
 // Expire is what the order's timer runs: it cancels a placed, unconfirmed
-// order as Cancel does (a confirmed one is Invalid and stays). An order not
-// placed yet is marked Expired, and the outcome is NotFound: the timer is
-// created before the order is stored, and with a short expiry or a slow
-// store it can fire first. The entity runs its commands one at a time
-// (across instances too: its writes are compare-and-set), so the placement
-// that comes after finds the mark and stores nothing; without it, it would
-// store an order whose timer is gone. A mark outlives its order only when
-// no placement follows (the placement failed, a cancelled order's timer
-// could not be deleted, or a timer ran twice after a lost lease): one small
-// record each, never a placed order.
-var Expire = entities.Command(Orders, "expire",
-	func(ctx *entities.Ctx[Order, Result], o Order, done components.Done) entities.Effect[Order, Result] {
-		if !o.Placed && !o.Expired {
-			return ctx.UpdateState(Order{ID: ctx.EntityID(), Expired: true}).ThenReply(notPlaced(ctx.EntityID()))
-		}
-		return cancel(ctx, o, done)
-	})
+// order as Cancel does (a confirmed one is Invalid and stays). An order
+// not placed (yet) is NotFound, and nothing is written: the timer is
+// created before the order is stored, and with a short expiry, a slow
+// store or a placement whose outcome was unknown, it can fire first;
+// ExpireOrder then fails the firing, so that the timer tries again a
+// while later, and gives up once no placement can still be on its way.
+var Expire = entities.Command(Orders, "expire", cancel)
 
 // Status replies with a placed order; an order that is not placed is
 // refused as NotFound: "No order found for '<id>'".

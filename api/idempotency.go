@@ -1,0 +1,231 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// The headers of idempotent requests (the IETF httpapi draft
+// "The Idempotency-Key HTTP Header Field").
+const (
+	// HeaderIdempotencyKey carries the client's key: 1 to 255 visible
+	// ASCII characters, unique per intended effect (a UUID).
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderIdempotencyReplayed is "true" on an answer replayed from the
+	// first request with the key.
+	HeaderIdempotencyReplayed = "Idempotency-Replayed"
+)
+
+// The defaults of IdempotencyOptions.
+const (
+	DefaultIdempotencyRetention = 24 * time.Hour
+	DefaultIdempotencyInFlight  = 2 * time.Minute
+)
+
+// maxIdempotencyKey bounds a key's length.
+const maxIdempotencyKey = 255
+
+// IdempotencyOptions configure [Idempotency].
+type IdempotencyOptions struct {
+	// Store keeps the keys (required).
+	Store IdempotencyStore
+	// Routes are the routes that take keys, as "METHOD pattern" with the
+	// chi pattern ("POST /orders/{id}/confirm"); a request to any other
+	// route passes through untouched.
+	Routes []string
+	// Retention is how long an answer (or an unknown outcome) is kept:
+	// the window in which a retry with the same key finds it
+	// (DefaultIdempotencyRetention when 0).
+	Retention time.Duration
+	// InFlight bounds a claim whose request never finished (its instance
+	// died): after it, the key may be claimed again
+	// (DefaultIdempotencyInFlight when 0; above the request timeout).
+	InFlight time.Duration
+}
+
+// Idempotency is chi middleware that makes the routes of o.Routes honour
+// the Idempotency-Key request header. Mount it where the route is known:
+// in a generated handler's Middlewares (ChiServerOptions), or with
+// r.With or r.Group's Use, not with the router's own Use, which runs
+// before routing. A request without the header runs
+// as usual. With it, the first request with a key claims it (scoped to
+// the route), runs, and its answer is kept for o.Retention:
+//
+//   - the same key with the same request (method, path, query, body) is
+//     answered with the first answer, replayed, with
+//     Idempotency-Replayed: true, and does not run again;
+//   - the same key with a different request is 422;
+//   - the same key while the first request still runs is 409;
+//   - a first answer of 503 ("nothing was changed"), 409 (write
+//     conflicts), 408 or 429, each an invitation to retry, releases the
+//     key, so that the retry runs as if the first had not been made;
+//   - a first answer of 504 or another 5xx (the outcome is unknown, or a
+//     fault) keeps the key as unknown: the retry with the same key runs
+//     the handler again, and its answer is kept. So the handlers of these
+//     routes must be idempotent per key: a second run with the key must
+//     find what the first did, and not do it again (the order sample
+//     derives the order's id from the key: see [IdempotencyKey]).
+//
+// Replaying a 504 instead would leave the client with "unknown" for good;
+// re-running is the one rule that ends in a known outcome, and with
+// handlers idempotent per key it causes one effect at most. A store that
+// cannot claim the key is a 503: nothing ran.
+func Idempotency(o IdempotencyOptions) func(http.Handler) http.Handler {
+	o.Retention = cmpOr(o.Retention, DefaultIdempotencyRetention)
+	o.InFlight = cmpOr(o.InFlight, DefaultIdempotencyInFlight)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get(HeaderIdempotencyKey)
+			scope := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
+			if key == "" || !slices.Contains(o.Routes, scope) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			o.serve(w, r, next, scope, key)
+		})
+	}
+}
+
+// serve runs the request r with key through the key's record.
+func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key string) {
+	if !saneIdempotencyKey(key) {
+		WriteError(w, r, InvalidField(HeaderIdempotencyKey, fmt.Sprintf("must be 1 to %d visible ASCII characters", maxIdempotencyKey)))
+		return
+	}
+	digest, err := requestDigest(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	held, err := o.Store.Claim(r.Context(), scope, key, digest, o.InFlight)
+	switch {
+	case err != nil:
+		WriteError(w, r, fmt.Errorf("claim the Idempotency-Key: %w", err))
+	case held == nil:
+		o.run(w, r, next, scope, key, digest)
+	case held.Digest != digest:
+		WriteProblem(w, r, http.StatusUnprocessableEntity, "this Idempotency-Key was used for a different request; use a new key")
+	case held.State == IdempotencyDone && held.Answer != nil:
+		replay(w, *held.Answer)
+	default:
+		WriteProblem(w, r, http.StatusConflict, "a request with this Idempotency-Key is still in progress; retry later")
+	}
+}
+
+// run runs the claimed request and keeps, or releases, its answer.
+func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key, digest string) {
+	rec := newAnswerRecorder()
+	next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), idempotencyKeyKey, key)))
+	answer := rec.answer()
+	// The request's context may be over (a 504): settle the key anyway.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), settleTimeout)
+	defer cancel()
+	var err error
+	switch {
+	case retryable(answer.Status):
+		err = o.Store.Release(ctx, scope, key, digest)
+	case answer.Status >= 500:
+		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
+	default:
+		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyDone, Digest: digest, Answer: &answer}, o.Retention)
+	}
+	if err != nil {
+		// The claim then lapses after InFlight, and the key can be used
+		// again: a retry runs the (idempotent) handler once more.
+		logAt(r, slog.LevelWarn, "Idempotency-Key not settled; it frees itself when the claim lapses", err)
+	}
+	rec.writeTo(w)
+}
+
+// retryable reports whether an answer says that nothing was changed and
+// that the same request may succeed later: 503 (the store was not
+// available), 409 (write conflicts: WriteError's only 409), 408 (the body
+// did not arrive) and 429. Replaying it would refuse the retry it invites,
+// so the key is released instead.
+func retryable(status int) bool {
+	switch status {
+	case http.StatusServiceUnavailable, http.StatusConflict, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
+// settleTimeout bounds recording a request's answer under its key.
+const settleTimeout = 2 * time.Second
+
+// replay answers with a kept answer.
+func replay(w http.ResponseWriter, a StoredAnswer) {
+	h := w.Header()
+	for name, values := range a.Header {
+		h[name] = slices.Clone(values)
+	}
+	h.Set(HeaderIdempotencyReplayed, "true")
+	w.WriteHeader(a.Status)
+	_, _ = w.Write(a.Body)
+}
+
+type idempotencyCtxKey struct{}
+
+var idempotencyKeyKey idempotencyCtxKey
+
+// IdempotencyKey is the Idempotency-Key of the request whose context is
+// ctx, when the route takes keys and the request has one; "" otherwise. A
+// handler derives from it what must be the same on a retry (an id it
+// creates), so that a second run finds the first's work.
+func IdempotencyKey(ctx context.Context) string {
+	key, _ := ctx.Value(idempotencyKeyKey).(string)
+	return key
+}
+
+// saneIdempotencyKey accepts 1 to 255 visible ASCII characters.
+func saneIdempotencyKey(key string) bool {
+	if key == "" || len(key) > maxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < '!' || key[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// requestDigest identifies r: its method, path and query, and body (which
+// it reads and puts back for the handler).
+func requestDigest(r *http.Request) (string, error) {
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "%s\n%s\n", r.Method, r.URL.RequestURI())
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return "", &RequestError{Status: http.StatusRequestEntityTooLarge,
+					Detail: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit), Err: err}
+			}
+			return "", &RequestError{Status: http.StatusBadRequest, Detail: "the request body could not be read", Err: err}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.Write(body)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// cmpOr is d, or def when d is not positive.
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

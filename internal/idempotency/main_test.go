@@ -1,0 +1,11 @@
+package idempotency_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/trellis-go/trellis/internal/testenv"
+)
+
+// TestMain stops the throwaway Redis the tests started, if any.
+func TestMain(m *testing.M) { os.Exit(testenv.Servers(m).Run()) }
