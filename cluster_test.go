@@ -13,7 +13,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/fixture"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/lincheck"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -63,7 +63,7 @@ func TestClusterLinearizable(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d operations failed without faults", failed)
 	}
-	testenv.CheckLinearizable(t, h)
+	lincheck.CheckLinearizable(t, h)
 }
 
 // TestClusterRollingRestart: under a steady load of increases and reads
@@ -109,7 +109,7 @@ func TestClusterRollingRestart(t *testing.T) {
 		return inFlight[ts] == 0
 	}
 	type outcome struct {
-		h      *testenv.History
+		h      *lincheck.History
 		failed int
 	}
 	load := make(chan outcome, 1)
@@ -137,7 +137,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	if res.failed > 0 {
 		t.Errorf("%d operations failed during the rolling restart", res.failed)
 	}
-	testenv.CheckLinearizable(t, res.h)
+	lincheck.CheckLinearizable(t, res.h)
 }
 
 // metricValue is the value of the series name (without labels) on ts's

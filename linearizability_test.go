@@ -15,7 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/trellis-go/trellis/internal/fixture"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/lincheck"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -31,7 +31,7 @@ import (
 // runCounterClients runs clients goroutines for d, each sending random
 // increases and reads of keys to random instances, and returns the
 // history and how many operations failed.
-func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*testenv.History, int) {
+func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*lincheck.History, int) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	return runCounterLoad(t, keys, clients, func() bool { return time.Now().Before(deadline) },
@@ -45,9 +45,9 @@ func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []st
 // calling the done it returns once answered), and returns the history
 // and how many operations failed.
 func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
-	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*testenv.History, int) {
+	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*lincheck.History, int) {
 	t.Helper()
-	h := testenv.NewHistory()
+	h := lincheck.NewHistory()
 	var failed sync.Map
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -55,7 +55,7 @@ func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
 			for more() {
 				ts, done := pick(rng)
-				op := testenv.CounterOp{Key: keys[rng.IntN(len(keys))], Read: rng.IntN(3) == 0}
+				op := lincheck.CounterOp{Key: keys[rng.IntN(len(keys))], Read: rng.IntN(3) == 0}
 				call := h.Now()
 				res, err := counterCall(ts, op)
 				done()
@@ -79,7 +79,7 @@ func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
 }
 
 // counterCall sends op to ts.
-func counterCall(ts *trellistest.Service, op testenv.CounterOp) (testenv.CounterResult, error) {
+func counterCall(ts *trellistest.Service, op lincheck.CounterOp) (lincheck.CounterResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	method, path, body := http.MethodPost, "/counters/"+op.Key+"/increase", any(map[string]int{"by": 1})
@@ -88,19 +88,19 @@ func counterCall(ts *trellistest.Service, op testenv.CounterOp) (testenv.Counter
 	}
 	resp, err := ts.Call(ctx, method, path, body)
 	if err != nil {
-		return testenv.CounterResult{}, err
+		return lincheck.CounterResult{}, err
 	}
 	switch {
 	case op.Read && resp.Status == http.StatusNotFound:
-		return testenv.CounterResult{Value: 0}, nil // never increased yet
+		return lincheck.CounterResult{Value: 0}, nil // never increased yet
 	case resp.Status != http.StatusOK:
-		return testenv.CounterResult{}, fmt.Errorf("%s %s: status %d: %s", method, path, resp.Status, resp.Body)
+		return lincheck.CounterResult{}, fmt.Errorf("%s %s: status %d: %s", method, path, resp.Status, resp.Body)
 	}
 	var c contract.Counter
 	if err := json.Unmarshal(resp.Body, &c); err != nil {
-		return testenv.CounterResult{}, err
+		return lincheck.CounterResult{}, err
 	}
-	return testenv.CounterResult{Value: c.Value}, nil
+	return lincheck.CounterResult{Value: c.Value}, nil
 }
 
 // TestCounterLinearizableAcrossInstances: three instances on one Redis,
@@ -125,7 +125,7 @@ func TestCounterLinearizableAcrossInstances(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d operations failed without faults", failed)
 	}
-	testenv.CheckLinearizable(t, h)
+	lincheck.CheckLinearizable(t, h)
 }
 
 // TestCounterModel: the model accepts what a counter can answer and
@@ -133,12 +133,12 @@ func TestCounterLinearizableAcrossInstances(t *testing.T) {
 // fail.
 func TestCounterModel(t *testing.T) {
 	inc := func(c int, call, ret int64, v int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: testenv.CounterOp{Key: "k"}, Call: call, Output: testenv.CounterResult{Value: v}, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: lincheck.CounterOp{Key: "k"}, Call: call, Output: lincheck.CounterResult{Value: v}, Return: ret}
 	}
 	read := func(c int, call, ret int64, v int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: testenv.CounterOp{Key: "k", Read: true}, Call: call, Output: testenv.CounterResult{Value: v}, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: lincheck.CounterOp{Key: "k", Read: true}, Call: call, Output: lincheck.CounterResult{Value: v}, Return: ret}
 	}
-	failed := porcupine.Operation{ClientId: 2, Input: testenv.CounterOp{Key: "k"}, Call: 0, Output: testenv.CounterResult{Unknown: true}, Return: math.MaxInt64}
+	failed := porcupine.Operation{ClientId: 2, Input: lincheck.CounterOp{Key: "k"}, Call: 0, Output: lincheck.CounterResult{Unknown: true}, Return: math.MaxInt64}
 	tests := []struct {
 		name string
 		ops  []porcupine.Operation
@@ -153,7 +153,7 @@ func TestCounterModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := porcupine.CheckOperations(testenv.CounterModel, tt.ops); got != tt.want {
+			if got := porcupine.CheckOperations(lincheck.CounterModel, tt.ops); got != tt.want {
 				t.Errorf("linearizable %v, want %v", got, tt.want)
 			}
 		})

@@ -41,6 +41,7 @@ func TestRawErrorsAreProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := rawRoundTrip(t, addr, tt.request)
+			defer resp.Body.Close()
 			p := checkProblem(t, resp, tt.status)
 			var v any
 			b, _ := json.Marshal(p)
@@ -53,6 +54,7 @@ func TestRawErrorsAreProblems(t *testing.T) {
 	// A handler's own answers are left alone: a 404 of the router is its
 	// problem, with the request's path as the instance.
 	resp := rawRoundTrip(t, addr, "GET /no/such/route HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	defer resp.Body.Close()
 	if p := checkProblem(t, resp, http.StatusNotFound); p.Instance != "/no/such/route" || resp.Header.Get(api.HeaderRequestID) == "" {
 		t.Fatalf("the router's 404 was rewritten: %+v", p)
 	}

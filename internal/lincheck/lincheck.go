@@ -1,12 +1,12 @@
-package testenv
-
-// A linearizability check of counters, for tests that increase and read a
-// few counters through several instances: operations are recorded with
-// the times they were called and answered, and porcupine checks that some
+// Package lincheck checks histories of counter operations for
+// linearizability with porcupine: tests that increase and read a few
+// counters through several instances record each operation with the
+// times it was called and answered, and the check finds whether some
 // order of them, each taking effect between its call and its answer,
 // explains every answer. An operation that failed may or may not have
-// taken effect: record it with CounterResult{Unknown: true}, ending at
-// infinity (Failed).
+// taken effect: it is recorded with CounterResult{Unknown: true}, ending
+// at infinity.
+package lincheck
 
 import (
 	"fmt"
