@@ -165,12 +165,23 @@ func redisClient(t *testing.T, url string) *redis.Client {
 }
 
 // waitServed waits until insts serve every shard between them, each shard
-// by one instance, for at most a lease and a few rebalancing passes.
+// by one instance and each instance its share, for at most a lease and a
+// few rebalancing passes.
 func waitServed(t *testing.T, insts ...*instance) {
 	t.Helper()
-	testenv.Eventually(t, testLease*2+5*time.Second, "every shard served by exactly one instance", func() bool {
+	testenv.Eventually(t, testLease*2+5*time.Second, "every shard served by exactly one instance, each its share", func() bool {
+		share := make(map[*instance]int, len(insts))
 		for shard := range cluster.NumShards {
-			if len(servers(shard, insts)) != 1 {
+			s := servers(shard, insts)
+			if len(s) != 1 {
+				return false
+			}
+			share[s[0]]++
+		}
+		// The first to start takes every shard and gives the others their
+		// share at its next pass: settled is when each has its share.
+		for _, inst := range insts {
+			if share[inst] < cluster.NumShards/len(insts)-1 {
 				return false
 			}
 		}
