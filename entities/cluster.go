@@ -46,13 +46,20 @@ type Cluster interface {
 // caller routes it again, once.
 var ErrMoved = errors.New("moved: this instance does not serve the entity's shard")
 
+// maxRoutes bounds how often a command follows its entity's shard: during
+// a rolling restart a shard can move more than once while the command is
+// on its way (old owner, a member that holds it for a pass, its preferred
+// owner).
+const maxRoutes = 4
+
 // route runs a command where its entity's shard is served: here, or on
 // its owner through the transport. A command refused with ErrMoved (the
-// shard moved meanwhile, or a write was fenced) is routed once more; a
-// second refusal is ErrMoved and components.ErrUnavailable (retry later).
+// shard moved meanwhile, or a write was fenced) is routed again, up to
+// maxRoutes times in all; then it is ErrMoved and components.ErrUnavailable
+// (retry later).
 func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
 	var moved error
-	for range 2 {
+	for range maxRoutes {
 		addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s on %q: route: %w", r.ComponentID(), cmd.Name, entityID, err)
@@ -69,8 +76,8 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 		}
 		moved = err
 	}
-	return nil, fmt.Errorf("%s.%s on %q: routed twice and moved twice: %w: %w",
-		r.ComponentID(), cmd.Name, entityID, components.ErrUnavailable, moved)
+	return nil, fmt.Errorf("%s.%s on %q: routed %d times and moved each time: %w: %w",
+		r.ComponentID(), cmd.Name, entityID, maxRoutes, components.ErrUnavailable, moved)
 }
 
 // forward sends a command to the instance at addr. Its reply comes back

@@ -223,17 +223,18 @@ func TestClusterNotServingReroutes(t *testing.T) {
 	}
 }
 
-// TestClusterMovedTwice: a command refused as moved twice fails with
-// ErrMoved and ErrUnavailable, having been sent twice, not more.
-func TestClusterMovedTwice(t *testing.T) {
+// TestClusterMovedEveryTime: a command refused as moved each time it is
+// routed fails with ErrMoved and ErrUnavailable, having been sent
+// MaxRoutes times, not more.
+func TestClusterMovedEveryTime(t *testing.T) {
 	c := &fakeCluster{routes: []string{"127.0.0.1:9"}, fwdErr: fmt.Errorf("peer: %w", entities.ErrMoved)}
 	n := startClusterNode(t, c, newFencedMemory(fence1))
 	_, err := Deposit.Invoke(t.Context(), n.client, "a", 5)
 	if !errors.Is(err, entities.ErrMoved) || !errors.Is(err, components.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrMoved and ErrUnavailable", err)
 	}
-	if len(c.forwards) != 2 {
-		t.Fatalf("forwarded %d times, want 2", len(c.forwards))
+	if len(c.forwards) != entities.MaxRoutes {
+		t.Fatalf("forwarded %d times, want %d", len(c.forwards), entities.MaxRoutes)
 	}
 }
 
