@@ -41,7 +41,7 @@
 // with no store round trip, and writes through a [FencedStore]
 // ([ShardedRedisStore]) under the shard's fence, so that an owner that
 // was deposed cannot write any more. A command that meets a moved shard
-// (ErrMoved) is routed again, once. Without a Cluster nothing of this
+// (ErrMoved) is routed again, up to 4 times. Without a Cluster nothing of this
 // applies: every instance may run any entity, checking the stored
 // revision on every command.
 package entities
