@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // BenchmarkForward measures a forward's round trip on loopback, serial
@@ -163,5 +165,5 @@ func BenchmarkTell(b *testing.B) {
 		}
 		i++
 	}
-	recv(b, all, time.Minute)
+	testenv.Recv(b, all, time.Minute)
 }

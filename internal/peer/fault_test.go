@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // blocking is a handler that signals each call's start on started and
@@ -45,15 +46,15 @@ func TestFaultCutConnection(t *testing.T) {
 	c := newClient(t, ClientConfig{})
 
 	errc := forwardAsync(within(t, time.Minute), c, p.Addr())
-	recv(t, started, 5*time.Second)
+	testenv.Recv(t, started, 5*time.Second)
 	p.Cut()
-	if err := recv(t, errc, 5*time.Second); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrOutcomeUnknown) {
+	if err := testenv.Recv(t, errc, 5*time.Second); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("in flight over a cut connection: %v, want unavailable, outcome unknown", err)
 	}
 	close(release)
 	errc = forwardAsync(within(t, 5*time.Second), c, p.Addr())
-	recv(t, started, 5*time.Second)
-	if err := recv(t, errc, 5*time.Second); err != nil {
+	testenv.Recv(t, started, 5*time.Second)
+	if err := testenv.Recv(t, errc, 5*time.Second); err != nil {
 		t.Fatalf("the call after the cut: %v", err)
 	}
 	if p.Accepted() != 2 {
@@ -72,7 +73,7 @@ func TestFaultHeldConnection(t *testing.T) {
 	}
 	p.Hold()
 	start := time.Now()
-	err := recv(t, forwardAsync(within(t, 300*time.Millisecond), c, p.Addr()), 5*time.Second)
+	err := testenv.Recv(t, forwardAsync(within(t, 300*time.Millisecond), c, p.Addr()), 5*time.Second)
 	if !errors.Is(err, ErrDeadline) || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("over a held connection: %v, want deadline exceeded, outcome unknown", err)
 	}
@@ -91,7 +92,7 @@ func TestFaultDeadConnectionReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Drop()
-	eventually(t, 5*time.Second, "the client hangs up the dead connection", func() bool { return p.Open() == 0 })
+	testenv.Eventually(t, 5*time.Second, "the client hangs up the dead connection", func() bool { return p.Open() == 0 })
 	if _, err := c.Forward(within(t, 5*time.Second), p.Addr(), Call{ComponentID: "c", Method: "m"}); err != nil {
 		t.Fatalf("the call after the dead connection: %v", err)
 	}

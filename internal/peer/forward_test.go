@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // TestForwardRoundTrip: the call's names (escaped in the path, whatever
@@ -38,7 +39,7 @@ func TestForwardRoundTrip(t *testing.T) {
 		if string(reply.Value) != `{"ok":true}` {
 			t.Errorf("reply %s", reply.Value)
 		}
-		call := recv(t, got, 5*time.Second)
+		call := testenv.Recv(t, got, 5*time.Second)
 		if call.ComponentID != want.ComponentID || call.Method != want.Method || call.EntityID != want.EntityID ||
 			string(call.Argument) != string(want.Argument) {
 			t.Errorf("server saw %s %q, want %s %q", call, call.Argument, want, want.Argument)
@@ -82,7 +83,7 @@ func TestForwardDeadlinePropagates(t *testing.T) {
 		// The timeout travels as a duration, so the server's deadline is
 		// the caller's plus the time on the way there (bounded loosely:
 		// a loaded machine may take a while to run the server).
-		if off := recv(t, got, 5*time.Second).Sub(want); off < -10*time.Millisecond || off > time.Second {
+		if off := testenv.Recv(t, got, 5*time.Second).Sub(want); off < -10*time.Millisecond || off > time.Second {
 			t.Errorf("%s: the server's deadline is %v off the caller's", tc.name, off)
 		}
 	}
@@ -107,12 +108,12 @@ func TestForwardCancelReachesHandler(t *testing.T) {
 		_, err := c.Forward(ctx, s.Addr(), Call{ComponentID: "c", Method: "m"})
 		errc <- err
 	}()
-	recv(t, started, 5*time.Second)
+	testenv.Recv(t, started, 5*time.Second)
 	cancel()
-	if err := recv(t, errc, 5*time.Second); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCanceled) {
+	if err := testenv.Recv(t, errc, 5*time.Second); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCanceled) {
 		t.Errorf("Forward: %v, want context.Canceled", err)
 	}
-	if err := recv(t, ended, 5*time.Second); !errors.Is(err, context.Canceled) {
+	if err := testenv.Recv(t, ended, 5*time.Second); !errors.Is(err, context.Canceled) {
 		t.Errorf("the handler's context ended with %v, want canceled", err)
 	}
 }
@@ -161,11 +162,11 @@ func TestForwardManyShareOneConnection(t *testing.T) {
 		}()
 	}
 	for range n {
-		recv(t, arrived, 10*time.Second) // all n are in the handler at once
+		testenv.Recv(t, arrived, 10*time.Second) // all n are in the handler at once
 	}
 	close(release)
 	for range n {
-		if err := recv(t, errc, 10*time.Second); err != nil {
+		if err := testenv.Recv(t, errc, 10*time.Second); err != nil {
 			t.Error(err)
 		}
 	}

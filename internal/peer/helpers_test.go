@@ -94,28 +94,6 @@ func newClient(t testing.TB, cfg ClientConfig) *Client {
 // echo is a handler that answers the call's argument.
 func echo(_ context.Context, c Call) (Reply, error) { return Reply{Value: c.Argument}, nil }
 
-// recv takes a value from ch, or fails the test after limit.
-func recv[T any](t testing.TB, ch <-chan T, limit time.Duration) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(limit):
-		t.Fatalf("nothing received within %v", limit)
-		panic("unreachable")
-	}
-}
-
-// eventually polls cond every millisecond for at most limit.
-func eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(limit); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("not true within %v: %s", limit, what)
-		}
-	}
-}
-
 // within bounds a test's calls.
 func within(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

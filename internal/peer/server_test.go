@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // TestServerBodyTooLarge: an argument over the server's MaxBodyBytes is
@@ -66,11 +68,11 @@ func TestServerShutdownDrains(t *testing.T) {
 	}
 	c := newClient(t, ClientConfig{})
 	errc := forwardAsync(within(t, 10*time.Second), c, s.Addr())
-	recv(t, started, 5*time.Second)
+	testenv.Recv(t, started, 5*time.Second)
 
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(within(t, 10*time.Second)) }()
-	eventually(t, 5*time.Second, "the listener closes", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the listener closes", func() bool {
 		conn, err := net.Dial("tcp", s.Addr())
 		if err == nil {
 			conn.Close()
@@ -89,10 +91,10 @@ func TestServerShutdownDrains(t *testing.T) {
 		t.Fatalf("a new call while shutting down: %v, want served, or unavailable and surely not run", err)
 	}
 	close(release)
-	if err := recv(t, errc, 5*time.Second); err != nil {
+	if err := testenv.Recv(t, errc, 5*time.Second); err != nil {
 		t.Fatalf("the call in flight: %v", err)
 	}
-	if err := recv(t, shut, 5*time.Second); err != nil {
+	if err := testenv.Recv(t, shut, 5*time.Second); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	if err := s.Start("127.0.0.1:0"); err == nil {
@@ -120,15 +122,15 @@ func TestServerShutdownTimeout(t *testing.T) {
 	}
 	c := newClient(t, ClientConfig{})
 	errc := forwardAsync(within(t, time.Minute), c, s.Addr())
-	recv(t, started, 5*time.Second)
+	testenv.Recv(t, started, 5*time.Second)
 
 	if err := s.Shutdown(within(t, 100*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown: %v, want its deadline", err)
 	}
-	if err := recv(t, ended, 5*time.Second); !errors.Is(err, context.Canceled) {
+	if err := testenv.Recv(t, ended, 5*time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the handler's context: %v, want canceled", err)
 	}
-	if err := recv(t, errc, 5*time.Second); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrOutcomeUnknown) {
+	if err := testenv.Recv(t, errc, 5*time.Second); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("the call in flight: %v, want unavailable, outcome unknown", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/internal/testenv"
 )
 
 // told is a message as a Receiver got it.
@@ -41,7 +42,7 @@ func TestTellInOrder(t *testing.T) {
 		}
 	}
 	for i := range n {
-		m := recv(t, got, 5*time.Second)
+		m := testenv.Recv(t, got, 5*time.Second)
 		if want := (told{"actor/" + strconv.Itoa(i%3), strconv.Itoa(i)}); m != want {
 			t.Fatalf("message %d: %+v, want %+v", i, m, want)
 		}
@@ -93,7 +94,7 @@ func TestTellRefusals(t *testing.T) {
 	logs := &logBuffer{}
 	s, got := receiving(t, logs)
 	other := newClient(t, ClientConfig{Secret: bytes.Repeat([]byte("z"), MinSecretLen), TellQueue: 1})
-	eventually(t, 5*time.Second, "Tell reports the refusal", func() bool {
+	testenv.Eventually(t, 5*time.Second, "Tell reports the refusal", func() bool {
 		err := other.Tell(s.Addr(), "a", []byte("x"))
 		return errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "unauthorized")
 	})
@@ -159,7 +160,7 @@ func TestTellLinesChecked(t *testing.T) {
 		if !strings.Contains(string(end), `"kind":"unauthorized"`) {
 			t.Errorf("%s: the stream ended with %q", tc.name, end)
 		}
-		if m := recv(t, got, 5*time.Second); m.msg != "1" {
+		if m := testenv.Recv(t, got, 5*time.Second); m.msg != "1" {
 			t.Errorf("%s: delivered %+v", tc.name, m)
 		}
 		select {
@@ -212,7 +213,7 @@ func TestTellBackpressure(t *testing.T) {
 	if err := c.Tell(s.Addr(), "a", msg); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, arrived, 5*time.Second) // the stream is up, and the receiver stuck
+	testenv.Recv(t, arrived, 5*time.Second) // the stream is up, and the receiver stuck
 	for i := 0; ; i++ {
 		err := c.Tell(s.Addr(), "a", msg)
 		if errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "queue is full") {
@@ -240,7 +241,7 @@ func TestTellShutdown(t *testing.T) {
 	if err := c.Tell(s.Addr(), "a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, got, 5*time.Second) // the stream is open
+	testenv.Recv(t, got, 5*time.Second) // the stream is open
 	if err := s.Shutdown(within(t, 5*time.Second)); err != nil {
 		t.Fatalf("Shutdown with a tell stream open: %v", err)
 	}
