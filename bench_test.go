@@ -47,8 +47,8 @@ const (
 
 // BenchmarkHTTPEntityRoundTrip: POST /counters/{id}/increase then GET
 // /counters/{id}, through the whole stack on Redis, against the bare
-// handler: an instance alone on the store (every read checks the stored
-// revision), and an instance that is a cluster of one (the owner of every
+// handler: an instance alone on the store (cluster off: every read checks
+// the stored revision), and an instance that is a cluster of one (the owner of every
 // entity: reads from memory, writes fenced).
 func BenchmarkHTTPEntityRoundTrip(b *testing.B) { benchStacks(b, false) }
 
@@ -66,7 +66,8 @@ func benchStacks(b *testing.B, readOnly bool) {
 	opts := []trellistest.Option{trellistest.WithRedisURL(url), trellistest.WithLogger(logger),
 		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo })}
 	b.Run("alone", func(b *testing.B) {
-		benchRoundTrip(b, url, trellistest.Start(b, (&fixture.CounterApp{}).Setup, opts...), readOnly)
+		alone := trellistest.WithConfig(func(c *trellis.Config) { c.ClusterAddr = trellis.ClusterOff })
+		benchRoundTrip(b, url, trellistest.Start(b, (&fixture.CounterApp{}).Setup, append(opts, alone)...), readOnly)
 	})
 	b.Run("cluster", func(b *testing.B) {
 		stack := trellistest.StartInstances(b, 1, (&fixture.CounterApp{}).Setup, opts...)[0]

@@ -12,36 +12,46 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
 	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/internal/store"
 )
 
-// clusterNode is this instance's part in a cluster (Config.ClusterAddr
-// set): the transport the other instances reach it by, its membership in
-// Redis, and the entity layer's side (clusterhost), whose rebalancer moves
-// shards to this instance and away.
+// clusterNode is this instance's part in a cluster (on by default with a
+// Redis store; see Config.ClusterAddr): the transport the other instances
+// reach it by, its membership in Redis, and the entity layer's side
+// (clusterhost), whose rebalancer moves shards to this instance and away.
 //
 // It starts in New, before the application's setup: the transport first
 // (a forwarded command that comes early finds its shard not served here
-// and is answered "moved"), then the membership. The rebalancer starts in
-// New after setup, once every entity type is started, so no shard is
-// taken before its entities could run. It stops in Shutdown: see
-// Service.Shutdown for the order.
+// and is answered "moved"), then the membership. When Redis does not
+// answer yet, the instance starts unready and joins in the background
+// once it does (until then it serves no shard, and a command answers 503).
+// The rebalancer starts after setup, once every entity type is started,
+// so no shard is taken before its entities could run. It stops in
+// Shutdown: see Service.Shutdown for the order.
 type clusterNode struct {
 	log      *slog.Logger
-	server   *peer.Server
-	peers    *peer.Client
-	join     cluster.Config       // what a join registers: the same id and address every time
+	cfg      Config
+	redis    redis.UniversalClient
 	registry *components.Registry // where forwarded calls run
+	id       string               // the member id: the same in every join
+
+	// Set by the first connect, then fixed: the transport and what a join
+	// registers (the same id and address every time).
+	server *peer.Server
+	peers  *peer.Client
+	join   cluster.Config
 
 	cur      atomic.Pointer[membership] // the membership now; nil until the first join
 	stop     chan struct{}              // closed by leave or abort: no more joins
 	stopOnce sync.Once
-	watching sync.WaitGroup // the watcher that joins again after a lost membership
+	watching sync.WaitGroup // the watcher that joins (again) while there is no membership
 }
 
 // membership is one join: the member and the entity layer's host over it.
@@ -61,48 +71,35 @@ func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, erro
 	return m.host.Handle(ctx, c)
 }
 
-// joinCluster starts the transport on cfg.ClusterAddr and joins the
-// cluster of the instances that share h's Redis and prefix. A listen
-// address with port 0 advertises the port it got.
-func joinCluster(ctx context.Context, h *Host, cfg Config) (_ *clusterNode, err error) {
-	n := &clusterNode{log: h.Logger.With("component", "cluster"), registry: h.Client.Registry(), stop: make(chan struct{})}
-	defer func() {
-		if err != nil {
-			n.abort()
-		}
-	}()
-	n.peers, err = peer.NewClient(peer.ClientConfig{Secret: []byte(cfg.ClusterSecret), Logger: n.log})
-	if err != nil {
-		return nil, fmt.Errorf("cluster transport: %w", err)
-	}
-	// The server listens before the host exists (the membership needs the
-	// port it got): until then a forwarded command is answered "moved",
-	// and its sender routes it again.
-	n.server, err = peer.NewServer(peer.ServerConfig{Secret: []byte(cfg.ClusterSecret), Handler: n.handle, Logger: n.log})
-	if err != nil {
-		return nil, fmt.Errorf("cluster transport: %w", err)
-	}
-	if err := n.server.Start(cfg.ClusterAddr); err != nil {
-		return nil, fmt.Errorf("cluster transport: listen on %s: %w", cfg.ClusterAddr, err)
-	}
-	advertise, err := advertised(cfg, n.server.Addr())
-	if err != nil {
+// joinCluster starts the transport and joins the cluster of the instances
+// that share h's Redis and prefix. When Redis does not answer, it returns
+// a node that joins once Redis does (see start); any other failure (the
+// port taken, say) is an error.
+func joinCluster(ctx context.Context, h *Host, cfg Config) (*clusterNode, error) {
+	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis,
+		registry: h.Client.Registry(), id: uuid.NewString(), stop: make(chan struct{})}
+	m, err := n.connect(ctx)
+	switch {
+	case err == nil:
+		n.cur.Store(m)
+	case store.Unavailable(err):
+		n.log.Warn("cluster: Redis does not answer: joining once it does; until then this instance serves no entity",
+			"err", store.Redact(err, cfg.RedisURL, cfg.RedisClusterURL))
+	default:
+		n.abort()
 		return nil, err
 	}
-	n.join = cluster.Config{Client: h.Redis, Prefix: cfg.RedisPrefix, ID: uuid.NewString(), Addr: advertise,
-		Lease: cfg.ClusterLease, Logger: n.log}
-	m, err := n.joinOnce(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n.cur.Store(m)
-	n.log.Info("joined the cluster", "member", n.join.ID, "addr", advertise, "lease", cfg.ClusterLease.String())
 	return n, nil
 }
 
-// joinOnce registers the member and makes its host (and rebalancer, not
-// started).
-func (n *clusterNode) joinOnce(ctx context.Context) (*membership, error) {
+// connect starts the transport (the first time) and joins the cluster
+// once, making the member's host (and rebalancer, not started).
+func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
+	if n.server == nil {
+		if err := n.listen(ctx); err != nil {
+			return nil, err
+		}
+	}
 	member, err := cluster.Join(ctx, n.join)
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
@@ -112,20 +109,66 @@ func (n *clusterNode) joinOnce(ctx context.Context) (*membership, error) {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
+	n.log.Info("joined the cluster", "member", n.id, "addr", n.join.Addr, "lease", n.cfg.ClusterLease.String())
 	return &membership{member: member, host: host}, nil
 }
 
+// listen starts the transport on the cluster's listen address, signed
+// with the cluster secret (the one set, else the one kept in Redis).
+func (n *clusterNode) listen(ctx context.Context) error {
+	secret := []byte(n.cfg.ClusterSecret)
+	if len(secret) == 0 {
+		kept, err := cluster.SharedSecret(ctx, n.redis, n.cfg.RedisPrefix)
+		if err != nil {
+			return err
+		}
+		secret = kept
+		n.log.Info("cluster: " + EnvClusterSecret + " is not set: the instances sign with the secret kept in Redis")
+	}
+	peers, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: n.log})
+	if err != nil {
+		return fmt.Errorf("cluster transport: %w", err)
+	}
+	// The server listens before the host exists (the membership needs the
+	// port it got): until then a forwarded command is answered "moved",
+	// and its sender routes it again.
+	server, err := peer.NewServer(peer.ServerConfig{Secret: secret, Handler: n.handle, Logger: n.log})
+	if err != nil {
+		_ = peers.Close()
+		return fmt.Errorf("cluster transport: %w", err)
+	}
+	listen := n.cfg.clusterListenAddr()
+	if err := server.Start(listen); err != nil {
+		_ = peers.Close()
+		return fmt.Errorf("cluster transport: listen on %s: %w", listen, err)
+	}
+	advertise, err := advertised(n.cfg, server.Addr())
+	if err != nil {
+		_ = peers.Close()
+		_ = server.Shutdown(ctx)
+		return err
+	}
+	n.server, n.peers = server, peers
+	n.join = cluster.Config{Client: n.redis, Prefix: n.cfg.RedisPrefix, ID: n.id, Addr: advertise,
+		Lease: n.cfg.ClusterLease, Logger: n.log}
+	return nil
+}
+
 // advertised is the address the other instances dial: the advertise
-// address, else the listen address, with the port the listener got when
-// the configured one is 0.
+// address, else the listen address; a host left out or unspecified (":25520",
+// "0.0.0.0:25520") is this machine's first private address (see
+// localAddress), and a port 0 is the one the listener got.
 func advertised(cfg Config, bound string) (string, error) {
 	addr := cfg.ClusterAdvertiseAddr
 	if addr == "" {
-		addr = cfg.ClusterAddr
+		addr = cfg.clusterListenAddr()
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("cluster advertise address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = localAddress()
 	}
 	if port == "0" {
 		if _, port, err = net.SplitHostPort(bound); err != nil {
@@ -133,6 +176,31 @@ func advertised(cfg Config, bound string) (string, error) {
 		}
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// localAddress is the address this machine is most likely reached at by
+// the other instances: its first private IPv4 address (a container's
+// address on its network, a pod's IP, a host's LAN address), else its
+// first other non-loopback unicast address, else the loopback address.
+func localAddress() string {
+	addrs, _ := net.InterfaceAddrs() // none on error: loopback
+	var other string
+	for _, a := range addrs {
+		ipnet, ok := a.(*net.IPNet)
+		if !ok || ipnet.IP.IsLoopback() || !ipnet.IP.IsGlobalUnicast() {
+			continue
+		}
+		if ipnet.IP.To4() != nil && ipnet.IP.IsPrivate() {
+			return ipnet.IP.String()
+		}
+		if other == "" {
+			other = ipnet.IP.String()
+		}
+	}
+	if other != "" {
+		return other
+	}
+	return "127.0.0.1"
 }
 
 // entities is the cluster the entity layer routes through (the node
@@ -152,7 +220,9 @@ func (n *clusterNode) start() {
 	if n == nil {
 		return
 	}
-	n.cur.Load().host.Rebalancer().Start()
+	if m := n.cur.Load(); m != nil {
+		m.host.Rebalancer().Start()
+	}
 	n.watching.Go(n.watch)
 }
 
@@ -165,8 +235,17 @@ func (n *clusterNode) leave(ctx context.Context) error {
 		return nil
 	}
 	n.stopJoining()
+	m := n.cur.Load()
+	if m == nil {
+		return nil
+	}
 	n.log.Info("leaving the cluster: handing the shards over")
-	if err := n.cur.Load().host.Rebalancer().Leave(ctx); err != nil {
+	err := m.host.Rebalancer().Leave(ctx)
+	if errors.Is(err, cluster.ErrGone) {
+		n.log.Warn("leaving the cluster: the membership had lapsed already; the others serve its shards", "err", err)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("leave the cluster: %w", err)
 	}
 	return nil
@@ -182,6 +261,9 @@ func (n *clusterNode) stopJoining() {
 // commands in flight finish (bounded by ctx).
 func (n *clusterNode) close(ctx context.Context) error {
 	if n == nil {
+		return nil
+	}
+	if n.server == nil { // never listened: Redis never answered
 		return nil
 	}
 	return errors.Join(n.server.Shutdown(ctx), n.peers.Close())
@@ -212,8 +294,12 @@ func (n *clusterNode) served() int {
 	if n == nil {
 		return 0
 	}
+	m := n.cur.Load()
+	if m == nil {
+		return 0
+	}
 	count := 0
-	reb := n.cur.Load().host.Rebalancer()
+	reb := m.host.Rebalancer()
 	for shard := range cluster.NumShards {
 		if _, ok := reb.Serving(shard); ok {
 			count++
@@ -229,11 +315,15 @@ func (n *clusterNode) collectors() []prometheus.Collector {
 		Name: "trellis_cluster_shards_served",
 		Help: "Shards of the cluster this instance serves now (of " + fmt.Sprint(cluster.NumShards) + ").",
 	}, func() float64 { return float64(n.served()) })
-	member := prometheus.NewGauge(prometheus.GaugeOpts{
+	member := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "trellis_cluster_member",
-		Help:        "This instance's membership: always 1, with its member id and advertised address.",
-		ConstLabels: prometheus.Labels{"member": n.join.ID, "addr": n.join.Addr},
+		Help:        "This instance's membership: 1 while it is a member of the cluster, 0 while it joins; its member id as a label.",
+		ConstLabels: prometheus.Labels{"member": n.id},
+	}, func() float64 {
+		if n.cur.Load() == nil {
+			return 0
+		}
+		return 1
 	})
-	member.Set(1)
 	return []prometheus.Collector{served, member}
 }

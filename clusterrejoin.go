@@ -3,10 +3,13 @@ package trellis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/store"
 )
 
 // A membership is lost when Redis is out of reach (or frozen) for longer
@@ -16,29 +19,41 @@ import (
 // shards anew; meanwhile it serves no shard and routes every command to
 // the owners.
 
-// watch joins again each time the membership is lost, until stop.
+// watch joins while the node has no membership (Redis did not answer at
+// start) and again each time the membership is lost, until stop.
 func (n *clusterNode) watch() {
 	for {
 		m := n.cur.Load()
+		if m == nil {
+			if !n.rejoin(nil) {
+				return
+			}
+			continue
+		}
 		select {
 		case <-m.member.Lost():
-			n.rejoin(m)
+			if !n.rejoin(m) {
+				return
+			}
 		case <-n.stop:
 			return
 		}
 	}
 }
 
-// rejoin replaces the lost membership old: it stops old's rebalancer and
-// tries to join until it succeeds or the node stops, waiting a little
-// longer after each failure, up to the lease.
-func (n *clusterNode) rejoin(old *membership) {
-	n.log.Warn("cluster: the membership was lost; joining again", "member", n.join.ID)
-	old.host.Rebalancer().Shutdown()
+// rejoin replaces the lost membership old (nil: there was none yet): it
+// stops old's rebalancer and tries to join until it succeeds (true) or
+// the node stops (false), waiting a little longer after each failure, up
+// to the lease.
+func (n *clusterNode) rejoin(old *membership) bool {
+	if old != nil {
+		n.log.Warn("cluster: the membership was lost; joining again", "member", n.id)
+		old.host.Rebalancer().Shutdown() // old still routes commands to the owners meanwhile
+	}
 	wait := rejoinFirstWait
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), n.join.Lease)
-		m, err := n.joinOnce(ctx)
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ClusterLease)
+		m, err := n.connect(ctx)
 		cancel()
 		if err == nil {
 			select {
@@ -46,43 +61,72 @@ func (n *clusterNode) rejoin(old *membership) {
 				ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 				_ = m.member.Leave(ctx)
 				cancel()
-				return
+				return false
 			default:
 			}
 			m.host.Rebalancer().Start()
 			n.cur.Store(m)
-			n.log.Info("cluster: joined again", "member", n.join.ID)
-			return
+			return true
 		}
-		n.log.Warn("cluster: joining again failed; trying again", "err", err, "in", wait.String())
+		n.log.Warn("cluster: joining failed; trying again", "err", store.Redact(err, n.cfg.RedisURL, n.cfg.RedisClusterURL),
+			"in", wait.String())
 		select {
 		case <-time.After(wait):
 		case <-n.stop:
-			return
+			return false
 		}
-		wait = min(2*wait, n.join.Lease)
+		wait = min(2*wait, n.cfg.ClusterLease)
 	}
 }
 
-// rejoinFirstWait is the wait after the first failed attempt to join
-// again.
+// rejoinFirstWait is the wait after the first failed attempt to join.
 const rejoinFirstWait = 100 * time.Millisecond
 
 // The entities.Cluster of the node: each call goes to the membership of
 // the moment.
 
+// Without a membership (joining, or joining again) the instance serves
+// no shard, admits nothing and routes nothing.
+
 func (n *clusterNode) Fence(entityType, id string) (cluster.Fence, bool) {
-	return n.cur.Load().host.Fence(entityType, id)
+	m := n.cur.Load()
+	if m == nil {
+		return cluster.Fence{}, false
+	}
+	return m.host.Fence(entityType, id)
 }
 
 func (n *clusterNode) Route(ctx context.Context, entityType, id string) (string, func(), error) {
-	return n.cur.Load().host.Route(ctx, entityType, id)
+	m := n.cur.Load()
+	if m == nil {
+		return "", nil, errNotJoined
+	}
+	return m.host.Route(ctx, entityType, id)
 }
 
 func (n *clusterNode) Admit(ctx context.Context, entityType, id string) (func(), error) {
-	return n.cur.Load().host.Admit(ctx, entityType, id)
+	m := n.cur.Load()
+	if m == nil {
+		return nil, fmt.Errorf("%w (it is joining the cluster)", entities.ErrMoved)
+	}
+	return m.host.Admit(ctx, entityType, id)
 }
 
 func (n *clusterNode) Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
-	return n.cur.Load().host.Forward(ctx, addr, call)
+	m := n.cur.Load()
+	if m == nil {
+		return nil, errNotJoined
+	}
+	return m.host.Forward(ctx, addr, call)
+}
+
+// errNotJoined answers a command while the instance has no membership.
+var errNotJoined = fmt.Errorf("%w: this instance is joining the cluster (its Redis did not answer)", components.ErrUnavailable)
+
+// ready is the cluster's part of /readyz: a member, or why not.
+func (n *clusterNode) ready(context.Context) error {
+	if n.cur.Load() == nil {
+		return errNotJoined
+	}
+	return nil
 }

@@ -65,21 +65,30 @@ type Config struct {
 	// clients.
 	MaxConnections int
 	// ClusterAddr is the listen address of the instance-to-instance port
-	// (TRELLIS_CLUSTER_ADDR, -cluster-addr). Set, with a Redis store, the
+	// (TRELLIS_CLUSTER_ADDR, -cluster-addr). With a Redis store the
 	// instances that share the Redis and the prefix form a cluster: each
 	// entity has one owner among them, which serves its reads from memory,
 	// and any instance forwards a command to the owner through this port.
-	// Empty: each instance acts alone on the shared store, checking the
-	// stored revision on every command.
+	// Empty: DefaultClusterAddr. ClusterOff ("off"): no cluster; each
+	// instance acts alone on the shared store, checking the stored
+	// revision on every command. The embedded store is one instance's
+	// alone: no cluster, whatever this says.
 	ClusterAddr string
 	// ClusterAdvertiseAddr is the host:port at which the other instances
 	// reach this one's cluster port (TRELLIS_CLUSTER_ADVERTISE_ADDR,
-	// -cluster-advertise-addr). Empty: ClusterAddr, which must then name
-	// a host.
+	// -cluster-advertise-addr). Empty: the listen address. A host left
+	// out or unspecified (":25520", "0.0.0.0:25520") is this machine's
+	// first private IPv4 address (a container's or a pod's), else its
+	// first other non-loopback address, else 127.0.0.1; a port 0 is the
+	// one the listener got.
 	ClusterAdvertiseAddr string
 	// ClusterSecret signs and checks every message between the instances
 	// (TRELLIS_CLUSTER_SECRET only: never a flag); at least 32 bytes, the
 	// same on every instance. The cluster port refuses anyone without it.
+	// Empty: the instances share a random secret the first of them kept
+	// in Redis, which keeps out whoever cannot read the service's Redis
+	// (whoever can could rewrite its state anyway); set one to keep the
+	// two apart.
 	ClusterSecret string
 	// ClusterLease is how long a member of the cluster stays a member
 	// without renewing: an instance killed without a goodbye has its
@@ -87,6 +96,27 @@ type Config struct {
 	// (TRELLIS_CLUSTER_LEASE, -cluster-lease; default 10 s, at least 1 s;
 	// see internal/cluster).
 	ClusterLease time.Duration
+}
+
+// The cluster's listen address by default, and the value that turns the
+// cluster off (see Config.ClusterAddr).
+const (
+	DefaultClusterAddr = ":25520"
+	ClusterOff         = "off"
+)
+
+// clustered reports whether the instance joins a cluster: a Redis store,
+// and the cluster not turned off.
+func (c Config) clustered() bool {
+	return (c.RedisURL != "" || c.RedisClusterURL != "") && c.ClusterAddr != ClusterOff
+}
+
+// clusterListenAddr is where the cluster port listens.
+func (c Config) clusterListenAddr() string {
+	if c.ClusterAddr == "" {
+		return DefaultClusterAddr
+	}
+	return c.ClusterAddr
 }
 
 // The environment variables ConfigFromEnv reads.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/fixture"
 )
 
@@ -123,11 +124,10 @@ func TestCommandError(t *testing.T) {
 	for _, sc := range fixture.Stores {
 		t.Run(sc.Name, func(t *testing.T) {
 			ts := fixture.StartCounter(t, &fixture.CounterApp{}, sc.Opts(t)...)
-			// Put the counter just below the maximum through the store, as a
-			// long-lived counter would be, rather than with 1,000 requests.
-			ctx := context.Background()
-			_, err := ts.Host().Store.Save(ctx, "counter", "nearly-full", []byte(`{"id":"nearly-full","value":999999999}`), 0)
-			if err != nil {
+			// One increase through the component client (past the HTTP
+			// route's bound on "by") puts the counter just below the maximum.
+			call := components.DeferredCall{ComponentID: "counter", Method: "increase", EntityID: "nearly-full", Argument: []byte("999999999")}
+			if _, err := ts.Client.Dispatch(context.Background(), call); err != nil {
 				t.Fatal(err)
 			}
 			resp := ts.Post(t, "/counters/nearly-full/increase", map[string]int{"by": 2})

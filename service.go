@@ -153,7 +153,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
 	h.Client = components.NewClient(components.NewRegistry())
 	var node *clusterNode
-	if cfg.ClusterAddr != "" {
+	if cfg.clustered() {
 		if node, err = joinCluster(context.Background(), h, cfg); err != nil {
 			releaseHost(h, conn, nil)
 			return nil, fmt.Errorf("trellis: %w", err)
@@ -179,12 +179,16 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		}
 	}
 
+	readiness := httpserver.Readiness{Store: h.Store, Timers: h.Timers}
+	if node != nil {
+		readiness.Cluster = node.ready
+	}
 	router := httpserver.New(httpserver.Options{
 		Logger:         o.logger,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		RequestTimeout: cfg.RequestTimeout,
 		Metrics:        metrics,
-		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers},
+		Readiness:      readiness,
 		Contract:       o.contract,
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock})
@@ -247,7 +251,7 @@ func openStore(h *Host) (*store.Conn, error) {
 	}
 	h.Redis = conn.Client
 	h.Idempotency = idempotency.NewRedisStore(h.Redis, h.Config.RedisPrefix)
-	if h.Config.ClusterAddr != "" {
+	if h.Config.clustered() {
 		// One owner per entity: writes are fenced by the shard's epoch,
 		// and the state shares its shard record's slot.
 		h.Store = entities.NewShardedRedisStore(h.Redis, h.Config.RedisPrefix)
@@ -302,6 +306,17 @@ func (s *Service) Host() *Host { return s.host }
 // ShardsServed is how many of the cluster's shards this instance serves
 // now: 0 when it is not part of a cluster, all of them when it is alone.
 func (s *Service) ShardsServed() int { return s.node.served() }
+
+// Serves reports whether this instance runs the commands of the entity
+// (componentID, entityID) now, rather than forwarding them to its
+// shard's owner: always when it is not part of a cluster.
+func (s *Service) Serves(componentID, entityID string) bool {
+	if s.node == nil {
+		return true
+	}
+	_, ok := s.node.Fence(componentID, entityID)
+	return ok
+}
 
 // Handler is the service's HTTP handler, with all its middleware.
 func (s *Service) Handler() http.Handler { return s.handler }
@@ -427,7 +442,13 @@ func (s *Service) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("stop the timer scheduler: %w", err))
 	}
 	if s.node != nil {
-		if err := s.node.leave(ctx); err != nil {
+		// A Redis out of reach cannot take the shards back: the others
+		// take them when this member's lease lapses, as after a kill.
+		switch err := s.node.leave(ctx); {
+		case store.Unavailable(err):
+			s.log.Warn("shutting down: could not hand the shards over, Redis does not answer: the other instances serve them once this one's lease lapses",
+				"err", store.Redact(err, s.host.Config.RedisURL, s.host.Config.RedisClusterURL))
+		case err != nil:
 			errs = append(errs, err)
 		}
 		if err := s.node.close(ctx); err != nil {

@@ -80,12 +80,12 @@ var settings = []setting{
 	},
 	field[string]{
 		about: about{name: "ClusterAddr", env: EnvClusterAddr, flag: "cluster-addr",
-			usage: "listen address of the instance-to-instance port; empty: no cluster"},
+			usage: "listen address of the instance-to-instance port, with a Redis store (empty: " + DefaultClusterAddr + "); off: no cluster"},
 		at: func(c *Config) *string { return &c.ClusterAddr }, rule: checkClusterAddr,
 	},
 	field[string]{
 		about: about{name: "ClusterAdvertiseAddr", env: EnvClusterAdvertiseAddr, flag: "cluster-advertise-addr",
-			usage: "host:port the other instances reach the cluster port at; empty: the cluster address"},
+			usage: "host:port the other instances reach the cluster port at; empty: the cluster address, with this machine's private address for a host left out"},
 		at: func(c *Config) *string { return &c.ClusterAdvertiseAddr }, rule: checkAdvertiseAddr,
 	},
 	field[string]{
@@ -274,10 +274,10 @@ func checkAdminToken(token string, _ Config) error {
 	return nil
 }
 
-// checkClusterAddr: a listen address, and a Redis store to coordinate on
-// (the embedded store is one instance's alone).
+// checkClusterAddr: off, or a listen address; set, with a Redis store to
+// coordinate on (the embedded store is one instance's alone).
 func checkClusterAddr(addr string, c Config) error {
-	if addr == "" {
+	if addr == "" || addr == ClusterOff {
 		return nil
 	}
 	if c.RedisURL == "" && c.RedisClusterURL == "" {
@@ -287,35 +287,23 @@ func checkClusterAddr(addr string, c Config) error {
 	return checkAddr(addr, c)
 }
 
-// checkAdvertiseAddr: with a cluster, the address the others dial must
-// name a host; the listen address does when no advertise address is set.
+// checkAdvertiseAddr: with a cluster, a host:port whose port is a number
+// (a host left out is filled in at start).
 func checkAdvertiseAddr(addr string, c Config) error {
-	if c.ClusterAddr == "" {
+	if addr == "" || !c.clustered() {
 		return nil
 	}
-	what := "is"
-	if addr == "" {
-		addr, what = c.ClusterAddr, "is empty and "+EnvClusterAddr+" is"
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("%s %q, which names no host the other instances can dial: set it to this instance's host:port", what, addr)
-	}
-	return nil
+	return checkAddr(addr, c)
 }
 
 // checkClusterSecret: with a cluster, a secret long enough not to be
-// guessed. Its value is never part of an error.
+// guessed, or none (the one kept in Redis). Its value is never part of an
+// error.
 func checkClusterSecret(secret string, c Config) error {
-	switch {
-	case c.ClusterAddr == "":
+	if secret == "" || !c.clustered() {
 		return nil
-	case secret == "":
-		return fmt.Errorf("is not set, and %s is: the instances sign their messages with it (try `openssl rand -hex 32`)", EnvClusterAddr)
-	case len(secret) < peer.MinSecretLen:
+	}
+	if len(secret) < peer.MinSecretLen {
 		return fmt.Errorf("is %d bytes; at least %d (try `openssl rand -hex 32`)", len(secret), peer.MinSecretLen)
 	}
 	return nil

@@ -62,7 +62,7 @@ func WithRedisURL(url string) Option { return func(o *options) { o.redisURL = ur
 func WithStorePrefix(prefix string) Option { return func(o *options) { o.prefix = prefix } }
 
 // WithConfig lets the test change the configuration (after the test kit's
-// own settings: loopback address, debug logging, the store).
+// own settings: loopback addresses, debug logging, the store).
 func WithConfig(f func(*trellis.Config)) Option {
 	return func(o *options) { o.configure = append(o.configure, f) }
 }
@@ -77,7 +77,8 @@ func WithServiceOptions(opts ...trellis.Option) Option {
 // memory (Logs) and printed only when the test fails.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// Start boots the service with setup on 127.0.0.1:0 and stops it
+// Start boots the service with setup on 127.0.0.1:0 (with Redis, its
+// cluster port too: a cluster of one) and stops it
 // gracefully when the test ends (t.Cleanup). It fails the test if the
 // service does not start or does not stop cleanly.
 func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
@@ -90,6 +91,9 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.LogLevel = slog.LevelDebug
 	cfg.RedisURL = o.redisURL
+	if o.redisURL != "" {
+		cfg.ClusterAddr = "127.0.0.1:0" // a cluster of one (or more: StartInstances)
+	}
 	ownPrefix := o.prefix == "" && o.redisURL != ""
 	if o.prefix != "" {
 		cfg.RedisPrefix = o.prefix

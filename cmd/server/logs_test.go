@@ -21,7 +21,7 @@ func TestLogsStayJSONWhileRedisIsDown(t *testing.T) {
 	bin := buildServer(t)
 	rs := trellistest.StartRedisServer(t)
 	cmd := exec.Command(bin)
-	cmd.Env = cleanEnv("TRELLIS_HTTP_ADDR=127.0.0.1:0", "TRELLIS_REDIS_URL="+rs.URL(), "TRELLIS_REDIS_PREFIX=logs")
+	cmd.Env = cleanEnv("TRELLIS_HTTP_ADDR=127.0.0.1:0", "TRELLIS_REDIS_URL="+rs.URL(), "TRELLIS_REDIS_PREFIX=logs", "TRELLIS_CLUSTER_ADDR=127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,10 @@ import (
 // ErrIDLive is returned by [Join] when a live member already has the id.
 var ErrIDLive = errors.New("cluster: a live member already has this id")
 
+// ErrGone is wrapped by an operation of a member whose membership is gone
+// from Redis: its lease lapsed, and the others took its shards.
+var ErrGone = errors.New("the membership is gone (its lease lapsed)")
+
 // Member is a joined instance: its registration in Redis, the renewer that
 // keeps it alive, and its own view of its lease.
 type Member struct {
@@ -144,7 +148,7 @@ func (m *Member) Drain(ctx context.Context) error {
 		return fmt.Errorf("cluster: drain %s: %w", m.cfg.ID, err)
 	}
 	if !ok {
-		return fmt.Errorf("cluster: drain %s: the membership is gone", m.cfg.ID)
+		return fmt.Errorf("cluster: drain %s: %w", m.cfg.ID, ErrGone)
 	}
 	return nil
 }

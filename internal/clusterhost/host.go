@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/internal/store"
 )
 
 // Defaults of Config's durations.
@@ -104,8 +105,11 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 			// No live owner known, or the table names this instance,
 			// which does not serve the shard (its lease lapsed, or it was
 			// deposed): the table may be stale, and the rebalancer's own
-			// passes may have stopped (it is leaving).
-			h.refresh(ctx, time.Now().Add(-refreshEvery))
+			// passes may have stopped (it is leaving). A Redis out of
+			// reach will not name an owner before ctx ends: 503 now.
+			if err := h.refresh(ctx, time.Now().Add(-refreshEvery)); store.Unavailable(err) {
+				return "", nil, fmt.Errorf("clusterhost: find the owner of shard %d: %w", shard, store.Classify(err))
+			}
 		}
 		if err := h.pause(ctx); err != nil {
 			return "", nil, fmt.Errorf("clusterhost: wait for an owner of shard %d: %w", shard, err)
@@ -154,7 +158,7 @@ func (h *Host) Forward(ctx context.Context, addr string, call components.Deferre
 	}
 	err = fromPeer(err)
 	if errors.Is(err, entities.ErrMoved) {
-		h.refresh(ctx, started)
+		_ = h.refresh(ctx, started) // best effort: the caller routes again either way
 	}
 	return nil, err
 }
@@ -170,7 +174,7 @@ func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) erro
 		if o, ok := h.reb.Owner(shard); ok && o.Addr != addr {
 			return nil
 		}
-		h.refresh(ctx, time.Now().Add(-refreshEvery))
+		_ = h.refresh(ctx, time.Now().Add(-refreshEvery)) // a failure: try again after the pause
 		if err := h.pause(ctx); err != nil {
 			return err
 		}
@@ -179,20 +183,21 @@ func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) erro
 
 // refresh reads every shard record again unless a refresh that started
 // after since succeeded already; concurrent callers share one.
-func (h *Host) refresh(ctx context.Context, since time.Time) {
+func (h *Host) refresh(ctx context.Context, since time.Time) error {
 	h.refreshMu.Lock()
 	defer h.refreshMu.Unlock()
 	if h.refreshed.After(since) {
-		return
+		return nil
 	}
 	started := time.Now()
 	if err := h.reb.Refresh(ctx); err != nil {
 		if ctx.Err() == nil {
 			h.log.Debug("clusterhost: refresh the owners table", "err", err.Error())
 		}
-		return
+		return err
 	}
 	h.refreshed = started
+	return nil
 }
 
 // pause waits one poll interval, or until ctx ends.

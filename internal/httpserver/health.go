@@ -24,11 +24,13 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(healthOK)
 }
 
-// Readiness is what /readyz asks: the state store (Ping) and the timer
-// scheduler (Ready).
+// Readiness is what /readyz asks: the state store (Ping), the timer
+// scheduler (Ready) and, in a cluster, the membership (Cluster: nil when
+// there is none).
 type Readiness struct {
-	Store  interface{ Ping(context.Context) error }
-	Timers interface{ Ready(context.Context) error }
+	Store   interface{ Ping(context.Context) error }
+	Timers  interface{ Ready(context.Context) error }
+	Cluster func(context.Context) error
 }
 
 // readyz answers 200 when the store answers a ping and the timer scheduler
@@ -50,6 +52,12 @@ func readyz(rd Readiness) http.HandlerFunc {
 			}
 			notReady(w, r, reason, err)
 			return
+		}
+		if rd.Cluster != nil {
+			if err := rd.Cluster(ctx); err != nil {
+				notReady(w, r, "this instance is not a member of the cluster yet", err)
+				return
+			}
 		}
 		w.Header().Set("Content-Type", api.ContentTypeJSON)
 		_, _ = w.Write(healthOK)

@@ -228,10 +228,10 @@ type serverConfig struct {
 	adminToken string        // TRELLIS_ADMIN_TOKEN
 	prefix     string        // TRELLIS_REDIS_PREFIX ("": unset, the default); give it to redisDB too
 	clusterURL string        // TRELLIS_REDIS_CLUSTER_URL, instead of redisURL when set
-	// secret, when set, makes the instances one cluster: each gets its
-	// cluster port on a free loopback port (TRELLIS_CLUSTER_ADDR) and
-	// signs with secret (TRELLIS_CLUSTER_SECRET); lease is
-	// TRELLIS_CLUSTER_LEASE.
+	// The instances on one Redis and prefix are one cluster, each with
+	// its cluster port on a free loopback port; they sign with secret
+	// (TRELLIS_CLUSTER_SECRET; "": the one kept in Redis), and lease is
+	// TRELLIS_CLUSTER_LEASE (0: the default).
 	secret string
 	lease  time.Duration
 }
@@ -275,9 +275,14 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 	if cfg.prefix != "" {
 		env = append(env, "TRELLIS_REDIS_PREFIX="+cfg.prefix)
 	}
+	// Each instance is a member of the cluster of those on its Redis and
+	// prefix (as by default), with its cluster port on a free loopback port.
+	env = append(env, "TRELLIS_CLUSTER_ADDR=127.0.0.1:0")
 	if cfg.secret != "" {
-		env = append(env, "TRELLIS_CLUSTER_ADDR=127.0.0.1:0", "TRELLIS_CLUSTER_SECRET="+cfg.secret,
-			"TRELLIS_CLUSTER_LEASE="+cfg.lease.String())
+		env = append(env, "TRELLIS_CLUSTER_SECRET="+cfg.secret)
+	}
+	if cfg.lease > 0 {
+		env = append(env, "TRELLIS_CLUSTER_LEASE="+cfg.lease.String())
 	}
 	cmd.Env = serverEnv(env...)
 	stderr, err := cmd.StderrPipe()

@@ -1,0 +1,65 @@
+package trellis_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/trellistest"
+)
+
+// TestClusterByDefaultSharesASecret: two instances on one Redis and
+// prefix, given no cluster secret, form a cluster (the secret the first
+// kept in Redis signs their messages): each serves part of the shards,
+// and a counter increased through both has one owner.
+func TestClusterByDefaultSharesASecret(t *testing.T) {
+	prefix := "trellis-test-default-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	url := trellistest.RedisURL(t)
+	client := trellistest.Redis(t)
+	t.Cleanup(func() { testenv.DeleteKeys(t, client, prefix+":*") }) // registered first: runs after the instances stopped
+	app := &fixture.CounterApp{}
+	var instances []*trellistest.Service
+	for range 2 {
+		instances = append(instances, trellistest.Start(t, app.Setup, trellistest.WithRedisURL(url), trellistest.WithStorePrefix(prefix),
+			trellistest.WithConfig(func(c *trellis.Config) {
+				if c.ClusterSecret != "" {
+					t.Fatalf("the test kit set a cluster secret")
+				}
+			})))
+	}
+	trellistest.WaitSettled(t, instances...)
+	for i := range 20 {
+		ts := instances[i%2]
+		if c := fixture.Counter(t, ts.Post(t, "/counters/shared/increase", map[string]int{"by": 1})); c.Value != int64(i+1) {
+			t.Fatalf("increase %d through instance %d: counter = %d, want %d", i+1, i%2, c.Value, i+1)
+		}
+	}
+}
+
+// TestClusterJoinsOnceRedisAnswers: an instance whose Redis does not
+// answer at start starts unready ("not a member of the cluster yet"),
+// answers an entity command 503, and joins once Redis answers.
+func TestClusterJoinsOnceRedisAnswers(t *testing.T) {
+	t.Cleanup(func() { testenv.WaitGoroutinesGone(t, "(*ConnPool).tryDial") }) // dials that failed before Redis answered
+	port := trellistest.FreePort(t)
+	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
+	app := &fixture.CounterApp{}
+	ts := trellistest.Start(t, app.Setup, trellistest.WithRedisURL(url), trellistest.WithStorePrefix("joins-late"))
+	if resp := ts.Get(t, "/readyz"); resp.Status != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before Redis answers = %d %s, want 503", resp.Status, resp.Body)
+	}
+	if resp := ts.Post(t, "/counters/late/increase", map[string]int{"by": 1}); resp.Status != http.StatusServiceUnavailable {
+		t.Fatalf("increase before Redis answers = %d %s, want 503", resp.Status, resp.Body)
+	}
+	trellistest.StartRedisServerOn(t, port) // the keys die with the server
+	trellistest.Eventually(t, 30*time.Second, "the instance to join and be ready", func() bool {
+		return ts.Get(t, "/readyz").Status == http.StatusOK && ts.ShardsServed() == 256
+	})
+	if c := fixture.Counter(t, ts.Post(t, "/counters/late/increase", map[string]int{"by": 1})); c.Value != 1 {
+		t.Fatalf("counter = %d after joining, want 1", c.Value)
+	}
+}
