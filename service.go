@@ -187,7 +187,8 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers},
 		Contract:       o.contract,
 	})
-	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock})
+	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
+		Cluster: node.admin()})
 	router.Group(func(r chi.Router) {
 		r.Use(httpserver.CheckQuery)
 		err = setup(h, r)
