@@ -2,13 +2,11 @@ package trellis_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/internal/cluster"
@@ -24,13 +22,10 @@ import (
 // list agrees. Once one instance stops gracefully it is gone from the
 // list at once, and the two others share the 256 shards.
 func TestClusterOperatorView(t *testing.T) {
-	instances := trellistest.StartInstances(t, 3, fixture.App,
-		trellistest.WithLogger(slog.New(slog.DiscardHandler)),
-		trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken = fixture.AdminToken }))
+	instances := fixture.StartCluster(t, 3)
 	for _, ts := range instances {
 		ts.HTTP.Transport = trellistest.CheckContracts(t, ts.HTTP.Transport, api.Spec)
 	}
-	trellistest.WaitSettled(t, instances...)
 	lease := instances[0].Host().Config.ClusterLease
 
 	var selves []string
