@@ -14,7 +14,8 @@ import (
 // b leaving and c crashed (it stops renewing), the view shows each
 // member's status, address, join, heartbeat and lease expiry on Redis's
 // clock, each shard's owner, epoch, state and preferred owner, and c as
-// lapsed while a record still names it.
+// lapsed while a record still names it; once c joins again, its old
+// shard stays orphaned under its id.
 func TestReadView(t *testing.T) {
 	for _, target := range testenv.RedisTargets {
 		t.Run(target.Name, func(t *testing.T) {
@@ -101,6 +102,17 @@ func TestReadView(t *testing.T) {
 			}
 			if v.Shards[cShard].Epoch != 1 || v.Shards[0].Shard != 0 || v.Shards[NumShards-1].Shard != NumShards-1 {
 				t.Errorf("shards misnumbered or c's epoch %d, want 1", v.Shards[cShard].Epoch)
+			}
+
+			// c joins again under its id (a new incarnation): it is alive
+			// with no shard, and its old one stays orphaned under its id.
+			mustJoin(t, testConfig(client, prefix, "c"))
+			if v, err = ReadView(t.Context(), client, prefix); err != nil {
+				t.Fatal(err)
+			}
+			checkMembers(t, v, "a=alive/2 b=leaving/1 c=alive/0")
+			if sv := v.Shards[cShard]; sv.State != ShardOrphaned || sv.Owner != "c" {
+				t.Errorf("c's old shard after c joined again: %+v, want orphaned, owner c", sv)
 			}
 		})
 	}
