@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/internal/cluster"
@@ -153,4 +154,27 @@ func checkShardList(t *testing.T, ts *trellistest.Service, members []string) {
 			t.Errorf("shard %d: %+v", i, s)
 		}
 	}
+}
+
+// TestClusterViewWhileRedisIsDown: while the cluster's Redis does not
+// answer, both cluster routes answer 503 with Retry-After, as the
+// contract says; once it is back (empty: the instance joins again) they
+// answer 200.
+func TestClusterViewWhileRedisIsDown(t *testing.T) {
+	rs := trellistest.StartRedisServer(t)
+	ts := fixture.StartCluster(t, 1, trellistest.WithRedisURL(rs.URL()),
+		trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = time.Second }))[0]
+	ts.HTTP.Transport = trellistest.CheckContracts(t, ts.HTTP.Transport, api.Spec)
+	rs.Stop()
+	for _, path := range []string{"/admin/cluster", "/admin/cluster/shards"} {
+		resp := fixture.Admin(t, ts, http.MethodGet, path)
+		if resp.Status != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s with Redis down: %d (Retry-After %q) %s, want 503 with Retry-After",
+				path, resp.Status, resp.Header.Get("Retry-After"), resp.Body)
+		}
+	}
+	rs.Restart()
+	// The instance finds its membership gone, joins again and takes every
+	// shard: then it can leave cleanly when the test ends.
+	settledView(t, ts, 1)
 }
