@@ -2,7 +2,9 @@ package trellis_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/peer/peertest"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -177,4 +180,62 @@ func TestClusterViewWhileRedisIsDown(t *testing.T) {
 	// The instance finds its membership gone, joins again and takes every
 	// shard: then it can leave cleanly when the test ends.
 	settledView(t, ts, 1)
+}
+
+// TestClusterLapsedMember: of two instances, B reaches Redis through a
+// proxy, which then refuses and cuts its connections (a partition from
+// Redis alone). B's own trellis_cluster_heartbeat_age_seconds grows past a
+// third of the lease; A's admin view shows B alive until its lease
+// expires, then lapsed with orphaned shards or already gone, and soon
+// gone with A serving all 256. Once the proxy carries again, B joins again
+// and the two share the shards.
+func TestClusterLapsedMember(t *testing.T) {
+	shortLease := trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = time.Second })
+	a := fixture.StartCluster(t, 1, shortLease)[0]
+	direct, err := url.Parse(a.Host().Config.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := peertest.NewProxy(t, direct.Host) // before B: B stops before it closes
+	viaProxy := *direct
+	viaProxy.Host = proxy.Addr()
+	b := trellistest.StartInstances(t, 1, fixture.App, shortLease,
+		trellistest.WithLogger(slog.New(slog.DiscardHandler)),
+		trellistest.WithRedisURL(viaProxy.String()), trellistest.WithStorePrefix(a.Host().Config.RedisPrefix),
+		trellistest.WithConfig(func(c *trellis.Config) {
+			c.AdminToken = fixture.AdminToken
+			c.ClusterSecret = a.Host().Config.ClusterSecret
+		}))[0]
+	trellistest.WaitSettled(t, a, b)
+	idB := getCluster(t, b).Self
+
+	proxy.Refuse(true)
+	proxy.Cut()
+	trellistest.Eventually(t, 5*time.Second, "B's heartbeat age past a third of the lease", func() bool {
+		return metricValue(t, b, "trellis_cluster_heartbeat_age_seconds") > (time.Second / 3).Seconds()
+	})
+	seen := map[adminapi.ClusterMemberStatus]bool{}
+	trellistest.Eventually(t, 10*time.Second, "B gone from A's view", func() bool {
+		c := getCluster(t, a)
+		for _, m := range c.Members {
+			if m.Id != idB {
+				continue
+			}
+			seen[m.Status] = true
+			if m.Status == adminapi.Lapsed && (m.Shards == 0 || c.Shards.Orphaned < m.Shards || m.HeartbeatAgeMs != nil || m.Addr != "") {
+				t.Errorf("lapsed B: %+v with %d orphaned shards: want its orphaned shards, no heartbeat, no address", m, c.Shards.Orphaned)
+			}
+			return false
+		}
+		return true
+	})
+	t.Logf("A saw B as %v before it was gone", seen)
+	if seen[adminapi.Leaving] {
+		t.Error("B was shown as leaving: it did not leave, it lapsed")
+	}
+	settledView(t, a, 1)
+
+	proxy.Refuse(false)
+	trellistest.WaitSettled(t, a, b)
+	settledView(t, a, 2)
 }
