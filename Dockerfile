@@ -23,6 +23,9 @@ USER nonroot:nonroot
 # reads the variable to find the server.
 ENV TRELLIS_HTTP_ADDR=:9000
 EXPOSE 9000
+# The cluster port (with a Redis store; TRELLIS_CLUSTER_ADDR): only the
+# other instances reach it, on the private network. Never publish it.
+EXPOSE 25520
 # The image has no curl: the binary checks its own /healthz over loopback,
 # giving up after 2 s, within Docker's 3 s timeout (exit 0 healthy, 1 not).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

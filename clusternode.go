@@ -309,7 +309,8 @@ func (n *clusterNode) served() int {
 }
 
 // collectors are the cluster's series on the service's /metrics: how many
-// shards this instance serves, and which member it is.
+// shards this instance serves, which member it is, and its view of the
+// cluster (viewCollectors).
 func (n *clusterNode) collectors() []prometheus.Collector {
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "trellis_cluster_shards_served",
@@ -325,5 +326,5 @@ func (n *clusterNode) collectors() []prometheus.Collector {
 		}
 		return 1
 	})
-	return []prometheus.Collector{served, member}
+	return append([]prometheus.Collector{served, member}, n.viewCollectors()...)
 }

@@ -191,7 +191,8 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		Readiness:      readiness,
 		Contract:       o.contract,
 	})
-	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock})
+	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
+		Cluster: node.admin()})
 	router.Group(func(r chi.Router) {
 		r.Use(httpserver.CheckQuery)
 		err = setup(h, r)

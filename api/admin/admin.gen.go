@@ -14,6 +14,181 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ClusterMemberStatus.
+const (
+	Alive   ClusterMemberStatus = "alive"
+	Lapsed  ClusterMemberStatus = "lapsed"
+	Leaving ClusterMemberStatus = "leaving"
+)
+
+// Valid indicates whether the value is a known member of the ClusterMemberStatus enum.
+func (e ClusterMemberStatus) Valid() bool {
+	switch e {
+	case Alive:
+		return true
+	case Lapsed:
+		return true
+	case Leaving:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClusterShardState.
+const (
+	HandingOver ClusterShardState = "handing_over"
+	Orphaned    ClusterShardState = "orphaned"
+	Served      ClusterShardState = "served"
+	Unowned     ClusterShardState = "unowned"
+)
+
+// Valid indicates whether the value is a known member of the ClusterShardState enum.
+func (e ClusterShardState) Valid() bool {
+	switch e {
+	case HandingOver:
+		return true
+	case Orphaned:
+		return true
+	case Served:
+		return true
+	case Unowned:
+		return true
+	default:
+		return false
+	}
+}
+
+// Cluster The cluster's members and its shards counted by state. Every field but `enabled` is present only when the instance is part of a cluster.
+//
+// Example: {"enabled":true,"members":[{"addr":"10.0.0.5:9100","heartbeatAgeMs":1300,"heartbeatAt":"2025-11-21T09:29:58.700Z","id":"6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d","joinedAt":"2025-11-21T08:00:00.000Z","leaseExpiresAt":"2025-11-21T09:30:08.700Z","self":true,"shards":128,"status":"alive"},{"addr":"10.0.0.6:9100","heartbeatAgeMs":100,"heartbeatAt":"2025-11-21T09:29:59.900Z","id":"0b9e8d7c-6a5f-4e3d-2c1b-0a9f8e7d6c5b","joinedAt":"2025-11-21T08:00:01.000Z","leaseExpiresAt":"2025-11-21T09:30:09.900Z","self":false,"shards":128,"status":"alive"}],"now":"2025-11-21T09:30:00.000Z","self":"6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d","shards":{"handingOver":0,"orphaned":0,"owned":256,"served":256,"total":256,"unowned":0}}
+type Cluster struct {
+	// Enabled Whether this instance is part of a cluster (`TRELLIS_CLUSTER_ADDR` set).
+	//
+	// Example: true
+	Enabled bool `json:"enabled"`
+
+	// Members The live members by id, then the lapsed ones by id.
+	Members []ClusterMember `json:"members,omitempty,omitzero"`
+
+	// Now Redis's clock when the members were read; the ages count to it.
+	//
+	// Example: 2025-11-21T09:30:00.000Z
+	Now time.Time `json:"now,omitempty,omitzero"`
+
+	// Self The member id of the instance that answered.
+	//
+	// Example: 6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d
+	Self string `json:"self,omitempty,omitzero"`
+
+	// Shards The shards counted by state; `owned` is `served` plus `handingOver`.
+	Shards ShardCounts `json:"shards,omitempty,omitzero"`
+}
+
+// ClusterMember One member. A lapsed one has only `id`, `status`, `self` and `shards`: its key, and with it everything else, expired in Redis.
+type ClusterMember struct {
+	// Addr The address the other instances reach its cluster port at.
+	//
+	// Example: 10.0.0.5:9100
+	Addr string `json:"addr,omitempty,omitzero"`
+
+	// HeartbeatAgeMs Milliseconds from `heartbeatAt` to `now`. Over a third of the lease means renewals are failing or late.
+	//
+	// Example: 1300
+	HeartbeatAgeMs *int `json:"heartbeatAgeMs,omitempty"`
+
+	// HeartbeatAt When Redis accepted its last lease renewal (Redis's clock). A member renews every third of the lease (3.3 s with the default 10 s).
+	//
+	// Example: 2025-11-21T09:29:58.700Z
+	HeartbeatAt time.Time `json:"heartbeatAt,omitempty,omitzero"`
+
+	// Id The member id (a UUID drawn when the instance starts).
+	//
+	// Example: 6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d
+	Id string `json:"id"`
+
+	// JoinedAt When this incarnation joined (Redis's clock); absent when not known.
+	//
+	// Example: 2025-11-21T08:00:00.000Z
+	JoinedAt time.Time `json:"joinedAt,omitempty,omitzero"`
+
+	// LeaseExpiresAt When Redis drops the member unless it renews before (Redis's clock).
+	//
+	// Example: 2025-11-21T09:30:08.700Z
+	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitempty,omitzero"`
+
+	// Self Whether this is the instance that answered.
+	//
+	// Example: true
+	Self bool `json:"self"`
+
+	// Shards The shards whose record names it as their owner (for a lapsed member: the orphaned shards it still holds).
+	//
+	// Example: 128
+	Shards int `json:"shards"`
+
+	// Status `alive`: its lease is current in Redis. `leaving`: alive, and handing its shards over (it is shutting down). `lapsed`: its lease expired (it stopped renewing: killed, or cut off from Redis) and shard records still name it; the others take those shards over within a third of the lease.
+	//
+	// Example: alive
+	Status ClusterMemberStatus `json:"status"`
+}
+
+// ClusterMemberStatus `alive`: its lease is current in Redis. `leaving`: alive, and handing its shards over (it is shutting down). `lapsed`: its lease expired (it stopped renewing: killed, or cut off from Redis) and shard records still name it; the others take those shards over within a third of the lease.
+//
+// Example: alive
+type ClusterMemberStatus string
+
+// ClusterShard One shard.
+type ClusterShard struct {
+	// Epoch How many times the shard changed owner (0 when never owned).
+	//
+	// Example: 3
+	Epoch int64 `json:"epoch"`
+
+	// Owner The member id its record names; absent when unowned.
+	//
+	// Example: 6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d
+	Owner string `json:"owner,omitempty,omitzero"`
+
+	// Preferred The member the shard should go to (rendezvous hashing over the alive members that are not leaving); absent when there is none.
+	//
+	// Example: 6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d
+	Preferred string `json:"preferred,omitempty,omitzero"`
+
+	// Shard The shard's number; an entity's is a hash of its type and id.
+	//
+	// Example: 0
+	Shard int `json:"shard"`
+
+	// State `served`: its owner is alive and preferred. `handing_over`: its live owner will release it (leaving, or another member is preferred). `orphaned`: its owner's lease expired. `unowned`: no owner.
+	//
+	// Example: served
+	State ClusterShardState `json:"state"`
+}
+
+// ClusterShardState `served`: its owner is alive and preferred. `handing_over`: its live owner will release it (leaving, or another member is preferred). `orphaned`: its owner's lease expired. `unowned`: no owner.
+//
+// Example: served
+type ClusterShardState string
+
+// ClusterShards Every shard. Every field but `enabled` is present only when the instance is part of a cluster.
+//
+// Example: {"enabled":true,"now":"2025-11-21T09:30:00.000Z","shards":[{"epoch":3,"owner":"6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d","preferred":"6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d","shard":0,"state":"served"}]}
+type ClusterShards struct {
+	// Enabled Whether this instance is part of a cluster.
+	//
+	// Example: true
+	Enabled bool `json:"enabled"`
+
+	// Now Redis's clock when the members were read.
+	//
+	// Example: 2025-11-21T09:30:00.000Z
+	Now time.Time `json:"now,omitempty,omitzero"`
+
+	// Shards The 256 shards, by number.
+	Shards []ClusterShard `json:"shards,omitempty,omitzero"`
+}
+
 // FieldError One invalid field of a request.
 //
 // Example: {"field":"limit","message":"must be from 1 to 1000"}
@@ -65,6 +240,39 @@ type Problem struct {
 	//
 	// Example: about:blank
 	Type string `json:"type"`
+}
+
+// ShardCounts The shards counted by state; `owned` is `served` plus `handingOver`.
+type ShardCounts struct {
+	// HandingOver Shards whose live owner will give them up (it is leaving, or another member is preferred).
+	//
+	// Example: 0
+	HandingOver int `json:"handingOver"`
+
+	// Orphaned Shards whose owner's lease expired; taken over at the next poll.
+	//
+	// Example: 0
+	Orphaned int `json:"orphaned"`
+
+	// Owned Shards whose owner is alive.
+	//
+	// Example: 256
+	Owned int `json:"owned"`
+
+	// Served Shards owned by their preferred owner.
+	//
+	// Example: 256
+	Served int `json:"served"`
+
+	// Total Every shard (256).
+	//
+	// Example: 256
+	Total int `json:"total"`
+
+	// Unowned Shards no one owns (released and not taken yet, or never taken).
+	//
+	// Example: 0
+	Unowned int `json:"unowned"`
 }
 
 // Timer One stored timer: the deferred call it makes, when, and how its calls went so far. Times are RFC 3339 in UTC, to the millisecond, on the store's clock (Redis `TIME` with Redis).
@@ -230,6 +438,12 @@ type ListTimersParams struct {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetCluster The cluster's members
+	// (GET /admin/cluster)
+	GetCluster(w http.ResponseWriter, r *http.Request)
+	// GetClusterShards The cluster's shards
+	// (GET /admin/cluster/shards)
+	GetClusterShards(w http.ResponseWriter, r *http.Request)
 	// ListTimers List timers
 	// (GET /admin/timers)
 	ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams)
@@ -250,6 +464,18 @@ type ServerInterface interface {
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
 
 type Unimplemented struct{}
+
+// GetCluster The cluster's members
+// (GET /admin/cluster)
+func (_ Unimplemented) GetCluster(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetClusterShards The cluster's shards
+// (GET /admin/cluster/shards)
+func (_ Unimplemented) GetClusterShards(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
 
 // ListTimers List timers
 // (GET /admin/timers)
@@ -289,6 +515,34 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// GetCluster operation middleware
+func (siw *ServerInterfaceWrapper) GetCluster(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetCluster(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetClusterShards operation middleware
+func (siw *ServerInterfaceWrapper) GetClusterShards(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetClusterShards(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // ListTimers operation middleware
 func (siw *ServerInterfaceWrapper) ListTimers(w http.ResponseWriter, r *http.Request) {
@@ -582,6 +836,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/admin/timers/wipe/acknowledge", wrapper.AcknowledgeWipe)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/cluster", wrapper.GetCluster)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/cluster/shards", wrapper.GetClusterShards)
 	})
 
 	return r

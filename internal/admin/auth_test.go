@@ -40,6 +40,8 @@ func TestAdminAuth(t *testing.T) {
 		{http.MethodGet, "/admin/timers?limit=garbage", http.StatusBadRequest}, // auth comes before parameters
 		{http.MethodGet, "/admin/timers/stats", http.StatusOK},
 		{http.MethodGet, "/admin/timers/auth-timer", http.StatusOK},
+		{http.MethodGet, "/admin/cluster", http.StatusOK},
+		{http.MethodGet, "/admin/cluster/shards", http.StatusOK},
 		{http.MethodDelete, "/admin/timers/auth-timer", http.StatusNoContent}, // last: it removes the timer
 	}
 	cases := []struct {

@@ -1,5 +1,6 @@
 // Package admin owns the admin API of the service: the operator's routes
-// under /admin (the timers, package api/admin's generated interface),
+// under /admin (the timers and the cluster's members and shards, package
+// api/admin's generated interface),
 // guarded by the admin token, and the framework's contract at
 // /admin/openapi.yaml.
 package admin
@@ -26,6 +27,9 @@ type Options struct {
 	Store console.Store
 	// Clock is the service's clock, the one the console's chart counts from.
 	Clock clockwork.Clock
+	// Cluster is the instance's cluster, which /admin/cluster reads; nil
+	// when the instance is not part of one.
+	Cluster Cluster
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -40,7 +44,7 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

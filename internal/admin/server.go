@@ -12,10 +12,12 @@ import (
 )
 
 // server implements the admin routes of the contract (package
-// api/admin) on the service's timer scheduler. The router mounts it behind
-// adminAuth, so its handlers run only for the admin token's holder.
+// api/admin) on the service's timer scheduler and its cluster. The router
+// mounts it behind adminAuth, so its handlers run only for the admin
+// token's holder.
 type server struct {
-	timers *timers.Scheduler
+	timers  *timers.Scheduler
+	cluster Cluster // nil when the instance is not part of a cluster
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)

@@ -24,10 +24,13 @@
 //     alive; an owner acts for its shards only while it is.
 //   - [Rebalancer] moves shards toward their preferred owners, one at a
 //     time, and keeps a local table of who owns what ([Rebalancer.Owner]).
+//   - [ReadView] reads the whole cluster for an operator, writing nothing:
+//     every member with its heartbeat and lease, every shard with its
+//     owner, epoch and state.
 //
 // # Key layout
 //
-//	<p>:cluster:{members}:member:<id>  hash addr, inc, beat (, leaving); PEXPIRE lease; one per live member
+//	<p>:cluster:{members}:member:<id>  hash addr, inc, beat, joined (, leaving); PEXPIRE lease; one per live member
 //	<p>:cluster:{members}:index        set of member ids (dead ones until the next listing drops them)
 //	<p>:cluster:{s.<N>.<k>}:shard      hash owner, inc, epoch; one per shard N
 //	<p>:entity:{s.<N>.<k>}:…           the state of shard N's entities (entities.ShardedRedisStore)

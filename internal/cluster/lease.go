@@ -25,6 +25,7 @@ type Lease struct {
 
 	mu    sync.Mutex
 	until time.Time // the end of the trusted window; zero: never valid
+	last  time.Time // when the last accepted renewal was sent; zero: none yet
 }
 
 // window is the part of a lease an owner trusts: lease×0.9 − margin.
@@ -45,6 +46,9 @@ func (l *Lease) renewed(sent time.Time) {
 	defer l.mu.Unlock()
 	if until := sent.Add(l.window); until.After(l.until) {
 		l.until = until
+	}
+	if sent.After(l.last) {
+		l.last = sent
 	}
 }
 
@@ -73,4 +77,24 @@ func (l *Lease) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
+}
+
+// LastRenewal is when the last renewal that Redis accepted was sent (the
+// join counts as one), on the Lease's clock; zero before the first. It
+// survives revoke: it is what an operator asks "how long since this
+// member's last heartbeat".
+func (l *Lease) LastRenewal() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// SinceRenewal is how long ago, on the Lease's clock, the last accepted
+// renewal was sent; 0 before the first.
+func (l *Lease) SinceRenewal() time.Duration {
+	last := l.LastRenewal()
+	if last.IsZero() {
+		return 0
+	}
+	return l.clock.Since(last)
 }

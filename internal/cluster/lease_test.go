@@ -59,3 +59,25 @@ func TestLeaseServingFollowsTheClock(t *testing.T) {
 		t.Fatal("still serving at the end of the window")
 	}
 }
+
+// TestLeaseLastRenewal: LastRenewal is the send time of the latest
+// accepted renewal (an older answer does not move it back), and survives
+// revoke; SinceRenewal counts from it on the Lease's clock.
+func TestLeaseLastRenewal(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	l := newLease(clock, time.Second, 100*time.Millisecond)
+	if !l.LastRenewal().IsZero() || l.SinceRenewal() != 0 {
+		t.Fatalf("before a renewal: last %v, since %v", l.LastRenewal(), l.SinceRenewal())
+	}
+	t0 := clock.Now()
+	l.renewed(t0.Add(time.Second))
+	l.renewed(t0) // a late answer to an older renewal
+	clock.Advance(3 * time.Second)
+	l.revoke()
+	if got := l.LastRenewal(); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("LastRenewal = %v, want t0+1s", got)
+	}
+	if got := l.SinceRenewal(); got != 2*time.Second {
+		t.Errorf("SinceRenewal = %v, want 2s", got)
+	}
+}

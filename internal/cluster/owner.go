@@ -38,22 +38,35 @@ func (r Record) Free() bool { return r.Incarnation == "" }
 // go-redis sends one pipeline per master).
 func (m *Member) Records(ctx context.Context) ([]Record, error) {
 	pipe := m.cfg.Client.Pipeline()
-	cmds := make([]*redis.SliceCmd, NumShards)
-	for s := range NumShards {
-		cmds[s] = pipe.HMGet(ctx, m.keys.shard(s), "owner", "inc", "epoch")
-	}
+	read := queueRecords(ctx, pipe, m.keys)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: read shard records: %w", err)
 	}
-	out := make([]Record, NumShards)
-	for s, cmd := range cmds {
-		r, err := parseRecord(s, cmd.Val())
-		if err != nil {
-			return nil, fmt.Errorf("cluster: read shard records: %w", err)
-		}
-		out[s] = r
+	out, err := read()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read shard records: %w", err)
 	}
 	return out, nil
+}
+
+// queueRecords queues the HMGET of every shard's record on pipe; the
+// function it returns parses their answers once the pipeline ran.
+func queueRecords(ctx context.Context, pipe redis.Pipeliner, k keys) func() ([]Record, error) {
+	cmds := make([]*redis.SliceCmd, NumShards)
+	for s := range NumShards {
+		cmds[s] = pipe.HMGet(ctx, k.shard(s), "owner", "inc", "epoch")
+	}
+	return func() ([]Record, error) {
+		out := make([]Record, NumShards)
+		for s, cmd := range cmds {
+			r, err := parseRecord(s, cmd.Val())
+			if err != nil {
+				return nil, err
+			}
+			out[s] = r
+		}
+		return out, nil
+	}
 }
 
 // record reads one shard's record.

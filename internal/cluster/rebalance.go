@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,6 +54,8 @@ type Rebalancer struct {
 	hooks    Hooks
 	log      *slog.Logger
 	interval time.Duration
+
+	seen atomic.Int64 // live members at the last read, for metrics
 
 	mu      sync.Mutex
 	table   [NumShards]Ownership
@@ -108,6 +111,11 @@ func (r *Rebalancer) Leave(ctx context.Context) error {
 	errs = append(errs, r.m.Leave(ctx))
 	return errors.Join(errs...)
 }
+
+// MembersSeen is how many live members the last read of the membership
+// found (0 before the first): what this instance believes the cluster
+// is, without asking Redis.
+func (r *Rebalancer) MembersSeen() int { return int(r.seen.Load()) }
 
 // Trigger asks for a pass now (membership changed, a miss, a refusal).
 func (r *Rebalancer) Trigger() {
@@ -185,6 +193,7 @@ func (r *Rebalancer) read(ctx context.Context) (map[string]MemberInfo, []Record,
 	for _, mi := range list {
 		members[mi.ID] = mi
 	}
+	r.seen.Store(int64(len(members)))
 	return members, recs, nil
 }
 

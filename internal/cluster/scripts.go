@@ -30,6 +30,10 @@ var (
 	membersLua    string
 	membersScript = redis.NewScript(membersLua)
 
+	//go:embed view.lua
+	viewLua    string
+	viewScript = redis.NewScript(viewLua)
+
 	//go:embed acquire.lua
 	acquireLua    string
 	acquireScript = redis.NewScript(acquireLua)

@@ -296,6 +296,10 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 			}
 		}
 		b.waitText("#stat-store .value", "ok")
+		b.waitFor("a refresh done", `document.getElementById("updated").textContent !== ""`)
+		if eval[bool](b, visible("cluster")) {
+			t.Error("the cluster section shows on an instance that is not part of a cluster")
+		}
 		b.waitFor("the chart of the fixture", `JSON.stringify([...document.querySelectorAll("#chart-svg rect")].map(r => +r.dataset.count)) === `+js(js(fixtureChart)))
 		if got := b.text("#chart-summary"); !strings.HasPrefix(got, "27 due within the hour, 0 of them already due.") {
 			t.Errorf("chart summary %q", got)

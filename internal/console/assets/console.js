@@ -2,11 +2,12 @@
 // no dependency. It asks for the admin token once per tab, keeps it in
 // sessionStorage, and sends it only in the Authorization header of its own
 // requests (http.js): to the admin API (one directory up from the page)
-// and to the console's api/overview. Data is put in the page with
-// textContent and DOM nodes only, never as HTML, so that a timer's name or
-// payload cannot inject markup.
+// and to the console's api/overview; the cluster's view is cluster.js.
+// Data is put in the page with textContent and DOM nodes only, never as
+// HTML, so that a timer's name or payload cannot inject markup.
 
 import { drawChart } from "./chart.js";
+import { clearCluster, loadCluster } from "./cluster.js";
 import { absolute, count, relative } from "./format.js";
 import { SignedOut, TOKEN_KEY, request } from "./http.js";
 
@@ -96,6 +97,7 @@ function clearData() {
   $("updated").textContent = "";
   for (const id of ["error", "notice", "list-error", "list-empty"]) $(id).hidden = true;
   closeDetail();
+  clearCluster();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
 
@@ -132,7 +134,7 @@ function scheduleRefresh() {
 }
 
 async function loadAll() {
-  const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail()]);
+  const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL)]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");
