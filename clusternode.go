@@ -17,6 +17,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/faults"
 	"github.com/trellis-go/trellis/internal/peer"
 )
 
@@ -64,21 +65,26 @@ func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, erro
 // joinCluster starts the transport on cfg.ClusterAddr and joins the
 // cluster of the instances that share h's Redis and prefix. A listen
 // address with port 0 advertises the port it got.
-func joinCluster(ctx context.Context, h *Host, cfg Config) (_ *clusterNode, err error) {
+func joinCluster(ctx context.Context, h *Host, cfg Config, fp *faults.Points) (_ *clusterNode, err error) {
 	n := &clusterNode{log: h.Logger.With("component", "cluster"), registry: h.Client.Registry(), stop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			n.abort()
 		}
 	}()
-	n.peers, err = peer.NewClient(peer.ClientConfig{Secret: []byte(cfg.ClusterSecret), Logger: n.log})
+	clientCfg := peer.ClientConfig{Secret: []byte(cfg.ClusterSecret), Logger: n.log}
+	serverCfg := peer.ServerConfig{Secret: []byte(cfg.ClusterSecret), Handler: n.handle, Logger: n.log}
+	if fp != nil { // a test's fault points: see WithFaults
+		clientCfg.Dial, serverCfg.Listen = fp.Dial, fp.Listen
+	}
+	n.peers, err = peer.NewClient(clientCfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster transport: %w", err)
 	}
 	// The server listens before the host exists (the membership needs the
 	// port it got): until then a forwarded command is answered "moved",
 	// and its sender routes it again.
-	n.server, err = peer.NewServer(peer.ServerConfig{Secret: []byte(cfg.ClusterSecret), Handler: n.handle, Logger: n.log})
+	n.server, err = peer.NewServer(serverCfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster transport: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/faults"
 	"github.com/trellis-go/trellis/internal/testenv"
 )
 
@@ -38,7 +39,8 @@ type Service struct {
 	// HTTP is a keep-alive client for the service.
 	HTTP *http.Client
 
-	logs *testenv.LogBuffer
+	logs   *testenv.LogBuffer
+	faults *faults.Points // what Kill, Partition and Heal act on
 }
 
 // Option configures Start.
@@ -106,12 +108,14 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	// epoch, so that the times the service stores and reports (timer
 	// records, the admin API) sit next to the real ones in a shared Redis
 	// and in the logs, whose own timestamps are real.
-	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{}}
+	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{},
+		faults: faults.New()}
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	}
-	svc, err := trellis.New(cfg, setup, append(o.service, trellis.WithLogger(logger), trellis.WithClock(ts.Clock))...)
+	svc, err := trellis.New(cfg, setup, append(o.service, trellis.WithLogger(logger), trellis.WithClock(ts.Clock),
+		trellis.WithFaults(ts.faults))...)
 	if err != nil {
 		t.Fatalf("start the test service: %v", err)
 	}
@@ -146,6 +150,7 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 			t.Logf("service log:\n%s", logs)
 		}
 	})
+	t.Cleanup(ts.Heal) // runs first: a partitioned instance stops as a connected one
 	return ts
 }
 
