@@ -2,8 +2,10 @@
 // service in-process on a free loopback port with a fake clock (Start),
 // HTTP helpers that read responses in full and check problems, bounded
 // waits (Recv, Eventually), a clock step that waits until the timers due
-// by then have run (Service.AdvanceTimers), and the Redis of the tests
-// (RedisURL, Redis). It imports package testing, so that only tests link
+// by then have run (Service.AdvanceTimers), the Redis of the tests
+// (RedisURL, Redis), and clusters of instances (StartInstances) whose
+// instances a test can kill or partition (Service.Kill,
+// Service.Partition). It imports package testing, so that only tests link
 // it: a server binary built on package trellis does not.
 package trellistest
 
