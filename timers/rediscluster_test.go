@@ -3,7 +3,6 @@ package timers
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ func TestRedisClaimSurvivesADeadMaster(t *testing.T) {
 	// Runs after the client is closed (cleanups run last first): a pool
 	// that failed to dial the dead master probes it from a goroutine that
 	// sleeps a second between tries and sees the close only then.
-	t.Cleanup(func() { waitGoroutinesGone(t, "(*ConnPool).tryDial") })
+	t.Cleanup(func() { testenv.WaitGoroutinesGone(t, "(*ConnPool).tryDial") })
 	client := cl.Client(t)
 	// No key cleanup: the cluster is the test's own, and one of its
 	// masters will be dead.
@@ -80,23 +79,5 @@ func TestRedisClaimSurvivesADeadMaster(t *testing.T) {
 	}
 	if _, err := store.claim(ctx, n, time.Minute); err == nil {
 		t.Errorf("claim with a dead master: no error")
-	}
-}
-
-// waitGoroutinesGone waits, a few seconds at most, until no goroutine has
-// fn in its stack.
-func waitGoroutinesGone(t *testing.T, fn string) {
-	deadline := time.Now().Add(5 * time.Second)
-	buf := make([]byte, 1<<20)
-	for {
-		n := goruntime.Stack(buf, true)
-		if !strings.Contains(string(buf[:n]), fn) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("a goroutine in %s is still running", fn)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
