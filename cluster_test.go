@@ -60,8 +60,8 @@ func TestClusterAnyInstanceReachesAnyEntity(t *testing.T) {
 func TestClusterLinearizable(t *testing.T) {
 	instances := startCounters(t, 3)
 	h, failed := runCounterClients(t, instances, []string{"hot-a", "hot-b", "hot-c"}, 8, 2*time.Second)
-	if failed > 0 {
-		t.Errorf("%d operations failed without faults", failed)
+	if len(failed) > 0 {
+		t.Errorf("%d operations failed without faults", len(failed))
 	}
 	lincheck.CheckLinearizable(t, h)
 }
@@ -110,7 +110,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	type outcome struct {
 		h      *lincheck.History
-		failed int
+		failed []error
 	}
 	load := make(chan outcome, 1)
 	go func() {
@@ -133,9 +133,9 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	stopped.Store(true)
 	res := <-load
-	t.Logf("rolling restart of 3 instances: %d operations, %d failed", res.h.Len(), res.failed)
-	if res.failed > 0 {
-		t.Errorf("%d operations failed during the rolling restart", res.failed)
+	t.Logf("rolling restart of 3 instances: %d operations, %d failed", res.h.Len(), len(res.failed))
+	if len(res.failed) > 0 {
+		t.Errorf("%d operations failed during the rolling restart", len(res.failed))
 	}
 	lincheck.CheckLinearizable(t, res.h)
 }

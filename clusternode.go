@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/faults"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
 )
@@ -41,6 +42,7 @@ type clusterNode struct {
 	redis    redis.UniversalClient
 	registry *components.Registry // where forwarded calls run
 	id       string               // the member id: the same in every join
+	faults   *faults.Points       // a test's fault points (WithFaults); nil in production
 
 	// Set by the first connect, then fixed: the transport and what a join
 	// registers (the same id and address every time).
@@ -75,8 +77,8 @@ func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, erro
 // that share h's Redis and prefix. When Redis does not answer, it returns
 // a node that joins once Redis does (see start); any other failure (the
 // port taken, say) is an error.
-func joinCluster(ctx context.Context, h *Host, cfg Config) (*clusterNode, error) {
-	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis,
+func joinCluster(ctx context.Context, h *Host, cfg Config, fp *faults.Points) (*clusterNode, error) {
+	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis, faults: fp,
 		registry: h.Client.Registry(), id: uuid.NewString(), stop: make(chan struct{})}
 	m, err := n.connect(ctx)
 	switch {
@@ -125,14 +127,19 @@ func (n *clusterNode) listen(ctx context.Context) error {
 		secret = kept
 		n.log.Info("cluster: " + EnvClusterSecret + " is not set: the instances sign with the secret kept in Redis")
 	}
-	peers, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: n.log})
+	clientCfg := peer.ClientConfig{Secret: secret, Logger: n.log}
+	serverCfg := peer.ServerConfig{Secret: secret, Handler: n.handle, Logger: n.log}
+	if n.faults != nil { // a test's fault points: see WithFaults
+		clientCfg.Dial, serverCfg.Listen = n.faults.Dial, n.faults.Listen
+	}
+	peers, err := peer.NewClient(clientCfg)
 	if err != nil {
 		return fmt.Errorf("cluster transport: %w", err)
 	}
 	// The server listens before the host exists (the membership needs the
 	// port it got): until then a forwarded command is answered "moved",
 	// and its sender routes it again.
-	server, err := peer.NewServer(peer.ServerConfig{Secret: secret, Handler: n.handle, Logger: n.log})
+	server, err := peer.NewServer(serverCfg)
 	if err != nil {
 		_ = peers.Close()
 		return fmt.Errorf("cluster transport: %w", err)

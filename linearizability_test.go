@@ -30,8 +30,8 @@ import (
 
 // runCounterClients runs clients goroutines for d, each sending random
 // increases and reads of keys to random instances, and returns the
-// history and how many operations failed.
-func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*lincheck.History, int) {
+// history and the operations that failed.
+func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []string, clients int, d time.Duration) (*lincheck.History, []error) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	return runCounterLoad(t, keys, clients, func() bool { return time.Now().Before(deadline) },
@@ -43,13 +43,17 @@ func runCounterClients(t *testing.T, instances []*trellistest.Service, keys []st
 // runCounterLoad runs clients goroutines while more says so, each sending
 // random increases and reads of keys to the instance pick chooses (and
 // calling the done it returns once answered), and returns the history
-// and how many operations failed.
+// and the errors of the operations that failed (the first five are
+// logged).
 func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
-	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*lincheck.History, int) {
+	pick func(rng *rand.Rand) (ts *trellistest.Service, done func())) (*lincheck.History, []error) {
 	t.Helper()
 	h := lincheck.NewHistory()
-	var failed sync.Map
-	var wg sync.WaitGroup
+	var (
+		mu     sync.Mutex
+		failed []error
+		wg     sync.WaitGroup
+	)
 	for c := range clients {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
@@ -60,23 +64,28 @@ func runCounterLoad(t *testing.T, keys []string, clients int, more func() bool,
 				res, err := counterCall(ts, op)
 				done()
 				if err != nil {
-					failed.Store(fmt.Sprintf("%d-%d", c, call), err)
+					mu.Lock()
+					failed = append(failed, err)
+					mu.Unlock()
 				}
 				h.Record(c, op, call, res, err)
 			}
 		})
 	}
 	wg.Wait()
-	n := 0
-	failed.Range(func(_, v any) bool {
-		if n < 5 {
-			t.Logf("failed operation: %v", v)
-		}
-		n++
-		return true
-	})
-	return h, n
+	for _, err := range failed[:min(len(failed), 5)] {
+		t.Logf("failed operation: %v", err)
+	}
+	return h, failed
 }
+
+// statusError is an answer other than the value: its status and body.
+type statusError struct {
+	status int
+	what   string
+}
+
+func (e *statusError) Error() string { return e.what }
 
 // counterCall sends op to ts.
 func counterCall(ts *trellistest.Service, op lincheck.CounterOp) (lincheck.CounterResult, error) {
@@ -94,7 +103,8 @@ func counterCall(ts *trellistest.Service, op lincheck.CounterOp) (lincheck.Count
 	case op.Read && resp.Status == http.StatusNotFound:
 		return lincheck.CounterResult{Value: 0}, nil // never increased yet
 	case resp.Status != http.StatusOK:
-		return lincheck.CounterResult{}, fmt.Errorf("%s %s: status %d: %s", method, path, resp.Status, resp.Body)
+		return lincheck.CounterResult{}, &statusError{status: resp.Status,
+			what: fmt.Sprintf("%s %s: status %d: %s", method, path, resp.Status, resp.Body)}
 	}
 	var c contract.Counter
 	if err := json.Unmarshal(resp.Body, &c); err != nil {
@@ -122,8 +132,8 @@ func TestCounterLinearizableAcrossInstances(t *testing.T) {
 	trellistest.KeepClocksMoving(t, instances[0].Clock, instances[1].Clock, instances[2].Clock)
 	keys := []string{"hot-a", "hot-b", "hot-c"}
 	h, failed := runCounterClients(t, instances, keys, 8, 2*time.Second)
-	if failed > 0 {
-		t.Errorf("%d operations failed without faults", failed)
+	if len(failed) > 0 {
+		t.Errorf("%d operations failed without faults", len(failed))
 	}
 	lincheck.CheckLinearizable(t, h)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/internal/faults"
 )
 
 // Option configures New and Run.
@@ -17,6 +19,7 @@ type options struct {
 	clock    clockwork.Clock
 	clockSet bool   // WithClock was given: timers on Redis follow it too
 	contract []byte // served at GET /openapi.yaml
+	faults   *faults.Points
 	flags    []func(*flag.FlagSet)
 	usage    string
 
@@ -59,6 +62,13 @@ func WithClock(c clockwork.Clock) Option {
 // contract (health, metrics, admin API) is served at GET
 // /admin/openapi.yaml either way.
 func WithContract(spec []byte) Option { return func(o *options) { o.contract = spec } }
+
+// WithFaults routes the instance's cluster connections through the fault
+// points p, and lets p kill the instance without a goodbye. It is for
+// Trellis's own test kit (trellistest: Service.Kill, Service.Partition),
+// which makes p; the package of p is internal, so an application cannot
+// make one, and a nil p changes nothing.
+func WithFaults(p *faults.Points) Option { return func(o *options) { o.faults = p } }
 
 // WithFlags defines the application's own flags for Run, on the flag set
 // that holds Trellis's (-addr, -redis-url …), so that both are given on

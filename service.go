@@ -154,7 +154,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	h.Client = components.NewClient(components.NewRegistry())
 	var node *clusterNode
 	if cfg.clustered() {
-		if node, err = joinCluster(context.Background(), h, cfg); err != nil {
+		if node, err = joinCluster(context.Background(), h, cfg, o.faults); err != nil {
 			releaseHost(h, conn, nil)
 			return nil, fmt.Errorf("trellis: %w", err)
 		}
@@ -202,6 +202,9 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		return nil, fmt.Errorf("trellis: setup: %w", err)
 	}
 	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, conn: conn, node: node}
+	if o.faults != nil {
+		o.faults.OnKill(s.kill)
+	}
 	node.start() // every entity type is started: shards may come
 	h.Timers.StartRetrying(timerRetry)
 	s.srv = &http.Server{

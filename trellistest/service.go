@@ -2,8 +2,10 @@
 // service in-process on a free loopback port with a fake clock (Start),
 // HTTP helpers that read responses in full and check problems, bounded
 // waits (Recv, Eventually), a clock step that waits until the timers due
-// by then have run (Service.AdvanceTimers), and the Redis of the tests
-// (RedisURL, Redis). It imports package testing, so that only tests link
+// by then have run (Service.AdvanceTimers), the Redis of the tests
+// (RedisURL, Redis), and clusters of instances (StartInstances) whose
+// instances a test can kill or partition (Service.Kill,
+// Service.Partition). It imports package testing, so that only tests link
 // it: a server binary built on package trellis does not.
 package trellistest
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/faults"
 	"github.com/trellis-go/trellis/internal/testenv"
 )
 
@@ -38,7 +41,8 @@ type Service struct {
 	// HTTP is a keep-alive client for the service.
 	HTTP *http.Client
 
-	logs *testenv.LogBuffer
+	logs   *testenv.LogBuffer
+	faults *faults.Points // what Kill, Partition and Heal act on
 }
 
 // Option configures Start.
@@ -110,12 +114,14 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	// epoch, so that the times the service stores and reports (timer
 	// records, the admin API) sit next to the real ones in a shared Redis
 	// and in the logs, whose own timestamps are real.
-	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{}}
+	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{},
+		faults: faults.New()}
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	}
-	svc, err := trellis.New(cfg, setup, append(o.service, trellis.WithLogger(logger), trellis.WithClock(ts.Clock))...)
+	svc, err := trellis.New(cfg, setup, append(o.service, trellis.WithLogger(logger), trellis.WithClock(ts.Clock),
+		trellis.WithFaults(ts.faults))...)
 	if err != nil {
 		t.Fatalf("start the test service: %v", err)
 	}
@@ -150,6 +156,7 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 			t.Logf("service log:\n%s", logs)
 		}
 	})
+	t.Cleanup(ts.Heal) // runs first: a partitioned instance stops as a connected one
 	return ts
 }
 

@@ -99,6 +99,15 @@ func (m *Member) Lost() <-chan struct{} { return m.renew.lost }
 // the local lease to run out by themselves: what a crash does.
 func (m *Member) stopRenewing() { m.renew.shutdown() }
 
+// Abandon stops the renewer and stops serving at once, and tells Redis
+// nothing: the member's key expires by itself after the lease, and its
+// shard records name it until the others take them over then. It is
+// what a crash does; a test kit kills an instance this way.
+func (m *Member) Abandon() {
+	m.stopRenewing()
+	m.lease.revoke()
+}
+
 // Leave stops the renewer, stops serving, then deletes the member's key
 // (if it is still this incarnation's). Shards the member still owns are
 // taken over by others at once, since its key is gone: release them first

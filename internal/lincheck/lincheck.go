@@ -118,7 +118,7 @@ func (h *History) Add(op porcupine.Operation) {
 // linearizable within a minute.
 func CheckLinearizable(t *testing.T, h *History) {
 	t.Helper()
-	res, info := porcupine.CheckOperationsVerbose(CounterModel, h.ops, time.Minute)
+	res, info := h.check()
 	switch res {
 	case porcupine.Ok:
 		t.Logf("linearizable: %d operations", len(h.ops))
@@ -127,6 +127,55 @@ func CheckLinearizable(t *testing.T, h *History) {
 	default:
 		t.Errorf("linearizability unknown: the check of %d operations timed out", len(h.ops))
 	}
+}
+
+// Check is porcupine's verdict on the History within a minute: Ok,
+// Illegal, or Unknown when the check timed out. For a test that expects
+// a fault may break linearizability and reports it rather than fail.
+func (h *History) Check() porcupine.CheckResult {
+	res, _ := h.check()
+	return res
+}
+
+func (h *History) check() (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	h.mu.Lock()
+	ops := append([]porcupine.Operation(nil), h.ops...)
+	h.mu.Unlock()
+	return porcupine.CheckOperationsVerbose(CounterModel, ops, time.Minute)
+}
+
+// Tally is what a History holds of one counter.
+type Tally struct {
+	Increases int   // increases answered with a value
+	Unknown   int   // increases of unknown outcome
+	Highest   int64 // the highest value answered, by an increase or a read
+}
+
+// Tallies counts, for each counter, the answered and unknown increases
+// and the highest value answered. A counter read at the end at less than
+// its Increases lost at least the difference of acknowledged increases
+// (an unknown one that took effect only hides a loss), and one read at
+// less than its Highest went back on a value it had answered.
+func (h *History) Tallies() map[string]Tally {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]Tally{}
+	for _, op := range h.ops {
+		in, res := op.Input.(CounterOp), op.Output.(CounterResult)
+		t := out[in.Key]
+		switch {
+		case res.Unknown && !in.Read:
+			t.Unknown++
+		case res.Unknown:
+		case !in.Read:
+			t.Increases++
+			t.Highest = max(t.Highest, res.Value)
+		default:
+			t.Highest = max(t.Highest, res.Value)
+		}
+		out[in.Key] = t
+	}
+	return out
 }
 
 func describePartial(info porcupine.LinearizationInfo) string {

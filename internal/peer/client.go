@@ -32,6 +32,10 @@ type ClientConfig struct {
 	DefaultTimeout time.Duration
 	// DialTimeout bounds connecting to a peer (default 5 s).
 	DialTimeout time.Duration
+	// Dial connects to a peer, under a context that DialTimeout bounds
+	// (default: a net.Dialer's DialContext). A test kit puts its fault
+	// points here.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Health is the HTTP/2 ping health check of the connections (zero
 	// fields: DefaultHealth).
 	Health Health
@@ -82,7 +86,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true) // http:// URLs speak HTTP/2 with prior knowledge
-	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}
+	dial := (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}).DialContext
+	if cfg.Dial != nil {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+			defer cancel()
+			return cfg.Dial(ctx, network, addr)
+		}
+	}
 	h2 := cfg.Health.withDefaults().http2Config()
 	// One connection per peer: calls made while it is being dialed wait
 	// for it rather than dial their own, and calls past the peer's stream
@@ -90,7 +101,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	h2.StrictMaxConcurrentRequests = true
 	tr := &http.Transport{
 		Protocols:          &protocols,
-		DialContext:        dialer.DialContext,
+		DialContext:        dial,
 		MaxConnsPerHost:    1,
 		HTTP2:              h2,
 		IdleConnTimeout:    10 * time.Minute, // a peer not called for this long is hung up on

@@ -44,6 +44,9 @@ type ServerConfig struct {
 	// Now is the clock the timestamps are checked against (default
 	// time.Now); tests set it.
 	Now func() time.Time
+	// Listen makes the listener Start serves on (default net.Listen). A
+	// test kit puts its fault points here.
+	Listen func(network, addr string) (net.Listener, error)
 }
 
 // Server is the internal port: it answers forwarded calls, and takes told
@@ -82,6 +85,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Listen == nil {
+		cfg.Listen = net.Listen
+	}
 	cfg.Secret = nil // the signer holds its own copy
 	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{}),
 		refusals: logLimit{max: refusalLogMax, window: time.Second}}
@@ -112,7 +118,7 @@ func (s *Server) Start(addr string) error {
 	if s.started {
 		return errors.New("peer server: started twice")
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.cfg.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("peer server: listen on %s: %w", addr, err)
 	}

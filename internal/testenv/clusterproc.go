@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,18 +280,42 @@ func parseRoles(text string) []Role {
 // for the process to be gone.
 func (c *Cluster) Kill9(addr string) {
 	c.t.Helper()
+	n := c.node(addr)
+	if err := n.cmd.Process.Kill(); err != nil {
+		c.t.Fatalf("kill -9 %s: %v", addr, err)
+	}
+	<-n.done
+}
+
+// Freeze stops the node at addr with SIGSTOP: it answers nothing, and a
+// replica frozen so falls behind its master, until Thaw.
+func (c *Cluster) Freeze(addr string) {
+	c.t.Helper()
+	if err := c.node(addr).cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatalf("freeze %s: %v", addr, err)
+	}
+}
+
+// Thaw resumes a frozen node (SIGCONT).
+func (c *Cluster) Thaw(addr string) {
+	c.t.Helper()
+	if err := c.node(addr).cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		c.t.Fatalf("thaw %s: %v", addr, err)
+	}
+}
+
+// node is the node at addr; no such node fails the test.
+func (c *Cluster) node(addr string) *clusterNode {
+	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.nodes {
 		if n.addr == addr {
-			if err := n.cmd.Process.Kill(); err != nil {
-				c.t.Fatalf("kill -9 %s: %v", addr, err)
-			}
-			<-n.done
-			return
+			return n
 		}
 	}
 	c.t.Fatalf("no node %s", addr)
+	return nil
 }
 
 // stop ends every node still running (SIGKILL: nothing is kept anyway).

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,4 +42,22 @@ func poll(limit time.Duration, cond func() bool) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return true
+}
+
+// WaitGoroutinesGone waits, 5 s at most, until no goroutine has fn in its
+// stack, and fails the test otherwise. A go-redis pool that failed to dial
+// a dead node probes it again from a goroutine that sleeps a second
+// between tries and sees its client closed only then: a test that killed
+// a Redis node waits for it at its end (register it before the client's
+// cleanup), so that the package's leak check does not catch it.
+func WaitGoroutinesGone(t testing.TB, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	gone := poll(5*time.Second, func() bool {
+		n := runtime.Stack(buf, true)
+		return !strings.Contains(string(buf[:n]), fn)
+	})
+	if !gone {
+		t.Errorf("a goroutine in %s is still running", fn)
+	}
 }

@@ -1,0 +1,37 @@
+package trellistest
+
+// Faults of the instances of a cluster (see StartInstances): a kill and
+// a partition from the other instances. Each instance's cluster
+// connections, dialed and accepted, go through fault points of its own
+// (trellis.WithFaults), so each fault acts on that instance alone and the
+// others need nothing to be cut off from it.
+
+// Kill stops the instance the way kill -9 stops a process, but
+// in-process: its HTTP and cluster listeners and connections close at
+// once, requests in flight included (their clients see the connection
+// break); it neither leaves the cluster nor hands its shards over (its
+// membership lapses after the cluster lease, and only then do the others
+// take its shards); it tells Redis nothing more (its timer claims wait
+// out their lease). Kill returns once what still ran in-process has
+// stopped, so the test leaks no goroutine; the test's end then has
+// nothing left to stop. Killing twice is harmless.
+func (ts *Service) Kill() {
+	ts.HTTP.CloseIdleConnections()
+	ts.faults.Kill()
+}
+
+// Partition cuts the instance's cluster port off from the other
+// instances, both ways, but not from Redis: it keeps its membership and
+// its shards, and still answers HTTP. Its cluster connections carry
+// nothing from then on, without breaking (a call on one waits for its
+// deadline, or until the transport's health check gives up on the
+// connection), and its new ones wait to connect until Heal or their dial
+// timeout. See "A network partition between instances" in
+// docs/cluster.md for what the cluster then does.
+func (ts *Service) Partition() { ts.faults.Partition() }
+
+// Heal ends the partition: the connections that lived through it are
+// reset (both sides see them break, as when TCP gives up on them) and new
+// ones connect. The test's end heals an instance left partitioned, before
+// stopping it.
+func (ts *Service) Heal() { ts.faults.Heal() }
