@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
@@ -37,6 +38,9 @@ type clusterNode struct {
 	peers    *peer.Client
 	join     cluster.Config       // what a join registers: the same id and address every time
 	registry *components.Registry // where forwarded calls run
+	// consumers is the service's consumer runner, which stops consuming
+	// a shard before it is released (set before start).
+	consumers func() *consumers.Runner
 
 	cur      atomic.Pointer[membership] // the membership now; nil until the first join
 	stop     chan struct{}              // closed by leave or abort: no more joins
@@ -107,12 +111,27 @@ func (n *clusterNode) joinOnce(ctx context.Context) (*membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log})
+	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log,
+		BeforeRelease: n.beforeRelease})
 	if err != nil {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	return &membership{member: member, host: host}, nil
+}
+
+// beforeRelease stops the consumers of shard before it is released:
+// before its commands drain, since a handler may call its entities.
+func (n *clusterNode) beforeRelease(ctx context.Context, shard int) {
+	if n.consumers != nil {
+		n.consumers().BeforeRelease(ctx, shard)
+	}
+}
+
+// Serving is consumers.Shards: whether this instance serves shard now,
+// in its membership of the moment.
+func (n *clusterNode) Serving(shard int) (cluster.Fence, bool) {
+	return n.cur.Load().host.Rebalancer().Serving(shard)
 }
 
 // advertised is the address the other instances dial: the advertise

@@ -1,5 +1,5 @@
 // Package admin owns the admin API of the service: the operator's routes
-// under /admin (the timers, package api/admin's generated interface),
+// under /admin (the timers and the consumers' dead letters, package api/admin's generated interface),
 // guarded by the admin token, and the framework's contract at
 // /admin/openapi.yaml.
 package admin
@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/internal/console"
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/timers"
@@ -26,6 +27,9 @@ type Options struct {
 	Store console.Store
 	// Clock is the service's clock, the one the console's chart counts from.
 	Clock clockwork.Clock
+	// Consumers runs the service's consumers, whose dead letters the
+	// consumer routes list, retry and drop.
+	Consumers *consumers.Runner
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -40,7 +44,7 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, consumers: o.Consumers}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

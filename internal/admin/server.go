@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -15,7 +16,8 @@ import (
 // api/admin) on the service's timer scheduler. The router mounts it behind
 // adminAuth, so its handlers run only for the admin token's holder.
 type server struct {
-	timers *timers.Scheduler
+	timers    *timers.Scheduler
+	consumers *consumers.Runner // nil: the service runs none
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)

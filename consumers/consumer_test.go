@@ -1,0 +1,140 @@
+package consumers_test
+
+import (
+	"crypto/rand"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis"
+	adminapi "github.com/trellis-go/trellis/api/admin"
+	"github.com/trellis-go/trellis/consumers"
+	"github.com/trellis-go/trellis/trellistest"
+)
+
+// TestConsumerEmbedded: on the embedded store, a consumer gets every
+// change of its entity type, in order per entity, deletions included,
+// once each.
+func TestConsumerEmbedded(t *testing.T) {
+	rec := newRecorder()
+	ts := trellistest.Start(t, app(rec))
+	for range 3 {
+		for _, id := range ids(5) {
+			increase(t, ts, id)
+		}
+	}
+	remove(t, ts, "c-0")
+	ts.WaitConsumers(t)
+	wantSeen(t, rec, "c-0", 1, 2, 3, -1)
+	for _, id := range ids(5)[1:] {
+		wantSeen(t, rec, id, 1, 2, 3)
+	}
+}
+
+// TestConsumerRefusedOnRedisWithoutCluster: on Redis with the cluster
+// mode off, the store keeps no change log, and starting a consumer fails
+// the service's setup with an error that says what to do.
+func TestConsumerRefusedOnRedisWithoutCluster(t *testing.T) {
+	cfg := trellis.DefaultConfig()
+	cfg.RedisURL, cfg.RedisPrefix = trellistest.RedisURL(t), "trellis-test-"+rand.Text()
+	svc, err := trellis.New(cfg, app(newRecorder()), trellis.WithLogger(slog.New(slog.DiscardHandler)))
+	if err == nil {
+		_ = svc.Shutdown(t.Context())
+	}
+	if err == nil || !strings.Contains(err.Error(), "TRELLIS_CLUSTER_ADDR") {
+		t.Fatalf("start: %v, want a refusal naming TRELLIS_CLUSTER_ADDR", err)
+	}
+}
+
+// TestPoisonChange, on the embedded store and on Redis (a cluster of
+// one): a change whose handler fails is retried with the timers' backoff
+// (3 s, then 6 s) while the other entities go on; after its last retry it
+// becomes a dead letter and its entity goes on; the admin API lists it,
+// and its retry fails (409) while the handler does, and handles it (204)
+// once the handler is fixed.
+func TestPoisonChange(t *testing.T) {
+	for _, store := range []string{"memory", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			rec := newRecorder()
+			rec.setPoison("bad", true)
+			setup := app(rec, consumers.WithMaxRetries(2))
+			token := trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken = adminToken })
+			var ts *trellistest.Service
+			if store == "memory" {
+				ts = trellistest.Start(t, setup, token)
+			} else {
+				ts = trellistest.StartInstances(t, 1, setup, token)[0]
+				trellistest.WaitSettled(t, ts)
+			}
+			testPoisonChange(t, ts, rec)
+		})
+	}
+}
+
+const adminToken = "test-admin-token-0123456789abcdef"
+
+func testPoisonChange(t *testing.T, ts *trellistest.Service, rec *recorder) {
+	increase(t, ts, "bad")
+	increase(t, ts, "good")
+	trellistest.Eventually(t, 10*time.Second, "good to be handled", func() bool { return len(rec.values("good")) == 1 })
+	increase(t, ts, "bad") // coalesced into the pending change
+	increase(t, ts, "good")
+	trellistest.Eventually(t, 10*time.Second, "good's next change", func() bool { return len(rec.values("good")) == 2 })
+
+	runner := ts.Host().Consumers()
+	for i, wait := range []time.Duration{3 * time.Second, 6 * time.Second} {
+		// bad failed once, good twice handled, then one call per retry.
+		rec.waitCalls(t, 3+i)
+		if behind, err := runner.Behind(t.Context()); err != nil || behind == 0 {
+			t.Fatalf("behind %d (%v) while bad is retried, want > 0", behind, err)
+		}
+		ts.Clock.Advance(wait)
+	}
+	ts.WaitConsumers(t) // the change is a dead letter: handled
+	var dead []adminapi.DeadLetter
+	adminCall(t, ts, http.MethodGet, "/admin/consumers/counter-log/dead-letters", http.StatusOK).JSON(t, &dead)
+	if len(dead) != 1 {
+		t.Fatalf("dead letters %+v, want bad's", dead)
+	}
+	if d := dead[0]; d.EntityId != "bad" || d.Attempts != 3 || !strings.Contains(d.Error, "poison") || string(d.State) != `{"id":"bad","value":2}` {
+		t.Fatalf("dead letter %+v, want bad at value 2 after 3 attempts", d)
+	}
+	var list []adminapi.Consumer
+	adminCall(t, ts, http.MethodGet, "/admin/consumers", http.StatusOK).JSON(t, &list)
+	if len(list) != 1 || list[0].Id != "counter-log" || list[0].DeadLetters != 1 || list[0].LagChanges != 0 {
+		t.Fatalf("consumers %+v, want counter-log with its dead letter and no lag", list)
+	}
+	wantSeen(t, rec, "bad")
+
+	increase(t, ts, "bad") // the entity goes on
+	rec.waitCalls(t, 6)
+	adminCall(t, ts, http.MethodPost, "/admin/consumers/counter-log/dead-letters/bad/retry", http.StatusConflict)
+	rec.setPoison("bad", false)
+	ts.Clock.Advance(3 * time.Second)
+	ts.WaitConsumers(t)
+	wantSeen(t, rec, "bad", 3)
+	adminCall(t, ts, http.MethodPost, "/admin/consumers/counter-log/dead-letters/bad/retry", http.StatusNoContent)
+	wantSeen(t, rec, "bad", 3, 2)
+	adminCall(t, ts, http.MethodDelete, "/admin/consumers/counter-log/dead-letters/bad", http.StatusNotFound)
+	adminCall(t, ts, http.MethodGet, "/admin/consumers/nobody/dead-letters", http.StatusNotFound)
+}
+
+// adminCall sends an admin request with the token and checks its status.
+func adminCall(t *testing.T, ts *trellistest.Service, method, path string, want int) *trellistest.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, ts.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := ts.Send(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.Status, resp.Body, want)
+	}
+	return resp
+}
