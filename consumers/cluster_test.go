@@ -9,37 +9,46 @@ import (
 	"github.com/trellis-go/trellis/trellistest"
 )
 
-// TestConsumerClusterNoChangeLost: three instances as one cluster, with
-// writes to many counters while one instance leaves (its shards move to
-// the others, their consumption resumes there from the checkpoints): the
+// TestConsumerClusterNoChangeLost: instances as one cluster, with writes
+// to many counters while a third instance joins (shards move to it) and
+// then one leaves (its shards move to the others); consumption resumes on
+// each shard's new owner from the checkpoints. The
 // consumer sees every value of every counter, in order per counter (a
 // value seen again only as a replay, which starts over from a checkpoint
 // and goes up one by one), and the replays stay within the docs' bound.
 func TestConsumerClusterNoChangeLost(t *testing.T) {
-	const counters, rounds, writers = 60, 20, 4
+	const counters, rounds, writers = 100, 30, 4
 	rec := newRecorder()
-	instances := trellistest.StartInstances(t, 3, app(rec))
+	instances := trellistest.StartInstances(t, 2, app(rec))
 	trellistest.WaitSettled(t, instances...)
+	first := instances[0] // the writers' way in; it stays
 	var wg sync.WaitGroup
-	half := make(chan struct{})
+	third, twoThirds := make(chan struct{}), make(chan struct{})
 	for w := range writers {
 		wg.Go(func() {
 			for r := range rounds {
-				if r == rounds/2 && w == 0 {
-					close(half)
+				switch {
+				case w > 0:
+				case r == rounds/3:
+					close(third)
+				case r == 2*rounds/3:
+					close(twoThirds)
 				}
 				for i := w; i < counters; i += writers {
-					increase(t, instances[0], fmt.Sprintf("c-%d", i))
+					increase(t, first, fmt.Sprintf("c-%d", i))
 				}
 			}
 		})
 	}
-	<-half
-	if err := instances[2].Shutdown(context.Background()); err != nil {
+	<-third
+	instances = append(instances, trellistest.JoinInstance(t, first, app(rec)))
+	trellistest.WaitSettled(t, instances...)
+	<-twoThirds
+	if err := instances[1].Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	instances[0].WaitConsumers(t)
+	first.WaitConsumers(t)
 
 	duplicates := 0
 	for i := range counters {

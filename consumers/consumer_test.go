@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/trellis-go/trellis"
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/consumers"
+	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -137,4 +140,40 @@ func adminCall(t *testing.T, ts *trellistest.Service, method, path string, want 
 		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.Status, resp.Body, want)
 	}
 	return resp
+}
+
+// TestConsumersAreIndependent: two consumers of one entity type each get
+// every change; one's failing entity holds back neither the other's nor
+// its own other entities; the lag series are on /metrics.
+func TestConsumersAreIndependent(t *testing.T) {
+	sound, failing := newRecorder(), newRecorder()
+	failing.setPoison("c-1", true)
+	ts := trellistest.Start(t, func(h *trellis.Host, r chi.Router) error {
+		if err := app(sound)(h, r); err != nil {
+			return err
+		}
+		_, err := consumers.Define("counter-audit", counter.Entity, failing.handle).Start(h.Consumers())
+		return err
+	})
+	for _, id := range ids(3) {
+		increase(t, ts, id)
+	}
+	trellistest.Eventually(t, 10*time.Second, "both consumers to handle c-0 and c-2", func() bool {
+		return len(sound.values("c-0"))+len(sound.values("c-1"))+len(sound.values("c-2"))+
+			len(failing.values("c-0"))+len(failing.values("c-2")) == 5
+	})
+	wantSeen(t, failing, "c-1")
+	metrics := string(ts.Get(t, "/metrics").Body)
+	for _, want := range []string{
+		`trellis_consumer_lag_changes{consumer="counter-audit"} 1`,
+		`trellis_consumer_lag_changes{consumer="counter-log"} 0`,
+		`trellis_consumer_changes_total{consumer="counter-audit",outcome="failed"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", metrics)
+	}
 }

@@ -144,14 +144,16 @@ func (w *worker) step() (more bool, err error) {
 		return false, err
 	}
 	if missed {
-		if err := w.resync(head); err != nil {
+		// Go on from the oldest change kept, once the current states are
+		// handled (a state still pending holds the checkpoint there).
+		from := head
+		if len(changes) > 0 {
+			from = changes[0].Seq - 1
+		}
+		if err := w.resync(head, from); err != nil {
 			return false, err
 		}
-		if len(changes) > 0 {
-			w.cursor = changes[0].Seq - 1
-		} else {
-			w.cursor = head
-		}
+		w.cursor = from
 	}
 	w.noteBatch(head, changes)
 	for _, c := range changes {
@@ -173,8 +175,9 @@ func (w *worker) step() (more bool, err error) {
 
 // resync handles the current state of every entity of the consumer's
 // type in the shard: the changes the log no longer holds are coalesced
-// into them (deletions in the gap are not seen).
-func (w *worker) resync(head uint64) error {
+// into them (deletions in the gap are not seen). from is where reading
+// goes on after it.
+func (w *worker) resync(head, from uint64) error {
 	w.r.log.Warn("consumers: behind the change log's bound; catching up from the current states",
 		"consumer", w.c.id, "shard", w.shard, "checkpoint", w.cursor, "head", head)
 	w.resynced, w.resyncHead = make(map[string]uint64), head
@@ -183,7 +186,7 @@ func (w *worker) resync(head uint64) error {
 			return errStopping
 		}
 		w.resynced[c.EntityID] = c.Revision
-		w.deliver(c, w.cursor+1)
+		w.deliver(c, from+1)
 		return nil
 	})
 }
