@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
@@ -30,6 +31,9 @@ type Change[S any] struct {
 	// change.
 	Revision uint64
 	Deleted  bool
+	// At is when the change was recorded (the store's clock), about;
+	// zero for a state read to catch up (see the package doc).
+	At time.Time
 }
 
 // Option configures a consumer.
@@ -127,7 +131,7 @@ func (c *Consumer[S]) handle(ctx context.Context, client *components.Client, ch 
 	if err != nil {
 		return false, fmt.Errorf("consumer %s: %w", c.id, err)
 	}
-	e := c.handler(&Ctx{ctx: ctx, client: client}, Change[S]{EntityID: ch.EntityID, State: state, Revision: ch.Revision, Deleted: ch.Deleted})
+	e := c.handler(&Ctx{ctx: ctx, client: client}, Change[S]{EntityID: ch.EntityID, State: state, Revision: ch.Revision, Deleted: ch.Deleted, At: ch.At})
 	switch e.kind {
 	case effectDone:
 		return false, nil
