@@ -4,8 +4,9 @@
 // from the store's own record of the changes, which is written in the
 // same atomic step as the state (see entities.ChangeLog).
 //
-//	var Notices = consumers.Define("order-notices", ordering.Orders, n.Handle)
-//	running, err := Notices.Start(h.Consumers()) // in the service's setup
+//	// in the service's setup, after the entity type is started:
+//	n := &Notifier{mailer: mailer}
+//	_, err := consumers.Define("order-notices", ordering.Orders, n.Handle).Start(h.Consumers())
 //
 // with a handler such as
 //
@@ -32,7 +33,8 @@
 //   - Every committed update or delete of the entity type made after the
 //     consumer first started is handled at least once (the service's
 //     start registers the consumer on every shard before it takes
-//     traffic; changes before that are not recorded for it).
+//     traffic, or, when Redis does not answer then, each shard's worker
+//     when it starts; changes before that are not recorded for it).
 //   - In order per entity: a handler never sees a revision older than
 //     one it was given before, except in a replay: after a crash, or a
 //     move of the entity's shard to another instance, consumption resumes
