@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
@@ -49,6 +50,10 @@ type clusterNode struct {
 	server *peer.Server
 	peers  *peer.Client
 	join   cluster.Config
+
+	// consumers is the service's consumer runner, which stops consuming
+	// a shard before it is released (set before start).
+	consumers func() *consumers.Runner
 
 	cur      atomic.Pointer[membership] // the membership now; nil until the first join
 	stop     chan struct{}              // closed by leave or abort: no more joins
@@ -106,7 +111,8 @@ func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log})
+	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log,
+		BeforeRelease: n.beforeRelease})
 	if err != nil {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)
@@ -159,6 +165,24 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	n.join = cluster.Config{Client: n.redis, Prefix: n.cfg.RedisPrefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.ClusterLease, Logger: n.log}
 	return nil
+}
+
+// beforeRelease stops the consumers of shard before it is released:
+// before its commands drain, since a handler may call its entities.
+func (n *clusterNode) beforeRelease(ctx context.Context, shard int) {
+	if n.consumers != nil {
+		n.consumers().BeforeRelease(ctx, shard)
+	}
+}
+
+// Serving is consumers.Shards: whether this instance serves shard now,
+// in its membership of the moment.
+func (n *clusterNode) Serving(shard int) (cluster.Fence, bool) {
+	m := n.cur.Load()
+	if m == nil {
+		return cluster.Fence{}, false
+	}
+	return m.host.Rebalancer().Serving(shard)
 }
 
 // advertised is the address the other instances dial: the advertise

@@ -26,6 +26,7 @@ func (s *Service) kill() {
 		ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 		defer cancel()
 		_ = s.host.Timers.Shutdown(ctx)
+		_ = s.host.consumers.Stop(ctx) // their checkpoints are not saved: Redis is closed
 		_ = s.host.System.Shutdown(ctx)
 		if done := s.Done(); done != nil {
 			<-done

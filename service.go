@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/httpserver"
@@ -61,7 +62,17 @@ type Host struct {
 	// cluster routes entity commands to their shard's owner; nil when the
 	// instance is not part of a cluster.
 	cluster entities.Cluster
+	// consumers runs the consumers setup starts (see Consumers).
+	consumers *consumers.Runner
 }
+
+// Consumers is what consumers start on (consumers.Consumer.Start): the
+// service's runner. It consumes once setup has returned, each shard on
+// the instance that serves it (every shard, without a cluster), and
+// stops at shutdown before the cluster hands the shards over. With Redis
+// and the cluster mode off, Consumer.Start fails: the per-instance store
+// keeps no change log.
+func (h *Host) Consumers() *consumers.Runner { return h.consumers }
 
 // Idempotent is the api.Idempotency middleware for the given routes
 // ("POST /orders/{id}/confirm": the method and the chi pattern), over the
@@ -164,7 +175,11 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		releaseHost(h, conn, node)
 		return nil, err
 	}
-	metrics, err := httpserver.NewMetrics(h.Timers.Collector())
+	if err := openConsumers(h, node); err != nil {
+		releaseHost(h, conn, node)
+		return nil, err
+	}
+	metrics, err := httpserver.NewMetrics(h.Timers.Collector(), h.consumers.Collector())
 	if err != nil {
 		releaseHost(h, conn, node)
 		return nil, fmt.Errorf("trellis: %w", err)
@@ -192,7 +207,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		Contract:       o.contract,
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
-		Cluster: node.admin()})
+		Cluster: node.admin(), Consumers: h.consumers})
 	router.Group(func(r chi.Router) {
 		r.Use(httpserver.CheckQuery)
 		err = setup(h, r)
@@ -205,7 +220,8 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	if o.faults != nil {
 		o.faults.OnKill(s.kill)
 	}
-	node.start() // every entity type is started: shards may come
+	h.consumers.Start(context.Background())
+	node.start() // every entity type and consumer is started: shards may come
 	h.Timers.StartRetrying(timerRetry)
 	s.srv = &http.Server{
 		Handler:           s.handler,
@@ -286,10 +302,40 @@ func openTimers(h *Host, o options) error {
 	return nil
 }
 
+// openConsumers makes h's consumer runner over the store's change log:
+// the embedded store's, or the sharded store's in the cluster mode; the
+// per-instance Redis store keeps none, and Consumer.Start then fails.
+func openConsumers(h *Host, node *clusterNode) error {
+	cfg := consumers.Config{Client: h.Client, Clock: h.Clock, Logger: h.Logger,
+		DeadLetters: consumers.NewMemoryDeadLetters()}
+	if log, ok := h.Store.(entities.ChangeLog); ok {
+		cfg.Log = log
+	} else {
+		cfg.NoLog = "consumers need the cluster mode on Redis (set " + EnvClusterAddr + "), or the embedded store: " +
+			"a Redis store without it keeps no change log"
+	}
+	if h.Redis != nil {
+		cfg.DeadLetters = consumers.NewRedisDeadLetters(h.Redis, h.Config.RedisPrefix)
+	}
+	if node != nil {
+		cfg.Shards = node
+		node.consumers = func() *consumers.Runner { return h.consumers }
+	}
+	r, err := consumers.NewRunner(cfg)
+	if err != nil {
+		return fmt.Errorf("trellis: consumers: %w", err)
+	}
+	h.consumers = r
+	return nil
+}
+
 // releaseHost stops what New started, when New fails.
 func releaseHost(h *Host, conn *store.Conn, node *clusterNode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if h.consumers != nil {
+		_ = h.consumers.Stop(ctx)
+	}
 	if node != nil {
 		node.abort()
 	}
@@ -401,19 +447,24 @@ func (s *Service) Done() <-chan struct{} {
 //  2. The timer scheduler: it stops claiming timers and finishes (or
 //     releases to another instance) the calls in flight, which still reach
 //     their components.
-//  3. The cluster, when the instance is part of one: its shards are handed
+//  3. The consumers: each finishes the handler in flight and saves its
+//     checkpoint; the changes they have not handled are handled by the
+//     shards' next owners (or by this instance when it starts again).
+//     This comes before the cluster hands the shards over, so that no
+//     handler runs on a shard this instance no longer serves.
+//  4. The cluster, when the instance is part of one: its shards are handed
 //     over to the other instances one at a time, each once its commands
 //     in flight have finished (commands forwarded here meanwhile still
 //     run, or wait for the new owner), then the membership ends and the
 //     transport stops.
-//  4. The actor system: every entity and timed action stops (entities
+//  5. The actor system: every entity and timed action stops (entities
 //     passivate: their state is already stored, since every command writes
 //     before it replies). This comes after HTTP and the cluster, so that
 //     the requests that were allowed to finish could still reach their
 //     entities.
-//  5. Redis: closed last, once nothing can use it.
+//  6. Redis: closed last, once nothing can use it.
 //
-// ctx bounds steps 1 to 4. Shutdown may be called more than once; each
+// ctx bounds steps 1 to 5. Shutdown may be called more than once; each
 // call returns the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -444,6 +495,10 @@ func (s *Service) shutdown(ctx context.Context) error {
 	s.log.Info("shutting down: stopping the timer scheduler")
 	if err := s.host.Timers.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop the timer scheduler: %w", err))
+	}
+	s.log.Info("shutting down: stopping the consumers")
+	if err := s.host.consumers.Stop(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if s.node != nil {
 		// A Redis out of reach cannot take the shards back: the others

@@ -142,7 +142,7 @@ func (x *replaceRun) releaseLate(p float64, deadline time.Time) error {
 	current := x.cols[len(x.cols)-1]
 	for current.Count() == 0 {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("consumer %d got no job; links: %s\n\tlog tail:\n%s", len(x.cols), deliverytest.DescribeLinks(x.links), x.Logs.Tail(30))
+			return fmt.Errorf("consumer %d got no job; links: %s\n\t%s\n\tlog tail:\n%s", len(x.cols), deliverytest.DescribeLinks(x.links), x.Logs.Errors(10), x.Logs.Tail(30))
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
@@ -178,7 +178,7 @@ func (x *replaceRun) waitArrived(n int, deadline time.Time) error {
 		}
 		if time.Now().After(deadline) {
 			d, _ := x.arrived()
-			return fmt.Errorf("%d of jobs 1..%d arrived, want %d; links: %s\n\tlog tail:\n%s", d, x.C.Messages, n, deliverytest.DescribeLinks(x.links), x.Logs.Tail(30))
+			return fmt.Errorf("%d of jobs 1..%d arrived, want %d; links: %s\n\t%s\n\tlog tail:\n%s", d, x.C.Messages, n, deliverytest.DescribeLinks(x.links), x.Logs.Errors(10), x.Logs.Tail(30))
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}

@@ -53,6 +53,13 @@ func isFlat(t reflect.Type) bool {
 // ComponentID is the entity's component id.
 func (t *Type[S]) ComponentID() string { return t.commands.ComponentID() }
 
+// Decode is the state stored as data at revision rev of entity entityID:
+// what a consumer of the entity's changes (package consumers) gets. Revision
+// 0 is the empty state.
+func (t *Type[S]) Decode(entityID string, rev uint64, data []byte) (S, error) {
+	return t.decode(entityID, rev, data)
+}
+
 // decode is the state stored as data at revision rev; revision 0 is
 // absent, the empty state. Each call returns a value of its own that
 // shares no slice or map with another, so a handler can change the one it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 // MemoryStore is a [Store] that keeps documents in process memory: the
@@ -22,6 +24,10 @@ type MemoryStore struct {
 	// tombstone per deleted document; the contract asks no more than that.
 	rev  uint64
 	docs map[memKey]Record
+	// logs are the shards' change logs, made when a consumer registers.
+	logs    map[int]*memLog
+	limit   int // DefaultChangeLogLimit, or SetChangeLogLimit's
+	watches watchers
 }
 
 // memKey keys a document. A struct rather than a joined string so that
@@ -34,7 +40,7 @@ var _ Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{docs: make(map[memKey]Record)}
+	return &MemoryStore{docs: make(map[memKey]Record), logs: make(map[int]*memLog), limit: DefaultChangeLogLimit}
 }
 
 // Load implements [Store]. The returned Data is a copy the caller owns.
@@ -73,12 +79,14 @@ func (s *MemoryStore) Save(ctx context.Context, entityType, id string, data []by
 	key := memKey{entityType, id}
 
 	s.mu.Lock()
+	defer s.watches.notifyAfter(cluster.ShardOf(entityType, id))
 	defer s.mu.Unlock()
 	if found := s.docs[key].Revision; found != expected {
 		return 0, conflictErr("save", entityType, id, expected, found)
 	}
 	s.rev++
 	s.docs[key] = Record{Data: data, Revision: s.rev}
+	s.record(Change{EntityType: entityType, EntityID: id, Revision: s.rev, Data: data})
 	return s.rev, nil
 }
 
@@ -90,13 +98,17 @@ func (s *MemoryStore) Delete(ctx context.Context, entityType, id string, expecte
 	key := memKey{entityType, id}
 
 	s.mu.Lock()
+	defer s.watches.notifyAfter(cluster.ShardOf(entityType, id))
 	defer s.mu.Unlock()
 	if found := s.docs[key].Revision; found != expected {
 		return conflictErr("delete", entityType, id, expected, found)
 	}
 	// Deleting an absent document (expected 0) is a no-op; the revision
 	// counter is not reset, so a later create still gets a fresh revision.
-	delete(s.docs, key)
+	if expected != 0 {
+		delete(s.docs, key)
+		s.record(Change{EntityType: entityType, EntityID: id, Revision: expected, Deleted: true})
+	}
 	return nil
 }
 

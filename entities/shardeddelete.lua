@@ -1,8 +1,11 @@
 -- sharded_delete: delete an entity's state under its shard's fence,
 -- leaving nothing behind (the shard's counter keeps revisions growing).
--- KEYS[1] shard record, KEYS[2] state hash, KEYS[3] the shard's revision counter
+-- KEYS[1] shard record, KEYS[2] state hash, KEYS[3] the shard's revision counter,
+-- KEYS[4..6] the shard's checkpoints hash, change counter and change log
 -- ARGV[1] fence incarnation, ARGV[2] fence epoch, ARGV[3] expected revision,
--- ARGV[4] floor ('' or a legacy revision the counter is raised to)
+-- ARGV[4] floor ('' or a legacy revision the counter is raised to),
+-- ARGV[5] entity type, ARGV[6] entity id, ARGV[7] the log's limit: a
+-- delete of a present state is recorded with it (record_change).
 -- Returns {0, ''} fenced, {1, found} deleted (or absent as expected),
 -- {2, found} conflict, {3, '0'} absent here but expected present (the
 -- caller checks the legacy key).
@@ -16,4 +19,7 @@ if found ~= ARGV[3] then
 end
 if ARGV[4] ~= '' then raise_counter(KEYS[3], ARGV[4]) end
 redis.call('DEL', KEYS[2])
+if found ~= '0' then
+	record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[5], ARGV[6], found, false, ARGV[7])
+end
 return {1, found}

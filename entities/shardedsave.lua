@@ -1,9 +1,12 @@
 -- sharded_save: write an entity's state under its shard's fence.
--- KEYS[1] shard record, KEYS[2] state hash, KEYS[3] the shard's revision counter
+-- KEYS[1] shard record, KEYS[2] state hash, KEYS[3] the shard's revision counter,
+-- KEYS[4..6] the shard's checkpoints hash, change counter and change log
 -- ARGV[1] fence incarnation, ARGV[2] fence epoch, ARGV[3] expected revision
 -- ('0': absent), ARGV[4] data, ARGV[5] floor: '' to compare the state hash
 -- with ARGV[3]; otherwise the hash must be absent (the caller checked the
 -- legacy key) and the counter is raised to at least the floor first.
+-- ARGV[6] entity type, ARGV[7] entity id, ARGV[8] the log's limit: the
+-- change is recorded with the state (record_change).
 -- Returns {0, ''} fenced, {1, rev} written, {2, found} conflict, {3, '0'}
 -- absent here (the caller checks the legacy key). Revisions stay decimal
 -- strings: GET after INCR, never a Lua number.
@@ -23,4 +26,5 @@ end
 redis.call('INCR', KEYS[3])
 local rev = redis.call('GET', KEYS[3])
 redis.call('HSET', KEYS[2], 'data', ARGV[4], 'rev', rev)
+record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[6], ARGV[7], rev, ARGV[4], ARGV[8])
 return {1, rev}

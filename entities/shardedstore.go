@@ -41,6 +41,9 @@ type FencedStore interface {
 //
 //	<prefix>:entity:{<shard tag>}:<len(type)>:<type>:<id>  hash: data, rev (decimal)
 //	<prefix>:entity:{<shard tag>}:revs                     the shard's revision counter (decimal)
+//	<prefix>:entity:{<shard tag>}:changes                  the shard's change log (a stream; see [ChangeLog])
+//	<prefix>:entity:{<shard tag>}:changes:seq              its change counter (decimal)
+//	<prefix>:entity:{<shard tag>}:changes:checkpoints      hash: consumer → its checkpoint (decimal)
 //
 // with the shard tag of [cluster.ShardTag] (the record is
 // [cluster.ShardRecordKey], in the same slot). "revs" cannot be an
@@ -65,9 +68,11 @@ type FencedStore interface {
 // Save and Delete without a fence refuse with ErrFenced: writes go through
 // SaveFenced and DeleteFenced.
 type ShardedRedisStore struct {
-	client redis.UniversalClient
-	keys   keyspace.Space
-	legacy *RedisStore // the layout before shards, for the upgrade path
+	client  redis.UniversalClient
+	keys    keyspace.Space
+	legacy  *RedisStore // the layout before shards, for the upgrade path
+	limit   int         // the change log's bound per shard
+	watches watchers
 }
 
 var _ FencedStore = (*ShardedRedisStore)(nil)
@@ -77,18 +82,19 @@ var _ FencedStore = (*ShardedRedisStore)(nil)
 // members must use the same prefix. It panics on a bad prefix, as
 // [NewRedisStore] does.
 func NewShardedRedisStore(client redis.UniversalClient, prefix string) *ShardedRedisStore {
-	return &ShardedRedisStore{client: client, keys: keyspace.Must(prefix), legacy: NewRedisStore(client, prefix)}
+	return &ShardedRedisStore{client: client, keys: keyspace.Must(prefix), legacy: NewRedisStore(client, prefix),
+		limit: DefaultChangeLogLimit}
 }
 
 // shardKeys are the keys a write of one entity touches, all in its
 // shard's slot: the record, the state and the revision counter.
 func (s *ShardedRedisStore) shardKeys(shard int, entityType, id string) []string {
 	tag := cluster.ShardTag(shard)
-	return []string{
+	return append([]string{
 		cluster.ShardRecordKey(s.keys, shard),
 		s.keys.Tagged("entity", tag, strconv.Itoa(len(entityType))+":"+entityType+":"+id),
 		s.keys.Tagged("entity", tag, "revs"),
-	}
+	}, s.changeKeys(shard)...)
 }
 
 // stateKey is the new layout's key of an entity.
@@ -105,9 +111,12 @@ var shardedSaveLua string
 //go:embed shardeddelete.lua
 var shardedDeleteLua string
 
+//go:embed shardedchange.lua
+var changeLua string
+
 var (
-	shardedSave   = cluster.FencedScript(counterLua + "\n" + shardedSaveLua)
-	shardedDelete = cluster.FencedScript(counterLua + "\n" + shardedDeleteLua)
+	shardedSave   = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + shardedSaveLua)
+	shardedDelete = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + shardedDeleteLua)
 )
 
 // The first value of the scripts' replies.
@@ -182,12 +191,12 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 			return 0, err
 		}
 	}
-	code, rev, err := s.run(ctx, script, keys, f, expected, data, floor)
+	code, rev, err := s.run(ctx, script, keys, f, entityType, id, expected, data, floor)
 	if err == nil && code == scriptAbsent {
 		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
 			return 0, err
 		}
-		code, rev, err = s.run(ctx, script, keys, f, 0, data, floor)
+		code, rev, err = s.run(ctx, script, keys, f, entityType, id, 0, data, floor)
 	}
 	if err != nil {
 		return 0, redisWriteErr(s.client, op, entityType, id, err)
@@ -201,6 +210,7 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 	default:
 		return 0, opErr(op, entityType, id, fmt.Errorf("unexpected script code %d", code))
 	}
+	s.watches.notifyAfter(f.Shard)
 	if floor != "" || script == shardedDelete {
 		if err := s.client.Del(ctx, s.legacy.key(entityType, id)).Err(); err != nil {
 			// The write is done: "nothing changed" would be false.
@@ -249,12 +259,13 @@ func (s *ShardedRedisStore) legacyFloor(ctx context.Context, op, entityType, id 
 
 // run runs a fenced script and decodes its {code, revision} reply.
 func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f cluster.Fence,
-	expected uint64, data []byte, floor string) (int64, uint64, error) {
+	entityType, id string, expected uint64, data []byte, floor string) (int64, uint64, error) {
 	args := append(f.Args(), strconv.FormatUint(expected, 10))
 	if script == shardedSave {
 		args = append(args, data)
 	}
-	res, err := script.Run(ctx, s.client, keys, append(args, floor)...).Slice()
+	args = append(args, floor, entityType, id, s.limit)
+	res, err := script.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		return 0, 0, err
 	}

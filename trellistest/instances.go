@@ -54,6 +54,19 @@ func StartInstances(t testing.TB, n int, setup trellis.Setup, opts ...Option) []
 	return out
 }
 
+// JoinInstance starts one more instance of the cluster that like belongs
+// to (one StartInstances started): the same Redis, prefix and cluster
+// secret. It stops when the test ends, like the others.
+func JoinInstance(t testing.TB, like *Service, setup trellis.Setup, opts ...Option) *Service {
+	t.Helper()
+	cfg := like.Host().Config
+	join := []Option{WithRedisURL(cfg.RedisURL), WithStorePrefix(cfg.RedisPrefix), WithConfig(func(c *trellis.Config) {
+		c.ClusterAddr = "127.0.0.1:0"
+		c.ClusterSecret = cfg.ClusterSecret
+	})}
+	return Start(t, setup, append(join, opts...)...)
+}
+
 // WaitSettled waits (at most a minute) until the instances that are
 // still running serve every shard between them, each within one shard
 // of an even share: the rebalancing after a start, a stop or a kill is

@@ -52,3 +52,16 @@ func KeepClocksMoving(t testing.TB, clocks ...*clockwork.FakeClock) {
 	t.Helper()
 	testenv.KeepClocksMoving(t, clocks...)
 }
+
+// WaitConsumers waits (at most a minute) until every consumer of the
+// service has handled every change recorded so far, on every shard
+// (whichever instance serves it: with StartInstances, any instance
+// answers for all). A change that became a dead letter counts as
+// handled; one being retried does not.
+func (ts *Service) WaitConsumers(t testing.TB) {
+	t.Helper()
+	Eventually(t, time.Minute, "every consumer to catch up with every change", func() bool {
+		n, err := ts.Host().Consumers().Behind(t.Context())
+		return err == nil && n == 0
+	})
+}

@@ -189,6 +189,67 @@ type ClusterShards struct {
 	Shards []ClusterShard `json:"shards,omitempty,omitzero"`
 }
 
+// Consumer A consumer, its lag on the shards this instance consumes, and its dead letters.
+type Consumer struct {
+	// DeadLetters Its dead letters.
+	//
+	// Example: 1
+	DeadLetters int `json:"deadLetters"`
+
+	// Id Example: order-notices
+	Id string `json:"id"`
+
+	// LagChanges Changes recorded and not handled yet on this instance's shards.
+	//
+	// Example: 0
+	LagChanges int `json:"lagChanges"`
+
+	// LagSeconds About the age of the oldest of them (0 when none).
+	//
+	// Example: 0
+	LagSeconds float64 `json:"lagSeconds"`
+}
+
+// DeadLetter A change its consumer gave up after its retries.
+type DeadLetter struct {
+	// At When it was given up.
+	//
+	// Example: 2025-11-21T09:30:00.000Z
+	At time.Time `json:"at"`
+
+	// Attempts Example: 3
+	Attempts int `json:"attempts"`
+
+	// Consumer Example: order-notices
+	Consumer string `json:"consumer"`
+
+	// Deleted The change is a deletion.
+	//
+	// Example: false
+	Deleted bool `json:"deleted"`
+
+	// EntityId Example: o-1001
+	EntityId string `json:"entityId"`
+
+	// EntityType Example: order
+	EntityType string `json:"entityType"`
+
+	// Error The handler's last error.
+	//
+	// Example: mail order o-1001: connection refused
+	Error string `json:"error"`
+
+	// Revision The state's revision (for a deletion, the revision deleted).
+	//
+	// Example: 7
+	Revision int `json:"revision"`
+
+	// State The entity's state as recorded; absent for a deletion.
+	//
+	// Example: {"confirmed":true,"id":"o-1001"}
+	State json.RawMessage `json:"state,omitempty,omitzero"`
+}
+
 // FieldError One invalid field of a request.
 //
 // Example: {"field":"limit","message":"must be from 1 to 1000"}
@@ -378,6 +439,11 @@ type TimerStats struct {
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type AdminDisabled = Problem
 
+// DeadLetterNotFound An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type DeadLetterNotFound = Problem
+
 // InternalError An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
@@ -444,6 +510,18 @@ type ServerInterface interface {
 	// GetClusterShards The cluster's shards
 	// (GET /admin/cluster/shards)
 	GetClusterShards(w http.ResponseWriter, r *http.Request)
+	// ListConsumers List the consumers
+	// (GET /admin/consumers)
+	ListConsumers(w http.ResponseWriter, r *http.Request)
+	// ListDeadLetters List a consumer's dead letters
+	// (GET /admin/consumers/{consumer}/dead-letters)
+	ListDeadLetters(w http.ResponseWriter, r *http.Request, consumer string)
+	// DropDeadLetter Drop a dead letter
+	// (DELETE /admin/consumers/{consumer}/dead-letters/{entityId})
+	DropDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string)
+	// RetryDeadLetter Retry a dead letter
+	// (POST /admin/consumers/{consumer}/dead-letters/{entityId}/retry)
+	RetryDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string)
 	// ListTimers List timers
 	// (GET /admin/timers)
 	ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams)
@@ -474,6 +552,30 @@ func (_ Unimplemented) GetCluster(w http.ResponseWriter, r *http.Request) {
 // GetClusterShards The cluster's shards
 // (GET /admin/cluster/shards)
 func (_ Unimplemented) GetClusterShards(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListConsumers List the consumers
+// (GET /admin/consumers)
+func (_ Unimplemented) ListConsumers(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListDeadLetters List a consumer's dead letters
+// (GET /admin/consumers/{consumer}/dead-letters)
+func (_ Unimplemented) ListDeadLetters(w http.ResponseWriter, r *http.Request, consumer string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DropDeadLetter Drop a dead letter
+// (DELETE /admin/consumers/{consumer}/dead-letters/{entityId})
+func (_ Unimplemented) DropDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RetryDeadLetter Retry a dead letter
+// (POST /admin/consumers/{consumer}/dead-letters/{entityId}/retry)
+func (_ Unimplemented) RetryDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -535,6 +637,116 @@ func (siw *ServerInterfaceWrapper) GetClusterShards(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetClusterShards(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListConsumers operation middleware
+func (siw *ServerInterfaceWrapper) ListConsumers(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListConsumers(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListDeadLetters operation middleware
+func (siw *ServerInterfaceWrapper) ListDeadLetters(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumer" -------------
+	var consumer string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumer", chi.URLParam(r, "consumer"), &consumer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "consumer", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListDeadLetters(w, r, consumer)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DropDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) DropDeadLetter(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumer" -------------
+	var consumer string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumer", chi.URLParam(r, "consumer"), &consumer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "consumer", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entityId" -------------
+	var entityId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityId", chi.URLParam(r, "entityId"), &entityId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DropDeadLetter(w, r, consumer, entityId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RetryDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) RetryDeadLetter(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumer" -------------
+	var consumer string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumer", chi.URLParam(r, "consumer"), &consumer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "consumer", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entityId" -------------
+	var entityId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityId", chi.URLParam(r, "entityId"), &entityId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RetryDeadLetter(w, r, consumer, entityId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -842,6 +1054,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/admin/cluster/shards", wrapper.GetClusterShards)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/consumers", wrapper.ListConsumers)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/consumers/{consumer}/dead-letters", wrapper.ListDeadLetters)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}", wrapper.DropDeadLetter)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}/retry", wrapper.RetryDeadLetter)
 	})
 
 	return r

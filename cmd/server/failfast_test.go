@@ -17,7 +17,7 @@ import (
 // first waits for the answer to its HELLO, plus what a loaded machine
 // needs. Before the client's retries were turned off, a pipelined read
 // (the admin routes') was sent four times and hit the 30 s timeout.
-const failFastWithin = 11 * time.Second
+const failFastWithin = 13 * time.Second
 
 // failFastRoutes are one route per entity or timer read (an entity runs
 // its commands one at a time, so a second route on the same one would

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/samples/ordering"
@@ -57,6 +59,11 @@ func setup(s *samples) trellis.Setup {
 		}
 		if _, err := ordering.TimedAction.Start(h.Client); err != nil {
 			return fmt.Errorf("start the order sample's timed action: %w", err)
+		}
+		if _, err := ordering.NewNotices(h.Logger).Consumer().Start(h.Consumers()); errors.Is(err, consumers.ErrNoChangeLog) {
+			h.Logger.Warn("order notices are off: " + err.Error())
+		} else if err != nil {
+			return fmt.Errorf("start the order sample's notices: %w", err)
 		}
 		orders, err := ordering.NewEndpoint(h.Client, h.Timers, expiry)
 		if err != nil {

@@ -1,6 +1,6 @@
 // Package admin owns the admin API of the service: the operator's routes
-// under /admin (the timers and the cluster's members and shards, package
-// api/admin's generated interface),
+// under /admin (the timers, the cluster's members and shards, and the
+// consumers' dead letters: package api/admin's generated interface),
 // guarded by the admin token, and the framework's contract at
 // /admin/openapi.yaml.
 package admin
@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/internal/console"
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/timers"
@@ -30,6 +31,9 @@ type Options struct {
 	// Cluster is the instance's cluster, which /admin/cluster reads; nil
 	// when the instance is not part of one.
 	Cluster Cluster
+	// Consumers runs the service's consumers, whose dead letters the
+	// consumer routes list, retry and drop.
+	Consumers *consumers.Runner
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -44,7 +48,7 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

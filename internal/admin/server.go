@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
+	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -16,8 +17,9 @@ import (
 // mounts it behind adminAuth, so its handlers run only for the admin
 // token's holder.
 type server struct {
-	timers  *timers.Scheduler
-	cluster Cluster // nil when the instance is not part of a cluster
+	timers    *timers.Scheduler
+	cluster   Cluster           // nil when the instance is not part of a cluster
+	consumers *consumers.Runner // nil: the service runs none
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)

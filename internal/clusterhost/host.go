@@ -47,6 +47,10 @@ type Config struct {
 	Poll time.Duration
 	// Logger receives hand-over events (slog.Default when nil).
 	Logger *slog.Logger
+	// BeforeRelease, when set, runs first in Host.BeforeRelease, before
+	// the shard's commands drain: the service's consumers stop consuming
+	// the shard there (their handlers may call its entities).
+	BeforeRelease func(ctx context.Context, shard int)
 }
 
 // Host is an instance's entities.Cluster and peer.Handler. It is safe for
@@ -218,6 +222,9 @@ func (h *Host) pause(ctx context.Context) error {
 // go on: a command still running past the bound has its write refused by
 // the fence. It is idempotent.
 func (h *Host) BeforeRelease(ctx context.Context, shard int) error {
+	if h.cfg.BeforeRelease != nil {
+		h.cfg.BeforeRelease(ctx, shard)
+	}
 	h.gate.drain(shard)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.DrainTimeout)
 	defer cancel()

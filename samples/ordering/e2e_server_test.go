@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,6 +401,13 @@ func (l *lockedLog) add(line string) {
 }
 
 // tail is the last n lines.
+// all is every line so far.
+func (l *lockedLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
 func (l *lockedLog) tail(n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,6 +169,20 @@ func (w *Watcher) ExpectStopped(t testing.TB, path string) {
 	if got := Recv(t, w.Stopped); got != path {
 		t.Fatalf("stopped: %s, want %s", got, path)
 	}
+}
+
+// Errors lists the first n errors logged (with how many there were in
+// all): what a run that failed went through, which the tail of the log
+// may no longer show.
+func (b *LogBuffer) Errors(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out strings.Builder
+	fmt.Fprintf(&out, "%d errors logged", len(b.errs))
+	for _, err := range b.errs[:min(n, len(b.errs))] {
+		out.WriteString("\n\t\t" + err.Error())
+	}
+	return out.String()
 }
 
 // Tail returns the last n lines logged.

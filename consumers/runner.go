@@ -1,0 +1,333 @@
+package consumers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+// Shards says which shards this instance serves now, and under which
+// fence: a consumer consumes a shard's changes only there. The cluster
+// mode's node implements it.
+type Shards interface {
+	Serving(shard int) (cluster.Fence, bool)
+}
+
+// ErrNoChangeLog is wrapped by Consumer.Start when the service's store
+// keeps no change log (Redis with the cluster mode off).
+var ErrNoChangeLog = errors.New("the store keeps no change log")
+
+// Config is what NewRunner needs.
+type Config struct {
+	// Log is the store's change log; nil when the store keeps none, and
+	// then a consumer's Start fails, saying NoLog.
+	Log   entities.ChangeLog
+	NoLog string
+	// Shards are the shards this instance serves; nil: every shard (one
+	// instance on the embedded store).
+	Shards Shards
+	// Client is the component client handlers get (required).
+	Client *components.Client
+	// DeadLetters keeps the changes that ran out of retries (required).
+	DeadLetters DeadLetters
+	// Clock times the retries (the real clock when nil).
+	Clock clockwork.Clock
+	// Logger receives failures and dead letters (slog.Default when nil).
+	Logger *slog.Logger
+	// HandlerTimeout bounds one call of a handler (DefaultHandlerTimeout
+	// when zero).
+	HandlerTimeout time.Duration
+	// Poll is how often a shard's log is read when no write was heard
+	// (DefaultPoll when zero).
+	Poll time.Duration
+}
+
+// Defaults of Config's durations.
+const (
+	DefaultHandlerTimeout = 30 * time.Second
+	DefaultPoll           = 5 * time.Second
+	// superviseEvery is how often the runner looks at which shards this
+	// instance serves, to start consuming those it has just taken.
+	superviseEvery = 50 * time.Millisecond
+	// handoverTimeout bounds the wait for a shard's handlers in flight
+	// before it is handed over.
+	handoverTimeout = 10 * time.Second
+)
+
+// Runner runs a service's consumers: for each consumer, one worker per
+// shard this instance serves, which reads the shard's change log from
+// the consumer's checkpoint. The service makes one, its setup adds the
+// consumers (Consumer.Start), then the service starts it, and stops it at
+// shutdown before the cluster hands its shards over. It is safe for
+// concurrent use.
+type Runner struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+
+	mu        sync.Mutex
+	consumers map[string]*consumer
+	workers   map[workerKey]*worker
+	releasing map[int]cluster.Fence // shards being handed over, under this fence
+	started   bool
+	stopped   bool
+
+	stop      chan struct{}
+	loopDone  chan struct{}
+	stopWatch func()
+}
+
+type workerKey struct {
+	consumer string
+	shard    int
+}
+
+// NewRunner returns a Runner for cfg, not started.
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.Client == nil || cfg.DeadLetters == nil {
+		return nil, errors.New("consumers: Config.Client and Config.DeadLetters are required")
+	}
+	cfg.Clock = cmp.Or[clockwork.Clock](cfg.Clock, clockwork.NewRealClock())
+	cfg.HandlerTimeout = cmp.Or(cfg.HandlerTimeout, DefaultHandlerTimeout)
+	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
+	r := &Runner{
+		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "consumers"),
+		consumers: make(map[string]*consumer), workers: make(map[workerKey]*worker),
+		releasing: make(map[int]cluster.Fence),
+		stop:      make(chan struct{}), loopDone: make(chan struct{}),
+	}
+	r.metrics = newMetrics(r)
+	return r, nil
+}
+
+// Running is a started consumer.
+type Running struct {
+	c *consumer
+	r *Runner
+}
+
+// ID is the consumer's id.
+func (r *Running) ID() string { return r.c.id }
+
+// add adds c; see Consumer.Start.
+func (r *Runner) add(c *consumer) (*Running, error) {
+	if r.cfg.Log == nil {
+		return nil, fmt.Errorf("start consumer %q: %w: %s", c.id, ErrNoChangeLog, r.cfg.NoLog)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.consumers[c.id]; dup {
+		return nil, fmt.Errorf("start consumer %q: a consumer with this id is started already", c.id)
+	}
+	if r.stopped {
+		return nil, fmt.Errorf("start consumer %q: the service's consumers are stopped", c.id)
+	}
+	r.consumers[c.id] = c
+	if r.started {
+		go r.register(context.Background(), c)
+	}
+	return &Running{c: c, r: r}, nil
+}
+
+// Consumers lists the ids of the consumers added.
+func (r *Runner) Consumers() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.consumers))
+	for id := range r.consumers {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Start registers every consumer on every shard (so that every change
+// from now on is recorded for it, wherever its shard is served) and
+// starts consuming. It returns at once: a failure to reach the store is
+// logged, and each shard's worker registers again when it starts.
+func (r *Runner) Start(ctx context.Context) {
+	r.mu.Lock()
+	if r.started || r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.started = true
+	cs := r.list()
+	r.mu.Unlock()
+	if r.cfg.Log == nil {
+		close(r.loopDone)
+		return
+	}
+	for _, c := range cs {
+		r.register(ctx, c)
+	}
+	r.stopWatch = r.cfg.Log.Watch(r.heard)
+	go r.supervise()
+}
+
+// register registers c on every shard.
+func (r *Runner) register(ctx context.Context, c *consumer) {
+	for shard := range cluster.NumShards {
+		if _, err := r.cfg.Log.Register(ctx, c.id, shard); err != nil {
+			r.log.Warn("consumers: register", "consumer", c.id, "err", err.Error())
+			return
+		}
+	}
+}
+
+// list is the consumers; r.mu is held.
+func (r *Runner) list() []*consumer {
+	cs := make([]*consumer, 0, len(r.consumers))
+	for _, c := range r.consumers {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// heard wakes the workers of a shard a write was committed to.
+func (r *Runner) heard(shard int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.consumers {
+		if w := r.workers[workerKey{c.id, shard}]; w != nil {
+			w.wake()
+		}
+	}
+}
+
+// supervise starts a worker for every consumer on every shard served
+// here, and stops those of shards no longer served, until Stop.
+func (r *Runner) supervise() {
+	defer close(r.loopDone)
+	tick := time.NewTicker(superviseEvery)
+	defer tick.Stop()
+	for {
+		r.pass()
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// pass is one look at the shards.
+func (r *Runner) pass() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for shard := range cluster.NumShards {
+		f, serving := r.serving(shard)
+		if rf, ok := r.releasing[shard]; ok && (!serving || rf == f) {
+			serving = false
+		} else if ok {
+			delete(r.releasing, shard) // taken again, under a new fence
+		}
+		for _, c := range r.consumers {
+			key := workerKey{c.id, shard}
+			w := r.workers[key]
+			switch {
+			case serving && (w == nil || w.fence != f):
+				if w != nil {
+					w.halt()
+				}
+				r.workers[key] = startWorker(r, c, shard, f, w)
+			case !serving && w != nil:
+				w.halt() // the lease lapsed: its checkpoint saves are fenced
+				delete(r.workers, key)
+			}
+		}
+	}
+}
+
+// serving is Shards.Serving, or every shard under no fence.
+func (r *Runner) serving(shard int) (cluster.Fence, bool) {
+	if r.cfg.Shards == nil {
+		return cluster.Fence{}, true
+	}
+	return r.cfg.Shards.Serving(shard)
+}
+
+// BeforeRelease stops consuming shard before this instance hands it over:
+// its workers finish the handler in flight and save their checkpoints
+// (bounded by ctx; then the handlers' contexts are cancelled). The shard
+// is consumed again only under a new fence.
+func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
+	ctx, cancel := context.WithTimeout(ctx, handoverTimeout)
+	defer cancel()
+	r.mu.Lock()
+	if f, ok := r.serving(shard); ok {
+		r.releasing[shard] = f
+	}
+	var ws []*worker
+	for _, c := range r.consumers {
+		key := workerKey{c.id, shard}
+		if w := r.workers[key]; w != nil {
+			ws = append(ws, w)
+			delete(r.workers, key)
+		}
+	}
+	r.mu.Unlock()
+	_ = r.halt(ctx, ws) // a handler that overruns finds its checkpoint fenced
+}
+
+// Stop stops every worker: each finishes its handler in flight and saves
+// its checkpoint, bounded by ctx (then the handlers' contexts are
+// cancelled, and Stop returns ctx's error). Nothing is consumed after.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	started := r.started
+	ws := make([]*worker, 0, len(r.workers))
+	for key, w := range r.workers {
+		ws = append(ws, w)
+		delete(r.workers, key)
+	}
+	r.mu.Unlock()
+	if started {
+		close(r.stop)
+		<-r.loopDone
+		if r.stopWatch != nil {
+			r.stopWatch()
+		}
+	}
+	// Workers the last pass started are in ws: the loop is over.
+	r.mu.Lock()
+	for key, w := range r.workers {
+		ws = append(ws, w)
+		delete(r.workers, key)
+	}
+	r.mu.Unlock()
+	return r.halt(ctx, ws)
+}
+
+// halt stops ws and waits for them, bounded by ctx.
+func (r *Runner) halt(ctx context.Context, ws []*worker) error {
+	for _, w := range ws {
+		w.halt()
+	}
+	for _, w := range ws {
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			for _, w := range ws {
+				w.cancel()
+			}
+			r.log.Warn("consumers: stopping with handlers still running", "err", ctx.Err().Error())
+			return fmt.Errorf("stop the consumers: %w", ctx.Err())
+		}
+	}
+	return nil
+}

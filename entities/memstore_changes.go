@@ -1,0 +1,182 @@
+package entities
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+var _ ChangeLog = (*MemoryStore)(nil)
+
+// memLog is one shard's change log in a MemoryStore: the changes after
+// the oldest kept, and the consumers' checkpoints.
+type memLog struct {
+	head        uint64   // the last change's Seq
+	changes     []Change // Seq head-len(changes)+1 .. head
+	checkpoints map[string]uint64
+}
+
+// SetChangeLogLimit sets about how many changes each shard's log keeps at
+// most (DefaultChangeLogLimit until then). Call it before the store is
+// used.
+func (s *MemoryStore) SetChangeLogLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = max(n, 1)
+}
+
+// record appends c to its shard's log, if a consumer registered there,
+// and drops the oldest changes beyond the limit. s.mu is held.
+func (s *MemoryStore) record(c Change) {
+	l := s.logs[cluster.ShardOf(c.EntityType, c.EntityID)]
+	if l == nil {
+		return
+	}
+	l.head++
+	c.Seq, c.At = l.head, time.Now()
+	l.changes = append(l.changes, c)
+	if over := len(l.changes) - s.limit; over > 0 {
+		l.changes = slices.Delete(l.changes, 0, over)
+	}
+}
+
+// Register implements [ChangeLog].
+func (s *MemoryStore) Register(ctx context.Context, consumer string, shard int) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("register consumer %q on shard %d: %w", consumer, shard, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.logs[shard]
+	if l == nil {
+		l = &memLog{checkpoints: make(map[string]uint64)}
+		s.logs[shard] = l
+	}
+	if seq, ok := l.checkpoints[consumer]; ok {
+		return seq, nil
+	}
+	l.checkpoints[consumer] = l.head
+	return l.head, nil
+}
+
+// Checkpoint implements [ChangeLog].
+func (s *MemoryStore) Checkpoint(ctx context.Context, consumer string, shard int) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, fmt.Errorf("checkpoint of consumer %q on shard %d: %w", consumer, shard, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.logs[shard]
+	if l == nil {
+		return 0, false, nil
+	}
+	seq, ok := l.checkpoints[consumer]
+	return seq, ok, nil
+}
+
+// SaveCheckpoint implements [ChangeLog]; the fence is not checked.
+func (s *MemoryStore) SaveCheckpoint(ctx context.Context, _ cluster.Fence, consumer string, shard int, seq uint64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("save the checkpoint of consumer %q on shard %d: %w", consumer, shard, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.logs[shard]
+	if l == nil {
+		return fmt.Errorf("save the checkpoint of consumer %q on shard %d: not registered", consumer, shard)
+	}
+	l.checkpoints[consumer] = seq
+	lowest := seq
+	for _, cp := range l.checkpoints {
+		lowest = min(lowest, cp)
+	}
+	first := l.head - uint64(len(l.changes)) + 1
+	if lowest >= first {
+		l.changes = slices.Delete(l.changes, 0, int(min(lowest-first+1, uint64(len(l.changes)))))
+	}
+	return nil
+}
+
+// Changes implements [ChangeLog]. The changes' Data are copies.
+func (s *MemoryStore) Changes(ctx context.Context, shard int, after uint64, limit int) ([]Change, uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, false, fmt.Errorf("read the changes of shard %d: %w", shard, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.logs[shard]
+	if l == nil || after >= l.head {
+		return nil, after, false, nil
+	}
+	first := l.head - uint64(len(l.changes)) + 1
+	missed := after+1 < first
+	from := int(max(after+1, first) - first)
+	out := slices.Clone(l.changes[from:min(from+limit, len(l.changes))])
+	for i := range out {
+		if out[i].Data != nil {
+			out[i].Data = cloneData(out[i].Data)
+		}
+	}
+	return out, l.head, missed, nil
+}
+
+// Current implements [ChangeLog].
+func (s *MemoryStore) Current(ctx context.Context, shard int, entityType string, fn func(Change) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read the states of shard %d: %w", shard, err)
+	}
+	s.mu.Lock()
+	var states []Change
+	for k, rec := range s.docs {
+		if k.entityType == entityType && cluster.ShardOf(k.entityType, k.id) == shard {
+			states = append(states, Change{EntityType: k.entityType, EntityID: k.id, Revision: rec.Revision, Data: cloneData(rec.Data)})
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range states {
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Watch implements [ChangeLog].
+func (s *MemoryStore) Watch(fn func(shard int)) (stop func()) { return s.watches.add(fn) }
+
+// watchers are the functions a store calls after its writes.
+type watchers struct {
+	mu   sync.Mutex
+	next int
+	fns  map[int]func(shard int)
+}
+
+// add adds fn; the returned function removes it.
+func (w *watchers) add(fn func(shard int)) (stop func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fns == nil {
+		w.fns = make(map[int]func(int))
+	}
+	id := w.next
+	w.next++
+	w.fns[id] = fn
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.fns, id)
+	}
+}
+
+// notifyAfter calls every watcher with shard.
+func (w *watchers) notifyAfter(shard int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, fn := range w.fns {
+		fn(shard)
+	}
+}
