@@ -17,6 +17,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/httpserver"
@@ -387,14 +388,17 @@ func (s *Service) Done() <-chan struct{} {
 //     in flight have finished (commands forwarded here meanwhile still
 //     run, or wait for the new owner), then the membership ends and the
 //     transport stops.
-//  4. The actor system: every entity and timed action stops (entities
+//  4. Reliable delivery is drained (delivery.Drain): what consumers
+//     confirmed is stored in the durable producer queues, so that a
+//     restart sends none of it again.
+//  5. The actor system: every entity and timed action stops (entities
 //     passivate: their state is already stored, since every command writes
 //     before it replies). This comes after HTTP and the cluster, so that
 //     the requests that were allowed to finish could still reach their
 //     entities.
-//  5. Redis: closed last, once nothing can use it.
+//  6. Redis: closed last, once nothing can use it.
 //
-// ctx bounds steps 1 to 4. Shutdown may be called more than once; each
+// ctx bounds steps 1 to 5. Shutdown may be called more than once; each
 // call returns the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -433,6 +437,9 @@ func (s *Service) shutdown(ctx context.Context) error {
 		if err := s.node.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop the cluster transport: %w", err))
 		}
+	}
+	if err := delivery.Drain(ctx, s.host.System); err != nil {
+		errs = append(errs, err)
 	}
 	s.log.Info("shutting down: stopping entities")
 	if err := s.host.System.Shutdown(ctx); err != nil {

@@ -139,13 +139,18 @@ type consumer[A any] struct {
 	retryInterval time.Duration
 	heard         bool  // a SequencedMessage came since the last retry tick
 	resendAtTick  SeqNr // resendingFrom at the last retry tick
+	undrain       func()
 }
 
 func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
 		c.init(ctx)
+		c.registerDrain()
 	case runtime.Stopped:
+		if c.undrain != nil {
+			c.undrain()
+		}
 		// Best effort: let the producer controller drop what was confirmed.
 		if c.associated && !c.failed {
 			c.sendAck()
@@ -193,6 +198,8 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 		c.onStart(m)
 	case RegisterToProducerController[A]:
 		c.onRegister(m)
+	case drainStage[A]:
+		c.onDrain(m)
 	case DeliverThenStop[A]:
 		c.stopping = true
 		c.maybeStop()
@@ -216,6 +223,7 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 
 func (c *consumer[A]) fail(err error) {
 	c.failed = true
+	c.undrain() // it takes no more messages
 	c.log.Error("consumer controller failed", "producerId", c.producerID, "err", err)
 	_ = c.ctx.Stop(c.self)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/drain"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -93,9 +94,10 @@ type Msg[A any] struct {
 	seqNr   durable.SeqNr
 	state   durable.State[A]
 	err     error
-	timeout bool // the call's deadline passed
-	retry   bool // the backoff before another attempt has passed
-	tick    bool // time to renew the lease
+	timeout bool   // the call's deadline passed
+	retry   bool   // the backoff before another attempt has passed
+	tick    bool   // time to renew the lease
+	flush   func() // Drain's last stage: store the confirmations, then call it
 }
 
 type durableTimerKey struct {
@@ -155,6 +157,8 @@ type Calls[A, T any] struct {
 	confirmQ     string                          // the qualifier of the confirmation in flight
 	confirms     map[string]*confirmation
 	confirmQueue ring.Ring[string] // qualifiers with a confirmation to store, oldest first
+	flushes      []func()          // Drain's, waiting for every confirmation to be stored
+	undrain      func()            // leaves Drain's last stage
 }
 
 // Start starts the client of a controller whose Started signal
@@ -172,6 +176,8 @@ func Start[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s S
 	}
 	d.batch, _ = q.(durable.BatchQueue[A])
 	d.owned, _ = q.(durable.Owned)
+	self := d.self
+	d.undrain = drain.Register(ctx.System(), drain.Queues, func(done func()) { self.Tell(wrap(Msg[A]{flush: done})) })
 	for _, jobs := range []chan func(){d.jobs, d.cjobs} {
 		go func() {
 			for job := range jobs {
@@ -185,6 +191,7 @@ func Start[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s S
 // Stop aborts the calls in flight, ends the goroutines and releases the
 // lease of an owned queue.
 func (d *Calls[A, T]) Stop() {
+	d.LeaveDrain()
 	d.cancel()
 	close(d.jobs)
 	close(d.cjobs)
@@ -405,7 +412,18 @@ func (d *Calls[A, T]) requeueConfirm() {
 
 // Handle takes the outcome of a call, its deadline or its backoff, and
 // says what it means to the controller.
-func (d *Calls[A, T]) Handle(m Msg[A]) Outcome[A] {
+func (d *Calls[A, T]) Handle(m Msg[A]) (out Outcome[A]) {
+	if m.flush != nil {
+		d.flush(m.flush)
+		return Outcome[A]{}
+	}
+	defer func() {
+		if out.Err != nil {
+			d.LeaveDrain() // the controller fails
+		} else {
+			d.checkFlushed()
+		}
+	}()
 	var c *durableCall
 	if m.tick {
 		if d.renew.cancel == nil {
