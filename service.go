@@ -62,6 +62,8 @@ type Host struct {
 	// cluster routes entity commands to their shard's owner; nil when the
 	// instance is not part of a cluster.
 	cluster entities.Cluster
+	// checks are the application's readiness checks (AddReadinessCheck).
+	checks *httpserver.Checks
 }
 
 // Idempotent is the api.Idempotency middleware for the given routes
@@ -146,7 +148,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		return nil, errors.New("trellis: the setup function is nil")
 	}
 	o := newOptions(cfg, opts)
-	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger}
+	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger, checks: &httpserver.Checks{}}
 	conn, err := openStore(h)
 	if err != nil {
 		return nil, err
@@ -185,7 +187,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		RequestTimeout: cfg.RequestTimeout,
 		Metrics:        metrics,
-		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers},
+		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers, Checks: h.checks},
 		Contract:       o.contract,
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock})

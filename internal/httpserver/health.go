@@ -24,11 +24,12 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(healthOK)
 }
 
-// Readiness is what /readyz asks: the state store (Ping) and the timer
-// scheduler (Ready).
+// Readiness is what /readyz asks: the state store (Ping), the timer
+// scheduler (Ready) and the application's own checks, if any.
 type Readiness struct {
 	Store  interface{ Ping(context.Context) error }
 	Timers interface{ Ready(context.Context) error }
+	Checks *Checks
 }
 
 // readyz answers 200 when the store answers a ping and the timer scheduler
@@ -49,6 +50,10 @@ func readyz(rd Readiness) http.HandlerFunc {
 				reason = "the timer store was wiped: timers created before may be lost"
 			}
 			notReady(w, r, reason, err)
+			return
+		}
+		if name, err := rd.Checks.Run(ctx); err != nil {
+			notReady(w, r, name+" is not ready", err)
 			return
 		}
 		w.Header().Set("Content-Type", api.ContentTypeJSON)
