@@ -54,13 +54,13 @@ type instance struct {
 	pc     runtime.Ref[delivery.ProducerCommand[deliverytest.Job]]
 }
 
-func startInstance(r *deliverytest.LossRun, sys *runtime.System, url, prefix, id string) (*instance, error) {
+func startInstance(r *deliverytest.LossRun, sys *runtime.System, url, prefix, id string, lease time.Duration) (*instance, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
 	in := &instance{client: redis.NewClient(opts), sys: sys, col: deliverytest.NewCollector(r.C.Messages)}
-	if in.queue, err = redisqueue.New[deliverytest.Job](in.client, prefix, nil, redisqueue.WithLease(takeoverLease)); err != nil {
+	if in.queue, err = redisqueue.New[deliverytest.Job](in.client, prefix, nil, redisqueue.WithLease(lease)); err != nil {
 		return nil, err
 	}
 	if in.pc, err = delivery.SpawnProducerController[deliverytest.Job](sys, "pc", id, r.Producer, delivery.WithDurableQueue[deliverytest.Job](in.queue)); err != nil {
@@ -88,7 +88,7 @@ func runTakeoverSeed(c deliverytest.LossCase, seed uint64, url string, dupsTotal
 		_ = sysB.Shutdown(ctx)
 	}()
 	prefix := fmt.Sprintf("trellis-test-takeover:%d:%d", time.Now().UnixNano(), seed)
-	a, err := startInstance(r, r.Sys, url, prefix, "notices")
+	a, err := startInstance(r, r.Sys, url, prefix, "notices", takeoverLease)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func runTakeoverSeed(c deliverytest.LossCase, seed uint64, url string, dupsTotal
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
-	b, err := startInstance(r, sysB, url, prefix, "notices")
+	b, err := startInstance(r, sysB, url, prefix, "notices", takeoverLease)
 	if err != nil {
 		return err
 	}
@@ -209,4 +209,60 @@ func TestDeposedControllerStops(t *testing.T) {
 	if colB.Jobs()[0] > colA.Jobs()[len(colA.Jobs())-1]+1 {
 		t.Fatalf("the standby started at job %d, after the owner's last %d: jobs lost", colB.Jobs()[0], colA.Jobs()[len(colA.Jobs())-1])
 	}
+}
+
+// TestGracefulHandover: the owner of a queue is drained and stops
+// gracefully mid-stream; it releases its lease, so the standby takes over
+// at once (well within the lease of redisqueue.DefaultLease) and sends the
+// rest: every job once, none twice.
+func TestGracefulHandover(t *testing.T) {
+	const jobs = 300
+	url := testenv.RedisURL(t)
+	r := deliverytest.NewLossRun(deliverytest.LossCase{Name: "handover", Messages: jobs, Delays: true}, 1)
+	var err error
+	defer func() {
+		r.Close(&err)
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	sysB, _ := deliverytest.NewSystem(t)
+	prefix := fmt.Sprintf("trellis-test-handover:%d", time.Now().UnixNano())
+	a, err := startInstance(r, r.Sys, url, prefix, "notices", redisqueue.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.client.Close() })
+	deliverytest.Eventually(t, "the owner delivers", func() bool { return a.col.Count() > 0 })
+	b, err := startInstance(r, sysB, url, prefix, "notices", redisqueue.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = b.queue.Delete(context.Background())
+		_ = b.client.Close()
+	})
+	deliverytest.Eventually(t, "the owner delivers a third", func() bool { return a.col.Count() >= jobs/3 })
+	ctx, cancel := context.WithTimeout(t.Context(), deliverytest.WaitLimit)
+	defer cancel()
+	if err := delivery.Drain(ctx, a.sys); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sys.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wait, cancelWait := context.WithTimeout(ctx, redisqueue.DefaultLease/2)
+	defer cancelWait()
+	if err := b.col.Wait(wait); err != nil {
+		t.Fatalf("the standby did not finish within half a lease: %v", err)
+	}
+	gotA, gotB := a.col.Jobs(), b.col.Jobs()
+	if err := atLeastOnce(append(gotA, gotB...), jobs, jobs); err != nil {
+		t.Fatalf("owner got %d, standby %d: %v", len(gotA), len(gotB), err)
+	}
+	if len(gotA)+len(gotB) != jobs {
+		t.Fatalf("%d deliveries of %d jobs: %d twice", len(gotA)+len(gotB), jobs, len(gotA)+len(gotB)-jobs)
+	}
+	t.Logf("handed over after %d jobs; the standby finished %d more in %v", len(gotA), len(gotB), time.Since(start))
 }

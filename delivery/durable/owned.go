@@ -21,7 +21,8 @@ var ErrOwned = errors.New("durable: queue owned by another producer controller")
 
 // OwnedError is the error of a LoadState refused with ErrOwned.
 type OwnedError struct {
-	// RetryIn is when the owner's lease lapses unless it renews it.
+	// RetryIn is when to try again: at the latest when the owner's lease
+	// lapses unless it renews it.
 	RetryIn time.Duration
 }
 

@@ -22,6 +22,8 @@ import (
 
 // DefaultLease is how long a queue's owner lease lasts without a renewal:
 // how long a queue whose owner died waits before a standby takes it over.
+// A standby tries every tenth of the lease, so it takes over a queue whose
+// owner stopped gracefully (and released the lease) within that.
 const DefaultLease = 10 * time.Second
 
 // Option configures a Queue.
@@ -55,7 +57,11 @@ func (q *Queue[A]) acquire(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("take the lease: unexpected reply %v", res)
 	}
 	if res[0] == 0 {
-		return 0, &durable.OwnedError{RetryIn: max(time.Duration(res[1])*time.Millisecond, 10*time.Millisecond)}
+		// A standby tries again when the lease would lapse, or after a
+		// tenth of it if that is sooner: an owner that stops gracefully
+		// releases its lease, and is replaced that soon.
+		retry := min(time.Duration(res[1])*time.Millisecond, q.leaseFor/10)
+		return 0, &durable.OwnedError{RetryIn: max(retry, 10*time.Millisecond)}
 	}
 	return uint64(res[1]), nil
 }
