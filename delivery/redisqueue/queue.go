@@ -86,7 +86,8 @@ func New[A any](client Client, prefix string, codec durable.Codec[A], opts ...Op
 }
 
 // ForService returns the queue of producer producerID of the service
-// whose key prefix is servicePrefix (trellis.Config.RedisPrefix): its keys
+// whose key prefix is servicePrefix (trellis.Config.RedisPrefix; empty:
+// "trellis", the default, as for the service's other stores): its keys
 // are <servicePrefix>:queue:{<producerID>}:…, found with the service's
 // other keys by the pattern <servicePrefix>:*.
 func ForService[A any](client Client, servicePrefix, producerID string, codec durable.Codec[A], opts ...Option) (*Queue[A], error) {
@@ -94,14 +95,11 @@ func ForService[A any](client Client, servicePrefix, producerID string, codec du
 	if err != nil {
 		return nil, fmt.Errorf("redisqueue: service prefix: %w", err)
 	}
-	if servicePrefix == "" {
-		return nil, fmt.Errorf("redisqueue: service prefix must not be empty (the default is %q)", keyspace.DefaultPrefix)
-	}
 	if producerID == "" || strings.ContainsAny(producerID, "{}") {
 		return nil, fmt.Errorf("redisqueue: producer id %q must be non-empty and free of braces (it is the keys' hash tag)", producerID)
 	}
 	base := space.Tagged("queue", producerID, "")
-	return newQueue(client, servicePrefix+" producer "+producerID, base[:len(base)-1], codec, opts)
+	return newQueue(client, space.Prefix()+" producer "+producerID, base[:len(base)-1], codec, opts)
 }
 
 func newQueue[A any](client Client, name, base string, codec durable.Codec[A], opts []Option) (*Queue[A], error) {
