@@ -20,28 +20,43 @@ const guideModule = "testdata/cartservice"
 // guidePage is the guide: docs/guide.md, "Build your own service".
 const guidePage = "docs/guide.md"
 
-// guideBlock matches a block of the guide: its marker naming the file,
-// then the fenced code.
-var guideBlock = regexp.MustCompile("(?s)<!-- guide: ([^ ]+) -->\n```[a-z]*\n(.*?)\n```\n")
-
 // guideFiles returns the guide's code blocks by file name.
-func guideFiles(t *testing.T) map[string]string {
+func guideFiles(t *testing.T) map[string]string { return pageFiles(t, guidePage, "guide") }
+
+// pageFiles returns the code blocks of a docs page by file name: each
+// block follows a marker <!-- MARKER: FILE -->.
+func pageFiles(t *testing.T, page, marker string) map[string]string {
 	t.Helper()
-	guide, err := os.ReadFile(guidePage)
+	block := regexp.MustCompile("(?s)<!-- " + marker + ": ([^ ]+) -->\n```[a-z]*\n(.*?)\n```\n")
+	text, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{}
-	for _, m := range guideBlock.FindAllStringSubmatch(string(guide), -1) {
+	for _, m := range block.FindAllStringSubmatch(string(text), -1) {
 		if _, dup := files[m[1]]; dup {
-			t.Fatalf("%s shows %s twice", guidePage, m[1])
+			t.Fatalf("%s shows %s twice", page, m[1])
 		}
 		files[m[1]] = m[2] + "\n"
 	}
 	if len(files) == 0 {
-		t.Fatalf("%s has no <!-- guide: FILE --> blocks", guidePage)
+		t.Fatalf("%s has no <!-- %s: FILE --> blocks", page, marker)
 	}
 	return files
+}
+
+// TestOutboxGuide: the outbox guide (docs/outbox.md) shows the files of
+// samples/outbox as they are, whose own test runs the outbox end to end.
+func TestOutboxGuide(t *testing.T) {
+	for name, code := range pageFiles(t, "docs/outbox.md", "outbox") {
+		want, err := os.ReadFile(filepath.Join("samples", "outbox", name))
+		if err != nil {
+			t.Fatalf("docs/outbox.md shows %s, which samples/outbox does not have: %v", name, err)
+		}
+		if code != string(want) {
+			t.Errorf("docs/outbox.md's %s differs from samples/outbox/%s", name, name)
+		}
+	}
 }
 
 // tasteBlock matches the README's taste of a service: the Go block after

@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
+	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/httpserver"
@@ -64,6 +65,8 @@ type Host struct {
 	cluster entities.Cluster
 	// consumers runs the consumers setup starts (see Consumers).
 	consumers *consumers.Runner
+	// checks are the application's readiness checks (AddReadinessCheck).
+	checks *httpserver.Checks
 }
 
 // Consumers is what consumers start on (consumers.Consumer.Start): the
@@ -156,7 +159,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		return nil, errors.New("trellis: the setup function is nil")
 	}
 	o := newOptions(cfg, opts)
-	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger}
+	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger, checks: &httpserver.Checks{}}
 	conn, err := openStore(h)
 	if err != nil {
 		return nil, err
@@ -192,18 +195,20 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 				return nil, fmt.Errorf("trellis: cluster metrics: %w", err)
 			}
 		}
+		// Unready until a member: the first of the checks, before the
+		// application's own.
+		if err := h.checks.Add("the cluster membership", node.ready); err != nil {
+			releaseHost(h, conn, node)
+			return nil, fmt.Errorf("trellis: %w", err)
+		}
 	}
 
-	readiness := httpserver.Readiness{Store: h.Store, Timers: h.Timers}
-	if node != nil {
-		readiness.Cluster = node.ready
-	}
 	router := httpserver.New(httpserver.Options{
 		Logger:         o.logger,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		RequestTimeout: cfg.RequestTimeout,
 		Metrics:        metrics,
-		Readiness:      readiness,
+		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers, Checks: h.checks},
 		Contract:       o.contract,
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
@@ -457,14 +462,17 @@ func (s *Service) Done() <-chan struct{} {
 //     in flight have finished (commands forwarded here meanwhile still
 //     run, or wait for the new owner), then the membership ends and the
 //     transport stops.
-//  5. The actor system: every entity and timed action stops (entities
+//  5. Reliable delivery is drained (delivery.Drain): what consumers
+//     confirmed is stored in the durable producer queues, so that a
+//     restart sends none of it again.
+//  6. The actor system: every entity and timed action stops (entities
 //     passivate: their state is already stored, since every command writes
 //     before it replies). This comes after HTTP and the cluster, so that
 //     the requests that were allowed to finish could still reach their
 //     entities.
-//  6. Redis: closed last, once nothing can use it.
+//  7. Redis: closed last, once nothing can use it.
 //
-// ctx bounds steps 1 to 5. Shutdown may be called more than once; each
+// ctx bounds steps 1 to 6. Shutdown may be called more than once; each
 // call returns the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
@@ -513,6 +521,10 @@ func (s *Service) shutdown(ctx context.Context) error {
 		if err := s.node.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop the cluster transport: %w", err))
 		}
+	}
+	s.log.Info("shutting down: draining reliable delivery")
+	if err := delivery.Drain(ctx, s.host.System); err != nil {
+		errs = append(errs, err)
 	}
 	s.log.Info("shutting down: stopping entities")
 	if err := s.host.System.Shutdown(ctx); err != nil {

@@ -139,13 +139,26 @@ type consumer[A any] struct {
 	retryInterval time.Duration
 	heard         bool  // a SequencedMessage came since the last retry tick
 	resendAtTick  SeqNr // resendingFrom at the last retry tick
+	undrain       func()
+	// drained is set by Drain: nothing more is delivered, so that nothing
+	// is confirmed that Drain did not store. drainDone is Drain's, waiting
+	// for the Delivery outstanding then to be confirmed.
+	drained   bool
+	drainDone func()
 }
 
 func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig runtime.Signal) {
 	switch sig.(type) {
 	case runtime.Started:
 		c.init(ctx)
+		c.registerDrain()
 	case runtime.Stopped:
+		if c.undrain != nil {
+			c.undrain()
+		}
+		if c.drainDone != nil {
+			c.drainDone()
+		}
 		// Best effort: let the producer controller drop what was confirmed.
 		if c.associated && !c.failed {
 			c.sendAck()
@@ -193,6 +206,8 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 		c.onStart(m)
 	case RegisterToProducerController[A]:
 		c.onRegister(m)
+	case drainStage[A]:
+		c.onDrain(m)
 	case DeliverThenStop[A]:
 		c.stopping = true
 		c.maybeStop()
@@ -216,6 +231,7 @@ func (c *consumer[A]) Receive(ctx *runtime.Context[ConsumerCommand[A]], msg Cons
 
 func (c *consumer[A]) fail(err error) {
 	c.failed = true
+	c.undrain() // it takes no more messages
 	c.log.Error("consumer controller failed", "producerId", c.producerID, "err", err)
 	_ = c.ctx.Stop(c.self)
 }
@@ -387,6 +403,9 @@ func (c *consumer[A]) process(m *SequencedMessage[A]) {
 }
 
 func (c *consumer[A]) deliver(msg A, m *SequencedMessage[A], first bool) {
+	if c.drained {
+		return // left unconfirmed: the next producer controller sends it
+	}
 	c.deliveries++
 	c.out = Delivery[A]{Message: msg, ConfirmTo: c.confirmTo, ProducerID: m.ProducerID, SeqNr: m.SeqNr, n: c.deliveries}
 	c.outstanding, c.outFirst, c.outAck, c.outIncarnation = true, first, m.Ack, m.Incarnation
@@ -407,6 +426,9 @@ func (c *consumer[A]) onConfirmed(n uint64) {
 	if ours {
 		c.confirmedSeqNr = max(c.confirmedSeqNr, seqNr)
 		c.processed(seqNr, first, ack)
+	}
+	if c.drainDone != nil {
+		c.drainReported()
 	}
 	c.drain()
 }

@@ -22,6 +22,16 @@
 // stored), or numbers its messages from [RequestNext.CurrentSeqNr] and sends
 // again from there after a restart.
 //
+// A durable queue in Redis is owned by one producer controller at a time,
+// across every process on that Redis (durable.Owned): a lease in Redis
+// with an epoch, and every store refused, in the store's own script, once
+// the epoch moved on. A second controller with the same producer id (on
+// another instance of the service) stands by until the owner's lease
+// lapses, then takes the queue over and sends, to its own consumer, what
+// the queue holds unconfirmed; a deposed owner's stores are refused and it
+// stops with an error wrapping durable.ErrFenced. Messages and refs stay
+// within one process: only the queue is shared.
+//
 // # Use
 //
 // The producer side spawns a producer controller ([SpawnProducerController])
@@ -42,6 +52,17 @@
 // to RequestNext.AskNextTo. The consumer gets each message in a [Delivery]
 // and confirms it with [Delivery.Confirm]; the next Delivery comes only
 // then.
+//
+// # From a service's own code
+//
+// A [Producer] handle ([NewProducer]) is the producer for code that is not
+// an actor (an HTTP endpoint, a timed action, an entity command):
+// [Producer.Send] waits for the consumer's demand, bounded by its context,
+// and returns once the message is handed over or, with a durable queue,
+// stored; [Producer.Err] is non-nil once the controller stopped (a
+// readiness check). [Drain] stores, before a graceful shutdown, what the
+// consumers confirmed, so that a restart sends none of it again; a trellis
+// service drains in its Shutdown.
 //
 // # Work pulling and sharding
 //
@@ -141,10 +162,13 @@
 //     messages. A RegisterConsumer older than the producer controller's
 //     current registration (late, or a retry of a replaced consumer
 //     controller) replaces nothing: it is ignored.
-//   - A producer controller with a durable queue is replaced (it stopped,
-//     failed or its process died, and a new one loads the same queue): the
-//     new one sends again what the queue holds unconfirmed (confirmations
-//     are stored behind the flow).
+//   - A producer controller with a durable queue is replaced (it failed,
+//     its process died, or it stopped without [Drain], and a new one loads
+//     the same queue, in this process or, once the old one's lease lapsed,
+//     in another): the new one sends again what the queue holds
+//     unconfirmed (confirmations are stored behind the flow). After a
+//     [Drain] and a graceful stop, the queue holds unconfirmed only what
+//     no consumer had confirmed: nothing comes twice.
 //   - A worker leaves a work-pulling producer controller: the messages it
 //     had not confirmed go to other workers.
 //   - For sharding, the same per entity: the entity's consumer stops or is
@@ -157,11 +181,41 @@
 // Without a crash, a replacement or a redelivery, every message comes
 // exactly once; the package's randomized tests hold each case to its bound.
 //
+// # What each fault costs
+//
+// With resending on and a durable queue (in Redis for the process faults):
+//
+//   - A lost, repeated or late message between the controllers: nothing;
+//     the protocol makes up for it.
+//   - The consumer's process dies, or its consumer controller is replaced:
+//     up to FlowControlWindow messages delivered again to the new one.
+//   - The producer's process is killed (kill -9, a lost machine): what was
+//     handed to the controller and not yet stored is lost (at most the
+//     demand and DurableQueueStoreAhead; a producer that must know uses
+//     MessageWithConfirmation or Producer.Send); what was stored is sent
+//     again by the next controller of the producer id, including what was
+//     delivered and not yet known confirmed in the queue (up to
+//     FlowControlWindow, plus confirmations not yet written behind). On
+//     another process that controller takes over when the lease lapses
+//     (redisqueue.DefaultLease, 10 s after the dead owner's last renewal):
+//     that long, nothing is sent.
+//   - A graceful stop with [Drain]: nothing lost, nothing twice.
+//   - The owner freezes past its lease (a long pause) while a standby
+//     takes over: the deposed owner's next store (or lease renewal) is
+//     refused and it stops; what it sends meanwhile from what it had
+//     stored may reach its consumer as well as the new owner's.
+//   - The durable queue fails: each call is retried
+//     (DurableQueueRetryAttempts, DurableQueueRequestTimeout); then the
+//     controller stops (see Failures); a failed confirmation store is only
+//     retried (fatal only when the queue refuses the controller as
+//     deposed), and costs at most duplicates after a restart.
+//
 // # Failures
 //
 // A controller whose peer breaks the protocol (a producer that sends
-// without a RequestNext), whose durable queue keeps failing, or whose codec
-// fails, logs the error and stops; watch it to learn of it. So does a
+// without a RequestNext), whose durable queue keeps failing or refuses it
+// as deposed (durable.ErrFenced), or whose codec fails, logs the error and
+// stops; watch it to learn of it ([Producer.Err] does). So does a
 // work-pulling or sharding controller whose producer overfills its buffer
 // (workpulling.ErrBufferFull, one error with sharding.ErrBufferFull), and
 // any controller given a producer or consumer that

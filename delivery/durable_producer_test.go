@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -240,16 +241,24 @@ func TestDurableProducerReplaced(t *testing.T) {
 // not known to be confirmed when the producer died).
 func checkAtLeastOnce(t *testing.T, got []int, n, confirmed int) {
 	t.Helper()
+	if err := atLeastOnce(got, n, confirmed); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d deliveries of %d jobs; confirmed at the crash: %d", len(got), n, confirmed)
+}
+
+// atLeastOnce is checkAtLeastOnce's check, for a seed's goroutine.
+func atLeastOnce(got []int, n, confirmed int) error {
 	seen := make(map[int]int)
 	for _, j := range got {
 		seen[j]++
 	}
 	for j := 1; j <= n; j++ {
 		if seen[j] == 0 {
-			t.Fatalf("job %d lost (confirmed at the crash: %d)", j, confirmed)
+			return fmt.Errorf("job %d lost (confirmed at the crash: %d)", j, confirmed)
 		}
 		if seen[j] > 1 && j <= confirmed {
-			t.Fatalf("job %d delivered %d times, but it was confirmed (%d) before the crash", j, seen[j], confirmed)
+			return fmt.Errorf("job %d delivered %d times, but it was confirmed (%d) before the crash", j, seen[j], confirmed)
 		}
 	}
 	restarts := 0
@@ -257,14 +266,14 @@ func checkAtLeastOnce(t *testing.T, got []int, n, confirmed int) {
 		if got[i] != got[i-1]+1 {
 			restarts++
 			if got[i] > got[i-1] || got[i] < confirmed {
-				t.Fatalf("job %d after job %d (confirmed at the crash: %d)", got[i], got[i-1], confirmed)
+				return fmt.Errorf("job %d after job %d (confirmed at the crash: %d)", got[i], got[i-1], confirmed)
 			}
 		}
 	}
 	if restarts > 1 {
-		t.Fatalf("the sequence restarts %d times: %v", restarts, got)
+		return fmt.Errorf("the sequence restarts %d times: %v", restarts, got)
 	}
-	t.Logf("%d deliveries of %d jobs; confirmed at the crash: %d", len(got), n, confirmed)
+	return nil
 }
 
 // gatedQueue is a BatchQueue in memory whose first StoreBatch waits until

@@ -96,8 +96,9 @@ type producer[A any] struct {
 	pendingAt   int
 	replyTo     runtime.Ref[SeqNr] // the current message's ask
 
-	dq   *durablecalls.Calls[A, ProducerCommand[A]] // nil without a durable queue
-	pipe storePipe[A]                               // with a durable queue: stored or being stored, not yet sent
+	undrain func()                                     // leaves Drain's second stage
+	dq      *durablecalls.Calls[A, ProducerCommand[A]] // nil without a durable queue
+	pipe    storePipe[A]                               // with a durable queue: stored or being stored, not yet sent
 }
 
 func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
@@ -144,7 +145,9 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 		if p.cfg.queue != nil {
 			p.startDurable()
 		}
+		p.registerDrain()
 	case runtime.Stopped, runtime.Restarting:
+		p.leaveDrain()
 		if p.dq != nil {
 			p.dq.Stop()
 		}
@@ -195,6 +198,8 @@ func (p *producer[A]) Receive(ctx *runtime.Context[ProducerCommand[A]], msg Prod
 		p.onRegisterConsumer(m)
 	case durableResult[A]:
 		p.onDurable(m.Msg)
+	case drainStage[A]:
+		m.done() // what came before is handled
 	}
 }
 
@@ -204,6 +209,7 @@ func (p *producer[A]) fail(err error) {
 		return
 	}
 	p.failed = true
+	p.leaveDrain() // it takes no more messages
 	p.log.Error("producer controller failed", "err", err)
 	_ = p.ctx.Stop(p.self)
 }

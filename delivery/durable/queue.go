@@ -24,7 +24,8 @@ var ErrUnexpectedSeqNr = errors.New("durable: unexpected sequence number")
 // Queue stores what one producer has sent and what its consumers have
 // confirmed, so that a new producer controller with the same producer id can
 // send the unconfirmed messages again. One queue serves one producer id, and
-// one producer controller at a time. A controller makes one load or store of
+// one producer controller at a time: a queue shared by processes enforces
+// that by being [Owned] (the Redis queue is). A controller makes one load or store of
 // sent messages at a time and, beside it, at most one store of
 // confirmations, so that confirming never holds up sending: a Queue must be
 // safe for those two calls overlapping, and keep the higher confirmation of

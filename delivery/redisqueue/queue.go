@@ -1,25 +1,35 @@
 // Package redisqueue owns the Redis implementation of the durable producer
 // queue of reliable delivery (the durable.Queue contract): what a producer
 // has sent and what its consumers have confirmed, kept in Redis so that it
-// survives the producer's process.
+// survives the producer's process, and owned by one producer controller at
+// a time across every process on the Redis (durable.Owned).
 //
-// Each queue lives under one key prefix (one per producer id) in four keys
-// that share a hash tag (package keyspace's convention), so they sit in one
-// cluster slot and every write is one atomic Lua script, while the queues
-// of different producers land in different slots and spread over a
-// cluster's masters:
+// A service's queue is made by [ForService], so that its keys start with
+// the service's key prefix like every other key of the service; [New] takes
+// a prefix of its own. Each queue's keys share a hash tag (package
+// keyspace's convention), so they sit in one cluster slot and every write
+// is one atomic Lua script, while the queues of different producers land
+// in different slots and spread over a cluster's masters:
 //
-//	{prefix}:meta        hash: current (next seqNr), highest (confirmed), partialFrom/partialQualifier, incarnation (loads)
-//	{prefix}:confirmed   hash: qualifier -> "seqNr:unixMillis"
-//	{prefix}:qualifiers  set of the qualifiers with stored messages
-//	{prefix}:q:QUALIFIER sorted set of the unconfirmed messages of one qualifier, scored by seqNr
+//	<base>:meta        hash: current (next seqNr), highest (confirmed), partialFrom/partialQualifier, incarnation (the epoch: loads)
+//	<base>:lease       string: the owner's token, expired by Redis (see WithLease)
+//	<base>:confirmed   hash: qualifier -> "seqNr:unixMillis"
+//	<base>:qualifiers  set of the qualifiers with stored messages
+//	<base>:q:QUALIFIER sorted set of the unconfirmed messages of one qualifier, scored by seqNr
+//
+// where <base> is <service prefix>:queue:{<producer id>} ([ForService]) or
+// {<prefix>} ([New]). A qualifier other than durable.NoQualifier (a worker,
+// an entity) leaves the qualifiers set and the confirmed hash as soon as
+// every message of it is confirmed, so that workers that come and go do not
+// grow them.
 //
 // Every write is one round trip to Redis: a script (store_batch.lua) that
-// checks the sequence number and stores a batch of sent messages, and the
-// confirmations that came meanwhile (the Queue is a durable.BatchQueue).
-// A batch's whole messages of one qualifier are one member of its sorted
-// set (record.go), so Redis does the same work for a batch of one message
-// or of hundreds. The round trip dominates: see the package benchmark.
+// checks the epoch and the sequence number and stores a batch of sent
+// messages, and the confirmations that came meanwhile (the Queue is a
+// durable.BatchQueue). A batch's whole messages of one qualifier are one
+// member of its sorted set (record.go), so Redis does the same work for a
+// batch of one message or of hundreds. The round trip dominates: see the
+// package benchmark.
 package redisqueue
 
 import (
@@ -31,8 +41,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/delivery/durable"
@@ -46,39 +58,73 @@ type Client interface {
 	redis.Cmdable
 }
 
-// Queue is a durable.Queue in Redis. It is safe for concurrent use, but the
-// contract allows one producer controller per prefix at a time.
+// Queue is a durable.Queue in Redis, a durable.BatchQueue and a
+// durable.Owned. It is safe for concurrent use; one Queue value serves one
+// producer controller at a time (its token is the lease's holder).
 type Queue[A any] struct {
-	client                      Client
-	codec                       durable.Codec[A]
-	prefix                      string
-	meta, confirmed, qualifiers string
+	client                             Client
+	codec                              durable.Codec[A]
+	name                               string // for errors: the prefix, or the service prefix and producer id
+	base                               string // every key is base + ":" + ...
+	meta, confirmed, qualifiers, lease string
+	token                              string        // this value's lease holder
+	leaseFor                           time.Duration // the lease
+	epoch                              atomic.Uint64 // the epoch this value last loaded; 0: none
 }
 
 var _ durable.BatchQueue[int] = (*Queue[int])(nil)
 
-// New returns the queue stored under prefix (typically an application
-// name and the producer id), whose whole messages codec encodes (nil:
-// durable.JSON). Chunks are stored as they are.
-func New[A any](client Client, prefix string, codec durable.Codec[A]) (*Queue[A], error) {
+// New returns the queue stored under prefix (any non-empty text without
+// braces: the keys' hash tag), whose whole messages codec encodes (nil:
+// durable.JSON). Chunks are stored as they are. A service's own queue is
+// better made by ForService.
+func New[A any](client Client, prefix string, codec durable.Codec[A], opts ...Option) (*Queue[A], error) {
+	if prefix == "" || strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("redisqueue: prefix %q must be non-empty and free of braces (it is the keys' hash tag)", prefix)
+	}
+	return newQueue(client, prefix, keyspace.Tag(prefix), codec, opts)
+}
+
+// ForService returns the queue of producer producerID of the service
+// whose key prefix is servicePrefix (trellis.Config.RedisPrefix; empty:
+// "trellis", the default, as for the service's other stores): its keys
+// are <servicePrefix>:queue:{<producerID>}:…, found with the service's
+// other keys by the pattern <servicePrefix>:*.
+func ForService[A any](client Client, servicePrefix, producerID string, codec durable.Codec[A], opts ...Option) (*Queue[A], error) {
+	space, err := keyspace.New(servicePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("redisqueue: service prefix: %w", err)
+	}
+	if producerID == "" || strings.ContainsAny(producerID, "{}") {
+		return nil, fmt.Errorf("redisqueue: producer id %q must be non-empty and free of braces (it is the keys' hash tag)", producerID)
+	}
+	base := space.Tagged("queue", producerID, "")
+	return newQueue(client, space.Prefix()+" producer "+producerID, base[:len(base)-1], codec, opts)
+}
+
+func newQueue[A any](client Client, name, base string, codec durable.Codec[A], opts []Option) (*Queue[A], error) {
 	if client == nil {
 		return nil, errors.New("redisqueue: the client is nil")
 	}
-	if prefix == "" || strings.ContainsAny(prefix, "{}") {
-		return nil, fmt.Errorf("redisqueue: prefix %q must be non-empty and free of braces (it is the keys' hash tag)", prefix)
+	o := options{lease: DefaultLease}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.lease < 100*time.Millisecond {
+		return nil, fmt.Errorf("redisqueue: lease %v: must be at least 100ms", o.lease)
 	}
 	if codec == nil {
 		codec = durable.JSON[A]{}
 	}
-	tag := keyspace.Tag(prefix)
 	return &Queue[A]{
-		client: client, codec: codec, prefix: prefix,
-		meta: tag + ":meta", confirmed: tag + ":confirmed", qualifiers: tag + ":qualifiers",
+		client: client, codec: codec, name: name, base: base,
+		meta: base + ":meta", confirmed: base + ":confirmed", qualifiers: base + ":qualifiers", lease: base + ":lease",
+		token: uuid.NewString(), leaseFor: o.lease,
 	}, nil
 }
 
 func (q *Queue[A]) messagesKey(qualifier string) string {
-	return keyspace.Tag(q.prefix) + ":q:" + qualifier
+	return q.base + ":q:" + qualifier
 }
 
 //go:embed store_batch.lua
@@ -110,18 +156,19 @@ func (q *Queue[A]) StoreBatch(ctx context.Context, b durable.Batch[A]) error {
 		op = fmt.Sprintf("store message confirmed %d", b.Confirmed[0].SeqNr)
 	}
 	if err := durable.CheckConsecutive(b.Sent); err != nil {
-		return fmt.Errorf("redisqueue %s: %s: %w", q.prefix, op, err)
+		return fmt.Errorf("redisqueue %s: %s: %w", q.name, op, err)
 	}
 	keys, args, err := q.batchArgs(b)
 	if err != nil {
-		return fmt.Errorf("redisqueue %s: %s: %w", q.prefix, op, err)
+		return fmt.Errorf("redisqueue %s: %s: %w", q.name, op, err)
 	}
-	res, err := storeBatchScript.Run(ctx, q.client, keys, args...).Int64()
+	epoch := q.epoch.Load()
+	res, err := storeBatchScript.Run(ctx, q.client, keys, append(args, epoch)...).Int64()
 	if err != nil {
-		return fmt.Errorf("redisqueue %s: %s: %w", q.prefix, op, err)
+		return fmt.Errorf("redisqueue %s: %s: %w", q.name, op, fenced(err, epoch))
 	}
 	if res < 0 {
-		return fmt.Errorf("redisqueue %s: %s: %w: current is %d", q.prefix, op, durable.ErrUnexpectedSeqNr, -res)
+		return fmt.Errorf("redisqueue %s: %s: %w: current is %d", q.name, op, durable.ErrUnexpectedSeqNr, -res)
 	}
 	return nil
 }
@@ -200,20 +247,23 @@ func (q *Queue[A]) batchArgs(b durable.Batch[A]) (keys []string, args []any, err
 	return keys, append(quals, tail...), nil
 }
 
-// LoadState reads the state in one transaction for the hashes and the set,
-// which also counts the load as a new incarnation, then the unconfirmed
-// messages of each qualifier. A single writer (the
-// contract's one producer controller, which is not running yet) keeps the
-// two reads consistent.
+// LoadState takes the lease (durable.Owned: an *durable.OwnedError while
+// another holds it), which moves the epoch on, then reads the state in one
+// transaction for the hashes and the set, then the unconfirmed messages of
+// each qualifier. The fence keeps every earlier owner from writing, and
+// this one is not running yet, so the reads are consistent.
 func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 	fail := func(err error) (durable.State[A], error) {
-		return durable.State[A]{}, fmt.Errorf("redisqueue %s: load state: %w", q.prefix, err)
+		return durable.State[A]{}, fmt.Errorf("redisqueue %s: load state: %w", q.name, err)
 	}
+	epoch, err := q.acquire(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	q.epoch.Store(epoch)
 	var meta, confirmed *redis.MapStringStringCmd
 	var quals *redis.StringSliceCmd
-	var incarnation *redis.IntCmd
-	_, err := q.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		incarnation = p.HIncrBy(ctx, q.meta, "incarnation", 1)
+	_, err = q.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		meta = p.HGetAll(ctx, q.meta)
 		confirmed = p.HGetAll(ctx, q.confirmed)
 		quals = p.SMembers(ctx, q.qualifiers)
@@ -223,7 +273,7 @@ func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 		return fail(err)
 	}
 	s := durable.EmptyState[A]()
-	s.Incarnation = uint64(incarnation.Val())
+	s.Incarnation = epoch
 	if v, ok := meta.Val()["current"]; ok {
 		if s.CurrentSeqNr, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return fail(fmt.Errorf("meta current %q: %w", v, err))
@@ -275,14 +325,14 @@ func (q *Queue[A]) LoadState(ctx context.Context) (durable.State[A], error) {
 func (q *Queue[A]) Delete(ctx context.Context) error {
 	quals, err := q.client.SMembers(ctx, q.qualifiers).Result()
 	if err != nil {
-		return fmt.Errorf("redisqueue %s: delete: %w", q.prefix, err)
+		return fmt.Errorf("redisqueue %s: delete: %w", q.name, err)
 	}
-	keys := []string{q.meta, q.confirmed, q.qualifiers}
+	keys := []string{q.meta, q.confirmed, q.qualifiers, q.lease}
 	for _, qual := range quals {
 		keys = append(keys, q.messagesKey(qual))
 	}
 	if err := q.client.Del(ctx, keys...).Err(); err != nil {
-		return fmt.Errorf("redisqueue %s: delete: %w", q.prefix, err)
+		return fmt.Errorf("redisqueue %s: delete: %w", q.name, err)
 	}
 	return nil
 }

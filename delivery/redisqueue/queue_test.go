@@ -25,11 +25,20 @@ func TestContract(t *testing.T) {
 			client := target.Connect(t)
 			queuetest.Run(t, func(t *testing.T) (durable.Queue[queuetest.Payload], func() durable.Queue[queuetest.Payload]) {
 				prefix := "trellis-test:" + t.Name() + ":" + uuid.NewString()
+				// A reopened queue is a restarted controller's: the old
+				// one gave the lease up as it stopped.
+				var last *redisqueue.Queue[queuetest.Payload]
 				open := func() durable.Queue[queuetest.Payload] {
+					if last != nil {
+						if err := last.Release(t.Context()); err != nil {
+							t.Fatal(err)
+						}
+					}
 					q, err := redisqueue.New[queuetest.Payload](client, prefix, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
+					last = q
 					return q
 				}
 				q := open()

@@ -9,10 +9,20 @@
 -- none, -1 to leave that as it was) and its qualifier index; the number of
 -- members (see record.go), and for each: record, qualifier index i, score;
 -- then the number of confirmations, and for each: seqNr, qualifier index i,
--- unix milliseconds.
+-- unix milliseconds; last, the epoch of the caller (0: a queue value that
+-- never loaded, unfenced).
+-- Refuses everything with the error "FENCED <epoch>" when the caller's
+-- epoch is not the queue's (another controller loaded it since).
 -- Returns 1 when the messages are stored (or there are none), 0 when they
 -- already were (the last one is current - 1), and -current otherwise; the
 -- confirmations are stored unless it returns -current.
+local epoch = ARGV[#ARGV]
+if epoch ~= '0' then
+  local now = redis.call('HGET', KEYS[1], 'incarnation') or '0'
+  if now ~= epoch then
+    return redis.error_reply('FENCED ' .. now)
+  end
+end
 local nq = #KEYS - 3
 local at = nq + 1
 local ns = tonumber(ARGV[at])
@@ -75,8 +85,14 @@ for k = 1, nc do
     if s > top then
       top = s
     end
-    -- A group goes when its last message is confirmed.
-    redis.call('ZREMRANGEBYSCORE', KEYS[3 + tonumber(ARGV[at + 1])], '-inf', seq)
+    -- A group goes when its last message is confirmed; a qualifier
+    -- (a worker, an entity) with nothing left goes too.
+    local key = KEYS[3 + tonumber(ARGV[at + 1])]
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', seq)
+    if qual ~= '' and redis.call('EXISTS', key) == 0 then
+      redis.call('SREM', KEYS[3], qual)
+      redis.call('HDEL', KEYS[2], qual)
+    end
   end
   at = at + 3
 end

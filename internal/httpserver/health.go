@@ -25,12 +25,11 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Readiness is what /readyz asks: the state store (Ping), the timer
-// scheduler (Ready) and, in a cluster, the membership (Cluster: nil when
-// there is none).
+// scheduler (Ready) and the application's own checks, if any.
 type Readiness struct {
-	Store   interface{ Ping(context.Context) error }
-	Timers  interface{ Ready(context.Context) error }
-	Cluster func(context.Context) error
+	Store  interface{ Ping(context.Context) error }
+	Timers interface{ Ready(context.Context) error }
+	Checks *Checks
 }
 
 // readyz answers 200 when the store answers a ping and the timer scheduler
@@ -53,11 +52,9 @@ func readyz(rd Readiness) http.HandlerFunc {
 			notReady(w, r, reason, err)
 			return
 		}
-		if rd.Cluster != nil {
-			if err := rd.Cluster(ctx); err != nil {
-				notReady(w, r, "this instance is not a member of the cluster yet", err)
-				return
-			}
+		if name, err := rd.Checks.Run(ctx); err != nil {
+			notReady(w, r, name+" is not ready", err)
+			return
 		}
 		w.Header().Set("Content-Type", api.ContentTypeJSON)
 		_, _ = w.Write(healthOK)

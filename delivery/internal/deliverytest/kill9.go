@@ -37,6 +37,10 @@ const (
 	kill9ModeEnv   = "TRELLIS_DELIVERY_KILL9_MODE" // "", "workpulling" or "sharding"
 )
 
+// kill9Lease is the queue's owner lease in the kill -9 tests: the
+// restarted child takes the queue over once the killed one's lapses.
+const kill9Lease = time.Second
+
 // Kill9Result is what RunKill9 saw: the durable state just after the kill,
 // how many jobs had been delivered then, and every delivery of both runs.
 type Kill9Result struct {
@@ -53,7 +57,7 @@ func RunKill9(t *testing.T, mode string, jobs int) Kill9Result {
 	client := testenv.Redis(t)
 	ctx := context.Background()
 	prefix := "trellis-test:kill9:" + uuid.NewString()
-	queue, err := redisqueue.New[Job](client, prefix, nil)
+	queue, err := redisqueue.New[Job](client, prefix, nil, redisqueue.WithLease(kill9Lease))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +109,13 @@ func RunKill9(t *testing.T, mode string, jobs int) Kill9Result {
 	if r.AtKill >= jobs {
 		t.Fatalf("the child delivered all %d jobs before it was killed: nothing tested", r.AtKill)
 	}
-	if r.State, err = queue.LoadState(ctx); err != nil {
+	// The killed child's lease lapses, then the test reads the queue as
+	// the child left it and gives the lease back for the second run.
+	testenv.Eventually(t, 10*kill9Lease, "the killed child's lease lapses", func() bool {
+		r.State, err = queue.LoadState(ctx)
+		return err == nil
+	})
+	if err := queue.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("killed after %d deliveries; stored: current %d, confirmed %d, %d unconfirmed",
@@ -159,7 +169,7 @@ func Kill9Child() int {
 	}
 	client := redis.NewClient(opts)
 	defer client.Close()
-	queue, err := redisqueue.New[Job](client, prefix, nil)
+	queue, err := redisqueue.New[Job](client, prefix, nil, redisqueue.WithLease(kill9Lease))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kill9 child:", err)
 		return 2
@@ -250,7 +260,7 @@ func kill9PatternChild(mode string) int {
 	}
 	client := redis.NewClient(opts)
 	defer client.Close()
-	queue, err := redisqueue.New[Job](client, prefix, nil)
+	queue, err := redisqueue.New[Job](client, prefix, nil, redisqueue.WithLease(kill9Lease))
 	if err != nil {
 		return fail(2, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/drain"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -52,6 +53,7 @@ const (
 	opLoad durableOp = iota + 1
 	opStoreSent
 	opStoreConfirmed
+	opRenew
 )
 
 // describe names a call for errors and logs: n is how many messages a
@@ -78,6 +80,8 @@ func (op durableOp) String() string {
 		return "store message sent"
 	case opStoreConfirmed:
 		return "store message confirmed"
+	case opRenew:
+		return "renew the lease"
 	}
 	return "unknown"
 }
@@ -90,8 +94,10 @@ type Msg[A any] struct {
 	seqNr   durable.SeqNr
 	state   durable.State[A]
 	err     error
-	timeout bool // the call's deadline passed
-	retry   bool // the backoff before another attempt has passed
+	timeout bool   // the call's deadline passed
+	retry   bool   // the backoff before another attempt has passed
+	tick    bool   // time to renew the lease
+	flush   func() // Drain's last stage: store the confirmations, then call it
 }
 
 type durableTimerKey struct {
@@ -125,21 +131,25 @@ type confirmation struct {
 // only on the controller's goroutine; T is the controller's message type,
 // to which wrap converts each Msg[A].
 type Calls[A, T any] struct {
-	q      durable.Queue[A]
-	batch  durable.BatchQueue[A] // q, when it takes batches; nil otherwise
-	id     string                // the producer id, for errors
-	s      Settings
-	log    *slog.Logger
-	self   runtime.Ref[T]
-	timers *runtime.Timers[T]
-	clock  clockwork.Clock
-	wrap   func(Msg[A]) T
-	jobs   chan func() // loads and stores
-	cjobs  chan func() // confirmations, so that they never hold up a store
-	base   context.Context
-	cancel context.CancelFunc
+	q     durable.Queue[A]
+	batch durable.BatchQueue[A] // q, when it takes batches; nil otherwise
+	owned durable.Owned         // q, when it is owned by a lease; nil otherwise
+	// standby is set while another controller owns the queue: the load is
+	// tried again when its lease would lapse.
+	standby bool
+	id      string // the producer id, for errors
+	s       Settings
+	log     *slog.Logger
+	self    runtime.Ref[T]
+	timers  *runtime.Timers[T]
+	clock   clockwork.Clock
+	wrap    func(Msg[A]) T
+	jobs    chan func() // loads and stores
+	cjobs   chan func() // confirmations, so that they never hold up a store
+	base    context.Context
+	cancel  context.CancelFunc
 
-	load, sent, confirm durableCall
+	load, sent, confirm, renew durableCall
 	// toStore are the messages given to storeSent and not yet stored,
 	// oldest first; the call of sent stores the first sent.n of them.
 	toStore      ring.Ring[durable.MessageSent[A]]
@@ -147,6 +157,8 @@ type Calls[A, T any] struct {
 	confirmQ     string                          // the qualifier of the confirmation in flight
 	confirms     map[string]*confirmation
 	confirmQueue ring.Ring[string] // qualifiers with a confirmation to store, oldest first
+	flushes      []func()          // Drain's, waiting for every confirmation to be stored
+	undrain      func()            // leaves Drain's last stage
 }
 
 // Start starts the client of a controller whose Started signal
@@ -163,6 +175,9 @@ func Start[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s S
 		confirms: make(map[string]*confirmation),
 	}
 	d.batch, _ = q.(durable.BatchQueue[A])
+	d.owned, _ = q.(durable.Owned)
+	self := d.self
+	d.undrain = drain.Register(ctx.System(), drain.Queues, func(done func()) { self.Tell(wrap(Msg[A]{flush: done})) })
 	for _, jobs := range []chan func(){d.jobs, d.cjobs} {
 		go func() {
 			for job := range jobs {
@@ -173,11 +188,14 @@ func Start[A, T any](ctx *runtime.Context[T], q durable.Queue[A], id string, s S
 	return d
 }
 
-// Stop aborts the calls in flight and ends the goroutines.
+// Stop aborts the calls in flight, ends the goroutines and releases the
+// lease of an owned queue.
 func (d *Calls[A, T]) Stop() {
+	d.LeaveDrain()
 	d.cancel()
 	close(d.jobs)
 	close(d.cjobs)
+	d.release()
 }
 
 // call runs f on the queue's goroutine with a context that the controller
@@ -187,7 +205,7 @@ func (d *Calls[A, T]) call(c *durableCall, op durableOp, f func(ctx context.Cont
 	c.cancel = cancel
 	attempt, seqNr, n, self, wrap := c.attempt, c.seqNr, c.n, d.self, d.wrap
 	jobs := d.jobs
-	if op == opStoreConfirmed {
+	if op == opStoreConfirmed || op == opRenew {
 		jobs = d.cjobs
 	}
 	jobs <- func() {
@@ -394,9 +412,29 @@ func (d *Calls[A, T]) requeueConfirm() {
 
 // Handle takes the outcome of a call, its deadline or its backoff, and
 // says what it means to the controller.
-func (d *Calls[A, T]) Handle(m Msg[A]) Outcome[A] {
+func (d *Calls[A, T]) Handle(m Msg[A]) (out Outcome[A]) {
+	if m.flush != nil {
+		d.flush(m.flush)
+		return Outcome[A]{}
+	}
+	defer func() {
+		if out.Err != nil {
+			d.LeaveDrain() // the controller fails
+		} else {
+			d.checkFlushed()
+		}
+	}()
 	var c *durableCall
+	if m.tick {
+		if d.renew.cancel == nil {
+			d.renew.attempt++
+			d.issueRenew()
+		}
+		return Outcome[A]{}
+	}
 	switch m.op {
+	case opRenew:
+		c = &d.renew
 	case opLoad:
 		c = &d.load
 	case opStoreSent:
@@ -431,7 +469,10 @@ func (d *Calls[A, T]) Handle(m Msg[A]) Outcome[A] {
 	}
 	switch m.op {
 	case opLoad:
+		d.loaded()
 		return Outcome[A]{Loaded: &m.state}
+	case opRenew:
+		return Outcome[A]{}
 	case opStoreSent:
 		return Outcome[A]{Stored: d.stored()}
 	default:
@@ -451,6 +492,17 @@ func (d *Calls[A, T]) failed(c *durableCall, m Msg[A]) error {
 	s := d.s
 	if errors.Is(m.err, ErrQueuePanicked) {
 		return fmt.Errorf("durable queue of producer %q: %w", d.id, m.err) // a bug, not an outage: no retry
+	}
+	if errors.Is(m.err, durable.ErrFenced) {
+		return fmt.Errorf("durable queue of producer %q: %s: %w: this controller is deposed", d.id, m.op.describe(c.seqNr, c.n), m.err)
+	}
+	if owned := (*durable.OwnedError)(nil); m.op == opLoad && errors.As(m.err, &owned) {
+		d.standBy(owned)
+		return nil
+	}
+	if m.op == opRenew {
+		d.log.Warn("durable queue: renewing the lease failed; will retry", "err", m.err)
+		return nil
 	}
 	if m.op == opStoreConfirmed {
 		d.log.Warn("durable queue: storing a confirmation failed; will retry", "seqNr", c.seqNr, "qualifier", d.confirmQ, "err", m.err)
@@ -484,6 +536,8 @@ func (d *Calls[A, T]) retry(op durableOp) {
 		d.issueStoreSent()
 	case opStoreConfirmed:
 		d.issueStoreConfirmed()
+	case opRenew:
+		d.issueRenew()
 	}
 }
 

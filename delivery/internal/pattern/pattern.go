@@ -104,6 +104,9 @@ func (f *Controller[A, C, N]) Fail(err error) {
 		return
 	}
 	f.Failed = true
+	if f.Dq != nil {
+		f.Dq.LeaveDrain() // it takes no more messages
+	}
 	f.Log.Error(f.kind+" producer controller failed", "err", err)
 	_ = f.Ctx.Stop(f.self)
 }
