@@ -56,6 +56,9 @@ type Stats struct {
 	// DueWithin1m is the number due (or whose lease expires) within a
 	// minute from now, those already due included.
 	DueWithin1m int
+	// DeadLetters is the number of dead letters kept (not counted in
+	// Active nor toward Limit).
+	DeadLetters int
 }
 
 // listQuery is a validated ListQuery.
