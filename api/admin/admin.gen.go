@@ -473,6 +473,15 @@ type ListTimersParams struct {
 	// Upcoming Keeps only the timers that will run within this duration from now, those already due included. A positive Go duration: a number and a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), possibly several, such as `90s`, `15m`, `2h` or `1h30m`.
 	Upcoming string `form:"upcoming,omitempty" json:"upcoming,omitempty,omitzero"`
 
+	// ComponentId Keeps the timers whose call goes to this component (exact match).
+	ComponentId string `form:"componentId,omitempty" json:"componentId,omitempty,omitzero"`
+
+	// Method Keeps the timers whose call runs this method of its component (exact match).
+	Method string `form:"method,omitempty" json:"method,omitempty,omitzero"`
+
+	// EntityId Keeps the timers whose call addresses this entity (exact match), such as every timer of cart 42.
+	EntityId string `form:"entityId,omitempty" json:"entityId,omitempty,omitzero"`
+
 	// Limit The most timers in the page, from 1 to 1,000 (default 100).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -805,6 +814,45 @@ func (siw *ServerInterfaceWrapper) ListTimers(w http.ResponseWriter, r *http.Req
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "upcoming"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "upcoming", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "componentId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "componentId", r.URL.Query(), &params.ComponentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "componentId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "componentId", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "method" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method", r.URL.Query(), &params.Method, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "method"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "method", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entityId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entityId", r.URL.Query(), &params.EntityId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entityId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
 		}
 		return
 	}
