@@ -192,6 +192,11 @@ function listQuery() {
   const name = $("f-name").value;
   const upcoming = $("f-upcoming").value.trim();
   if (name) q.set("name", name);
+  // The call filters match exactly: componentId, method and entityId.
+  for (const [id, param] of [["f-component", "componentId"], ["f-method", "method"], ["f-entity", "entityId"]]) {
+    const v = $(id).value.trim();
+    if (v) q.set(param, v);
+  }
   if ($("f-failing").checked) q.set("failing", "true");
   if (upcoming) q.set("upcoming", upcoming);
   q.set("limit", $("f-limit").value);
