@@ -16,21 +16,6 @@ import (
 // deadLetterPath is the path of the dead letter called name, escaped.
 func deadLetterPath(name string) string { return "/admin/dead-letters/" + url.PathEscape(name) }
 
-// killTimer creates a timer with one retry whose call always fails, and
-// moves the service's fake clock until it gave up and is a dead letter.
-func killTimer(t *testing.T, ts *trellistest.Service, name string) {
-	t.Helper()
-	sched := ts.Host().Timers
-	// Past each due time by more than the store's millisecond rounding.
-	ts.Clock.Advance(2 * time.Second)
-	waitFailing(t, ts, name)
-	ts.Clock.Advance(timers.Backoff(1) + time.Second)
-	trellistest.Eventually(t, 10*time.Second, "timer "+name+" a dead letter", func() bool {
-		_, err := sched.GetDeadLetter(context.Background(), name)
-		return err == nil
-	})
-}
-
 // TestAdminDeadLetters: a timer that gave up is listed, read, counted,
 // retried (refused while an active timer has its name) and deleted
 // through the admin routes, on both stores.
@@ -39,11 +24,8 @@ func TestAdminDeadLetters(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			ts := fixture.Start(t, fixture.AdminToken, sc.Opts(t)...)
 			sched := ts.Host().Timers
-			call := fixture.Call(t, true, "d-1")
-			if _, err := sched.Create(t.Context(), "dead/1", time.Second, call, timers.WithMaxRetries(1)); err != nil {
-				t.Fatal(err)
-			}
-			killTimer(t, ts, "dead/1")
+			call := fixture.Call(t, true, "dead/1")
+			fixture.GiveUp(t, ts, "dead/1")
 
 			resp := fixture.Admin(t, ts, http.MethodGet, "/admin/dead-letters")
 			var page admin.DeadLetterPage
@@ -87,7 +69,13 @@ func TestAdminDeadLetters(t *testing.T) {
 			}
 
 			// It fails again, twice: a dead letter again, then deleted.
-			killTimer(t, ts, "dead/1")
+			ts.Clock.Advance(2 * time.Second)
+			waitFailing(t, ts, "dead/1")
+			ts.Clock.Advance(timers.Backoff(1) + time.Second)
+			trellistest.Eventually(t, 10*time.Second, "dead/1 a dead letter again", func() bool {
+				_, err := sched.GetDeadLetter(context.Background(), "dead/1")
+				return err == nil
+			})
 			for range 2 {
 				if resp := fixture.Admin(t, ts, http.MethodDelete, deadLetterPath("dead/1")); resp.Status != http.StatusNoContent {
 					t.Errorf("DELETE: %d %s, want 204", resp.Status, resp.Body)
