@@ -96,6 +96,11 @@ type Config struct {
 	// (TRELLIS_CLUSTER_LEASE, -cluster-lease; default 10 s, at least 1 s;
 	// see internal/cluster).
 	ClusterLease time.Duration
+	// TimerDeadLetterRetention is how long a timer whose retries ran out
+	// is kept as a dead letter, to be listed, retried or deleted through
+	// the admin API, before it is pruned (TRELLIS_TIMER_DEAD_LETTER_RETENTION,
+	// -timer-dead-letter-retention; default 168h, positive).
+	TimerDeadLetterRetention time.Duration
 }
 
 // The cluster's listen address by default, and the value that turns the
@@ -130,6 +135,8 @@ const (
 	EnvClusterAddr          = "TRELLIS_CLUSTER_ADDR"
 	EnvClusterAdvertiseAddr = "TRELLIS_CLUSTER_ADVERTISE_ADDR"
 	EnvClusterLease         = "TRELLIS_CLUSTER_LEASE"
+	// EnvTimerDeadLetterRetention is Config.TimerDeadLetterRetention.
+	EnvTimerDeadLetterRetention = "TRELLIS_TIMER_DEAD_LETTER_RETENTION"
 	// EnvClusterSecret is the secret the instances of a cluster sign
 	// their messages to each other with; it has no flag (flags show in ps).
 	EnvClusterSecret = peer.EnvSecret

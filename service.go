@@ -299,7 +299,7 @@ func openTimers(h *Host, o options) error {
 	} else {
 		store = timers.NewMemoryStore(o.clock)
 	}
-	sched, err := timers.New(store, h.Client, timers.Config{Logger: h.Logger})
+	sched, err := timers.New(store, h.Client, timers.Config{Logger: h.Logger, DeadLetterRetention: h.Config.TimerDeadLetterRetention})
 	if err != nil {
 		return fmt.Errorf("trellis: timer scheduler: %w", err)
 	}

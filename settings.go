@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
+	"github.com/trellis-go/trellis/timers"
 )
 
 // settings is every field of Config, each with its name, its variable and
@@ -97,6 +98,12 @@ var settings = []setting{
 			usage: "how long a member stays one without renewing: a killed instance's entities are served again after about this"},
 		def: cluster.DefaultLease, at: func(c *Config) *time.Duration { return &c.ClusterLease },
 		parse: parseDuration, format: time.Duration.String, rule: checkLease,
+	},
+	field[time.Duration]{
+		about: about{name: "TimerDeadLetterRetention", env: EnvTimerDeadLetterRetention, flag: "timer-dead-letter-retention",
+			usage: "how long a timer that gave up is kept as a dead letter, to be retried or deleted"},
+		def: timers.DefaultDeadLetterRetention, at: func(c *Config) *time.Duration { return &c.TimerDeadLetterRetention },
+		parse: parseDuration, format: time.Duration.String, rule: positive[time.Duration],
 	},
 }
 

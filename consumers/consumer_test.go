@@ -97,7 +97,7 @@ func testPoisonChange(t *testing.T, ts *trellistest.Service, rec *recorder) {
 		ts.Clock.Advance(wait)
 	}
 	ts.WaitConsumers(t) // the change is a dead letter: handled
-	var dead []adminapi.DeadLetter
+	var dead []adminapi.ConsumerDeadLetter
 	adminCall(t, ts, http.MethodGet, "/admin/consumers/counter-log/dead-letters", http.StatusOK).JSON(t, &dead)
 	if len(dead) != 1 {
 		t.Fatalf("dead letters %+v, want bad's", dead)

@@ -52,6 +52,9 @@ type Config struct {
 	// wake-up published by another instance can be lost while the pub/sub
 	// connection reconnects, and a wiped store must be noticed while idle.
 	IdleCheck time.Duration
+	// DeadLetterRetention is how long a timer that gave up is kept as a
+	// dead letter (default 7 days); older ones are pruned.
+	DeadLetterRetention time.Duration
 	// Logger receives the scheduler's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -77,6 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleCheck == 0 {
 		c.IdleCheck = DefaultIdleCheck
 	}
+	if c.DeadLetterRetention == 0 {
+		c.DeadLetterRetention = DefaultDeadLetterRetention
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -91,6 +97,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("timers config: Lease %v is not in (0, %v]", c.Lease, MaxLease)
 	case c.CallTimeout <= 0 || c.CallTimeout >= c.Lease:
 		return c, fmt.Errorf("timers config: CallTimeout %v must be positive and shorter than Lease %v", c.CallTimeout, c.Lease)
+	case c.DeadLetterRetention < 0:
+		return c, fmt.Errorf("timers config: negative DeadLetterRetention %v", c.DeadLetterRetention)
 	case c.IdleCheck < 0:
 		return c, fmt.Errorf("timers config: negative IdleCheck %v", c.IdleCheck)
 	}

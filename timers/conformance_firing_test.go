@@ -45,7 +45,7 @@ func firingCases() []conformanceCase {
 		},
 		{
 			name:     "BackoffUntilGivenUp",
-			property: "a failing call is retried after 3, 6, 12, 24, then 30 s; with maxRetries 5 it is removed after the 6th failed call, keeping attempts and last error until then",
+			property: "a failing call is retried after 3, 6, 12, 24, then 30 s; with maxRetries 5 it leaves the active timers (for the dead letters) after the 6th failed call, keeping attempts and last error until then",
 			run: func(t *testing.T, e *env) {
 				e.rec.handle = func(context.Context, components.DeferredCall) error { return components.Errorf("not yet") }
 				s := e.start(t)

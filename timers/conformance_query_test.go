@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/components"
 )
 
 // queryCases: the admin queries (List with filters and cursors, Stats).
@@ -33,6 +35,56 @@ func queryCases() []conformanceCase {
 				p, err := s.List(t.Context(), ListQuery{})
 				if err != nil || len(p.Timers) != DefaultListLimit || p.NextCursor == "" {
 					t.Errorf("default page: %d timers, cursor %q, %v", len(p.Timers), p.NextCursor, err)
+				}
+			},
+		},
+		{
+			name:     "ListFiltersByCall",
+			property: "List filters by component, method and entity (exact), combined with each other, the name filter and the cursor",
+			run: func(t *testing.T, e *env) {
+				s := e.scheduler(t)
+				calls := map[string]components.DeferredCall{
+					"cart-42-expire":  {ComponentID: "cart", Method: "expire", EntityID: "42", Argument: []byte(`1`)},
+					"cart-42-remind":  {ComponentID: "cart", Method: "remind", EntityID: "42", Argument: []byte(`1`)},
+					"cart-420-expire": {ComponentID: "cart", Method: "expire", EntityID: "420", Argument: []byte(`1`)},
+					"order-42-expire": {ComponentID: "order", Method: "expire", EntityID: "42", Argument: []byte(`1`)},
+					"report":          {ComponentID: "reports", Method: "expire", Argument: []byte(`1`)},
+				}
+				i := 0
+				for name, c := range calls {
+					i++
+					mustCreate(t, s, name, time.Duration(i)*time.Second, c)
+				}
+				for _, tt := range []struct {
+					q    ListQuery
+					want []string
+				}{
+					{ListQuery{ComponentID: "cart"}, []string{"cart-42-expire", "cart-42-remind", "cart-420-expire"}},
+					{ListQuery{ComponentID: "cart", EntityID: "42"}, []string{"cart-42-expire", "cart-42-remind"}},
+					{ListQuery{EntityID: "42"}, []string{"cart-42-expire", "cart-42-remind", "order-42-expire"}},
+					{ListQuery{Method: "expire", EntityID: "42"}, []string{"cart-42-expire", "order-42-expire"}},
+					{ListQuery{Method: "expire", NameContains: "rep"}, []string{"report"}},
+					{ListQuery{ComponentID: "car"}, nil},
+					{ListQuery{ComponentID: "cart", Limit: 1}, []string{"cart-42-expire", "cart-42-remind", "cart-420-expire"}},
+				} {
+					var got []string
+					q := tt.q
+					for pages := 0; ; pages++ {
+						p, err := s.List(t.Context(), q)
+						if err != nil || pages > 10 {
+							t.Fatalf("List(%+v): %v after %d pages", q, err, pages)
+						}
+						for _, tm := range p.Timers {
+							got = append(got, tm.Name)
+						}
+						if q.Cursor = p.NextCursor; q.Cursor == "" {
+							break
+						}
+					}
+					slices.Sort(got)
+					if !slices.Equal(got, tt.want) {
+						t.Errorf("List(%+v) = %v, want %v", tt.q, got, tt.want)
+					}
 				}
 			},
 		},

@@ -35,10 +35,10 @@
 //     A failed call — an error effect, a panic, an unknown component or
 //     method, an argument that no longer decodes, a timeout — is retried
 //     after 3 s, 6 s, 12 s, 24 s, then every 30 s ([Backoff]). With
-//     maxRetries n > 0 the timer is removed (logged at error level,
-//     counted in trellis_timers_given_up_total) when call 1+n fails; 0
-//     retries forever. The attempt count and the last error stay with
-//     the timer.
+//     maxRetries n > 0 the timer gives up when call 1+n fails: it leaves
+//     the active timers for the dead letters (logged at error level,
+//     counted in trellis_timers_given_up_total); 0 retries forever. The
+//     attempt count and the last error stay with the timer.
 //   - Never early: due-ness is decided by the store on one clock — Redis
 //     TIME in the Redis store, read inside the scripts (on a cluster, the
 //     TIME of the master that holds the timer's partition, the same one
@@ -53,6 +53,20 @@
 //     spans the partitions: exact for creates that do not race, and
 //     creates of new names racing in different partitions can overshoot
 //     by their number minus one (see [RedisStore]).
+//
+// # Dead letters
+//
+// A timer that gave up is kept as a [DeadLetter], by name, with its call,
+// payload, attempts, last error and the time it died, for
+// Config.DeadLetterRetention (7 days by default). Dead letters are not
+// active timers: they do not run, and do not count toward MaxActive.
+// [Scheduler.ListDeadLetters] pages through them (oldest death first),
+// [Scheduler.RetryDeadLetter] makes one an active timer again, due now
+// with fresh retries (refused while an active timer has the name, or at
+// the limit), and [Scheduler.DeleteDeadLetter] removes one. The running
+// loop prunes the expired ones, a bounded batch per pass, once a minute
+// (at once again while a pass found a full batch). Stats.DeadLetters and
+// the trellis_timers_dead_letters gauge count them.
 //
 // # Several instances: claims, leases, generations
 //

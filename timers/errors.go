@@ -22,6 +22,9 @@ var (
 	ErrInvalidQuery = errors.New("invalid timer query")
 	// ErrStoreWiped is wrapped by *WipedError.
 	ErrStoreWiped = errors.New("timer store was wiped")
+	// ErrNameTaken: a dead letter cannot be retried while an active timer
+	// has its name (RetryDeadLetter); delete or wait for that timer first.
+	ErrNameTaken = errors.New("an active timer has the name")
 	// ErrNotStarted: Ready was asked of a scheduler that is not running.
 	ErrNotStarted = errors.New("timer scheduler is not running")
 )

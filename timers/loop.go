@@ -139,7 +139,11 @@ func (l *loop) run() {
 	clk := l.s.clk
 	var errBackoff time.Duration
 	var lastErrLog time.Time
+	var nextPrune time.Time
 	for !l.stopping() {
+		if !clk.Now().Before(nextPrune) {
+			nextPrune = l.prune(clk.Now())
+		}
 		free := l.cfg.Workers - int(l.inFlight.Load())
 		if free <= 0 {
 			select {
@@ -207,6 +211,22 @@ func (l *loop) run() {
 			timer.Stop()
 		}
 	}
+}
+
+// prune removes expired dead letters, a bounded batch, and returns when
+// to prune next: at once while there may be more, else deadPruneEvery
+// later (and after a store error, so that an outage is not hammered).
+func (l *loop) prune(now time.Time) time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	more, err := l.s.pruneDead(ctx)
+	cancel()
+	if err != nil {
+		l.s.log.Warn("timers: pruning dead letters failed; trying again later", "err", err)
+	}
+	if more {
+		return now
+	}
+	return now.Add(deadPruneEvery)
 }
 
 // armTimer arms a timer for wait, meant to fire at wake. When the clock has

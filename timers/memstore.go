@@ -26,6 +26,7 @@ type MemoryStore struct {
 	gen    uint64 // the last generation handed out
 	byName map[string]*memTimer
 	queue  memQueue // every timer, by (score, name)
+	dead   map[string]DeadLetter
 	subs   map[int]func()
 	nextID int
 }
@@ -45,7 +46,7 @@ func NewMemoryStore(clock clockwork.Clock) *MemoryStore {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	return &MemoryStore{clk: clock, byName: make(map[string]*memTimer), subs: make(map[int]func())}
+	return &MemoryStore{clk: clock, byName: make(map[string]*memTimer), dead: make(map[string]DeadLetter), subs: make(map[int]func())}
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -60,6 +61,12 @@ func (s *MemoryStore) ping(ctx context.Context) error         { return ctx.Err()
 func (m *memTimer) position() position { return position{m.score, m.t.Name} }
 
 func (s *MemoryStore) create(ctx context.Context, r createRequest) (Timer, error) {
+	return s.createIf(ctx, r, nil)
+}
+
+// createIf is create, which first runs check (when not nil) under the
+// store's lock: an error of check refuses the create.
+func (s *MemoryStore) createIf(ctx context.Context, r createRequest, check func() error) (Timer, error) {
 	if err := ctx.Err(); err != nil {
 		return Timer{}, err
 	}
@@ -75,6 +82,12 @@ func (s *MemoryStore) create(ctx context.Context, r createRequest) (Timer, error
 		n := len(s.byName)
 		s.mu.Unlock()
 		return Timer{}, &LimitError{Limit: LimitActive, Value: n, Max: r.maxActive}
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			s.mu.Unlock()
+			return Timer{}, err
+		}
 	}
 	first, any := s.queue.first()
 	s.gen++
@@ -178,7 +191,7 @@ func (s *MemoryStore) stats(ctx context.Context) (storeStats, error) {
 	horizon := floorMs(s.clk.Now()) + time.Minute.Milliseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := storeStats{active: len(s.byName)}
+	st := storeStats{active: len(s.byName), dead: len(s.dead)}
 	for _, m := range s.queue {
 		if m.t.Failing() {
 			st.failing++
@@ -261,6 +274,9 @@ func (s *MemoryStore) fail(ctx context.Context, fs []failure) ([]failOutcome, er
 		case !cur:
 			out[i] = failStale
 		case f.giveUp:
+			d := DeadLetter{Timer: m.t, DiedAt: time.UnixMilli(nowMs)}
+			d.LastError = truncateError(f.err)
+			s.dead[f.firing.Name] = d
 			s.removeLocked(f.firing.Name)
 			out[i] = failGaveUp
 		default:

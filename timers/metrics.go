@@ -9,7 +9,7 @@ import (
 
 // metrics are the scheduler's Prometheus series. Counters and histograms
 // are this instance's; the store-wide gauges (active, failing, due within a
-// minute) are read from the store at scrape time, so every instance reports
+// minute, dead letters) are read from the store at scrape time, so every instance reports
 // the same store-wide values and no instance has to keep them in step.
 type metrics struct {
 	s *Scheduler
@@ -18,13 +18,15 @@ type metrics struct {
 	fired            *prometheus.CounterVec
 	retries          prometheus.Counter
 	givenUp          prometheus.Counter
+	deadRetried      prometheus.Counter
+	deadPruned       prometheus.Counter
 	leaseExpired     prometheus.Counter
 	lateness         prometheus.Histogram
 	callDuration     *prometheus.HistogramVec
 	inFlight         prometheus.Gauge
 	wiped            prometheus.Gauge
 
-	active, failing, limit, dueSoon, storeUp *prometheus.Desc
+	active, failing, limit, dueSoon, dead, storeUp *prometheus.Desc
 }
 
 const ns, sub = "trellis", "timers"
@@ -45,7 +47,11 @@ func newMetrics(s *Scheduler) *metrics {
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total",
 			Help: "Failed timer calls rescheduled with backoff."}),
 		givenUp: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "given_up_total",
-			Help: "Timers removed after their last allowed retry failed."}),
+			Help: "Timers moved to the dead letters after their last allowed retry failed."}),
+		deadRetried: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letters_retried_total",
+			Help: "Dead letters run again (made active timers) through this instance."}),
+		deadPruned: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "dead_letters_pruned_total",
+			Help: "Dead letters this instance removed once their retention passed."}),
 		leaseExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "lease_expired_runs_total",
 			Help: "Timer calls this instance started because the lease of the timer's previous call expired with no outcome " +
 				"(its instance died, stalled or could not reach the store): each may repeat a call that ran."}),
@@ -63,12 +69,13 @@ func newMetrics(s *Scheduler) *metrics {
 		failing: desc("failing", "Timers in the store whose last call failed."),
 		limit:   desc("limit", "The configured maximum of active timers."),
 		dueSoon: desc("due_within_1m", "Timers due within the next minute, those overdue included."),
+		dead:    desc("dead_letters", "Timers that gave up, kept as dead letters (not counted toward the limit)."),
 		storeUp: desc("store_up", "1 when the store answered this scrape's query for the gauges."),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.created, m.deleted, m.fired, m.retries, m.givenUp, m.leaseExpired, m.lateness,
+	return []prometheus.Collector{m.created, m.deleted, m.fired, m.retries, m.givenUp, m.deadRetried, m.deadPruned, m.leaseExpired, m.lateness,
 		m.callDuration, m.inFlight, m.wiped}
 }
 
@@ -77,7 +84,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{m.active, m.failing, m.limit, m.dueSoon, m.storeUp} {
+	for _, d := range []*prometheus.Desc{m.active, m.failing, m.limit, m.dueSoon, m.dead, m.storeUp} {
 		ch <- d
 	}
 }
@@ -104,4 +111,5 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.active, prometheus.GaugeValue, float64(st.active))
 	ch <- prometheus.MustNewConstMetric(m.failing, prometheus.GaugeValue, float64(st.failing))
 	ch <- prometheus.MustNewConstMetric(m.dueSoon, prometheus.GaugeValue, float64(st.dueWithin1m))
+	ch <- prometheus.MustNewConstMetric(m.dead, prometheus.GaugeValue, float64(st.dead))
 }

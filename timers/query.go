@@ -20,6 +20,10 @@ type ListQuery struct {
 	NameContains string
 	// Failing keeps only timers whose last call failed.
 	Failing bool
+	// ComponentID, Method and EntityID, when not "", keep the timers
+	// whose call goes to that component, runs that method, or addresses
+	// that entity (exact matches).
+	ComponentID, Method, EntityID string
 	// Upcoming, when positive, keeps only timers that will run within it
 	// from now (due, or with an expired lease, by then).
 	Upcoming time.Duration
@@ -56,14 +60,19 @@ type Stats struct {
 	// DueWithin1m is the number due (or whose lease expires) within a
 	// minute from now, those already due included.
 	DueWithin1m int
+	// DeadLetters is the number of dead letters kept (not counted in
+	// Active nor toward Limit).
+	DeadLetters int
 }
 
 // listQuery is a validated ListQuery.
 type listQuery struct {
 	nameContains string
 	failing      bool
-	upcoming     time.Duration
-	limit        int
+	// component, method and entity are ListQuery's call filters.
+	component, method, entity string
+	upcoming                  time.Duration
+	limit                     int
 	// after is the cursor's position: list what sorts after it.
 	after    position
 	hasAfter bool
@@ -109,7 +118,8 @@ func decodeCursor(c string) (position, error) {
 }
 
 func (q ListQuery) validate() (listQuery, error) {
-	lq := listQuery{nameContains: q.NameContains, failing: q.Failing, upcoming: q.Upcoming, limit: q.Limit}
+	lq := listQuery{nameContains: q.NameContains, failing: q.Failing, upcoming: q.Upcoming, limit: q.Limit,
+		component: q.ComponentID, method: q.Method, entity: q.EntityID}
 	switch {
 	case q.Limit < 0 || q.Limit > MaxListLimit:
 		return lq, fmt.Errorf("%w: limit %d is not in [1, %d]", ErrInvalidQuery, q.Limit, MaxListLimit)
@@ -135,4 +145,9 @@ func (q listQuery) matchesName(name string) bool {
 	return q.nameContains == "" || strings.Contains(name, q.nameContains)
 }
 
-func (q listQuery) matchesTimer(t Timer) bool { return !q.failing || t.Failing() }
+func (q listQuery) matchesTimer(t Timer) bool {
+	return (!q.failing || t.Failing()) &&
+		(q.component == "" || t.Call.ComponentID == q.component) &&
+		(q.method == "" || t.Call.Method == q.method) &&
+		(q.entity == "" || t.Call.EntityID == q.entity)
+}

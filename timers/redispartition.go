@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -27,6 +28,12 @@ type partition struct {
 	// KEYS[2] the data hash, KEYS[3] the failing set, KEYS[4] the state
 	// hash.
 	keys []string
+	// withDead is keys and then KEYS[5] the dead-letter hash, KEYS[6] the
+	// dead letters' sorted set by time of death: what the scripts that
+	// settle, count or prune get.
+	withDead []string
+	// dead and deadAt are the dead-letter hash and sorted set.
+	dead, deadAt string
 	// gen is the partition's generation counter and marker its wipe marker.
 	gen, marker string
 }
@@ -35,7 +42,9 @@ func newPartitions(keys keyspace.Space) []partition {
 	ps := make([]partition, redisPartitions)
 	for i, tag := range partitionTags {
 		k := func(name string) string { return keys.Tagged("timers", tag, name) }
-		ps[i] = partition{keys: []string{k("due"), k("data"), k("failing"), k("state")}, gen: k("generation"), marker: k("marker")}
+		keys := []string{k("due"), k("data"), k("failing"), k("state")}
+		ps[i] = partition{keys: keys, dead: k("dead"), deadAt: k("deadat"), gen: k("generation"), marker: k("marker")}
+		ps[i].withDead = append(slices.Clip(keys), ps[i].dead, ps[i].deadAt)
 	}
 	return ps
 }

@@ -82,9 +82,32 @@ func (s *RedisStore) list(ctx context.Context, q listQuery) (_ Page, err error) 
 		}
 		maxScore = strconv.FormatInt(now+durMs(q.upcoming), 10)
 	}
-	streams := make([]*stream, len(s.parts))
+	keys := make([]string, len(s.parts))
 	for i, p := range s.parts {
-		streams[i] = &stream{key: p.keys[0], from: q.after.score, hasFrom: q.hasAfter}
+		keys[i] = p.keys[0]
+	}
+	timers, next, err := walkSets(ctx, s, keys, maxScore, q, func(names []string) ([]*Timer, error) {
+		ts, err := s.fetch(ctx, names, q.failing)
+		for i, t := range ts {
+			if t != nil && !q.matchesTimer(*t) {
+				ts[i] = nil
+			}
+		}
+		return ts, err
+	})
+	return Page{Timers: timers, NextCursor: next}, err
+}
+
+// walkSets is one page of a merged walk over the sorted sets keys (one per
+// partition, each in (score, name) order) up to maxScore, from q's cursor,
+// keeping the names q matches: fetch reads a batch of them, nil where one
+// is gone or does not match. It returns the page and the next cursor.
+func walkSets[T any](ctx context.Context, s *RedisStore, keys []string, maxScore string, q listQuery,
+	fetch func(names []string) ([]*T, error),
+) ([]T, string, error) {
+	streams := make([]*stream, len(keys))
+	for i, k := range keys {
+		streams[i] = &stream{key: k, from: q.after.score, hasFrom: q.hasAfter}
 	}
 	chunk := min(listChunk, max(16, 2*q.limit/len(streams)))
 	// refill reads the next chunk of every stream that ran dry, at once.
@@ -103,7 +126,7 @@ func (s *RedisStore) list(ctx context.Context, q listQuery) (_ Page, err error) 
 			return nil
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("ZRANGE of the due sets: %w", err)
+			return fmt.Errorf("ZRANGE of %s…: %w", keys[0], err)
 		}
 		for st, cmd := range reads {
 			st.take(cmd.Val(), chunk)
@@ -111,27 +134,28 @@ func (s *RedisStore) list(ctx context.Context, q listQuery) (_ Page, err error) 
 		return nil
 	}
 
-	var page Page
+	var page []T
+	var next string
 	var pending []position // matching names whose records are not read yet
-	// flush reads the pending timers and adds those that match; it
+	// flush reads the pending items and adds those that match; it
 	// reports whether the page is full, with its cursor set.
 	flush := func(more bool) (bool, error) {
 		names := make([]string, len(pending))
 		for i, p := range pending {
 			names[i] = p.name
 		}
-		timers, err := s.fetch(ctx, names, q.failing)
+		items, err := fetch(names)
 		if err != nil {
 			return false, err
 		}
-		for i, t := range timers {
-			if t == nil || !q.matchesTimer(*t) {
+		for i, it := range items {
+			if it == nil {
 				continue
 			}
-			page.Timers = append(page.Timers, *t)
-			if len(page.Timers) == q.limit {
-				if more || i < len(timers)-1 {
-					page.NextCursor = encodeCursor(pending[i])
+			page = append(page, *it)
+			if len(page) == q.limit {
+				if more || i < len(items)-1 {
+					next = encodeCursor(pending[i])
 				}
 				pending = pending[:0]
 				return true, nil
@@ -145,36 +169,35 @@ func (s *RedisStore) list(ctx context.Context, q listQuery) (_ Page, err error) 
 	var last position
 	for examined := 0; examined < budget; examined++ {
 		if err := refill(); err != nil {
-			return Page{}, err
+			return nil, "", err
 		}
-		var next *stream
+		var st *stream
 		var p position
-		for _, st := range streams {
-			if h, ok := st.head(); ok && (next == nil || h.less(p)) {
-				next, p = st, h
+		for _, cand := range streams {
+			if h, ok := cand.head(); ok && (st == nil || h.less(p)) {
+				st, p = cand, h
 			}
 		}
-		if next == nil {
+		if st == nil {
 			_, err := flush(false) // the end of every partition
-			return page, err
+			return page, next, err
 		}
-		next.buf = next.buf[1:]
+		st.buf = st.buf[1:]
 		last = p
 		if (q.hasAfter && !q.after.less(p)) || !q.matchesName(p.name) {
 			continue
 		}
 		pending = append(pending, p)
-		if len(pending) >= max(q.limit-len(page.Timers), 64) {
+		if len(pending) >= max(q.limit-len(page), 64) {
 			if full, err := flush(true); full || err != nil {
-				return page, err
+				return page, next, err
 			}
 		}
 	}
 	if full, err := flush(true); full || err != nil {
-		return page, err
+		return page, next, err
 	}
-	page.NextCursor = encodeCursor(last)
-	return page, nil
+	return page, encodeCursor(last), nil
 }
 
 // fetch reads the named timers (nil where one vanished meanwhile), one
@@ -269,7 +292,7 @@ func (s *RedisStore) stats(ctx context.Context) (_ storeStats, err error) {
 	defer markUnavailable(&err)
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: p.keys, args: []any{s.now(false), time.Minute.Milliseconds()}}
+		calls[i] = scriptCall{keys: p.withDead, args: []any{s.now(false), time.Minute.Milliseconds()}}
 	}
 	cmds, err := evalEach(ctx, s.client, countTimers, calls)
 	if err != nil {
@@ -278,12 +301,13 @@ func (s *RedisStore) stats(ctx context.Context) (_ storeStats, err error) {
 	var st storeStats
 	for _, c := range cmds {
 		res, err := c.Int64Slice()
-		if err != nil || len(res) != 3 {
+		if err != nil || len(res) != 4 {
 			return storeStats{}, errors.Join(errors.New("countTimers: unexpected reply"), err)
 		}
 		st.active += int(res[0])
 		st.failing += int(res[1])
 		st.dueWithin1m += int(res[2])
+		st.dead += int(res[3])
 	}
 	return st, nil
 }

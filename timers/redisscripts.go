@@ -42,9 +42,19 @@ import (
 //go:embed lua/prelude.lua
 var luaPrelude string
 
+// A dead letter (the value in the dead hash) is
+//
+//	diedMs:<record>
+//
+// the time it gave up, then its record as above with the header (due
+// time, attempts, last attempt, error) of its last attempt: one string,
+// whole, since a dead letter no longer changes.
+//
 // Every script runs on one partition: it gets KEYS[1] the partition's due
 // sorted set, KEYS[2] its data hash, KEYS[3] its failing set, KEYS[4] its
 // state hash; more keys (of the same partition) are listed per script.
+// The scripts that settle, count or prune get KEYS[5] the dead-letter hash
+// and KEYS[6] the dead letters' sorted set (name → diedMs).
 var (
 	// createTimerWithLimit: KEYS[5] generation counter, KEYS[6…] the data
 	// hashes of other partitions to count here (on one Redis: all of
@@ -77,7 +87,8 @@ var (
 	completeTimers = script(completeSrc)
 
 	// rescheduleFailedTimers: ARGV[1] now, then groups of name,
-	// generation, attempt, retryAfterMs ('-1': give up and remove), error.
+	// generation, attempt, retryAfterMs ('-1': give up, moving the timer
+	// to the dead letters), error.
 	// Only the timer's current attempt may reschedule it: a run whose
 	// lease expired and was claimed again (attempt moved on), or whose
 	// timer was replaced (generation moved on), changes nothing. Returns
@@ -94,8 +105,26 @@ var (
 	deleteTimer = script(deleteSrc)
 
 	// countTimers: ARGV[1] now, ARGV[2] horizonMs. Returns {active,
-	// failing, due within the horizon}, read at one instant.
+	// failing, due within the horizon, dead letters}, read at one instant.
 	countTimers = script(countSrc)
+
+	// reviveDeadLetter: KEYS[5] dead hash, KEYS[6] dead sorted set,
+	// KEYS[7] generation counter, KEYS[8…] as create's KEYS[6…]; ARGV[1]
+	// now, ARGV[2] maxActive, ARGV[3] name, ARGV[4] wake channel, ARGV[5]
+	// and ARGV[6] as create's ARGV[8] and ARGV[9]. Makes the dead letter
+	// an active timer due now (create's insert, with its call and
+	// maxRetries) and removes it. Returns create's reply plus maxRetries
+	// and the stored call, {'missing'}, or {'exists'} when an active timer
+	// has the name.
+	reviveDeadLetter = script(reviveSrc)
+
+	// pruneDeadLetters: ARGV[1] now, ARGV[2] retentionMs, ARGV[3] max.
+	// Removes up to max dead letters that died retention or more ago;
+	// returns how many.
+	pruneDeadLetters = script(pruneSrc)
+
+	// deleteDeadLetter: ARGV[1] name. Removes it from KEYS[5] and KEYS[6].
+	deleteDeadLetter = script(deadDeleteSrc)
 )
 
 // The scripts' source, each run after luaPrelude.
@@ -114,6 +143,12 @@ var (
 	deleteSrc string
 	//go:embed lua/count.lua
 	countSrc string
+	//go:embed lua/revive.lua
+	reviveSrc string
+	//go:embed lua/prune.lua
+	pruneSrc string
+	//go:embed lua/deaddelete.lua
+	deadDeleteSrc string
 )
 
 // script is the Redis script of src after luaPrelude.

@@ -37,6 +37,8 @@ const DefaultRedisPrefix = keyspace.DefaultPrefix
 //	<prefix>:timers:{T}:data        hash: name → record, written when the timer is created (see redisscripts.go)
 //	<prefix>:timers:{T}:state       hash: name → state of a timer that has run: attempts, last attempt, due, last error
 //	<prefix>:timers:{T}:failing     set: names whose last call failed (for Stats and the failing filter)
+//	<prefix>:timers:{T}:dead        hash: name → dead letter of a timer that gave up: time of death, then its record
+//	<prefix>:timers:{T}:deadat      sorted set: name → time of death, ms (for the list and the pruning)
 //	<prefix>:timers:{T}:generation  string: the partition's last generation (INCR)
 //	<prefix>:timers:{T}:marker      string: written when a scheduler starts; its loss means a wipe
 //	<prefix>:timers:wake            pub/sub channel: "a new earliest timer", for sleeping loops
@@ -197,16 +199,9 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err 
 	}
 	home := partitionOf(r.name)
 	p := s.parts[home]
-	keys := append(slices.Clip(p.keys), p.gen)
-	var others int64
-	if _, oneServer := s.client.(*redis.Client); oneServer {
-		for i, o := range s.parts {
-			if i != home {
-				keys = append(keys, o.keys[1])
-			}
-		}
-	} else if others, err = s.countOthers(ctx, home); err != nil {
-		return Timer{}, store.Classify(err) // a read, before the write
+	keys, others, err := s.limitKeys(ctx, home, append(slices.Clip(p.keys), p.gen))
+	if err != nil {
+		return Timer{}, err
 	}
 	res, err := createTimerWithLimit.Run(ctx, s.client, keys,
 		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel, others, home).Slice()
@@ -215,24 +210,51 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err 
 	if err != nil {
 		return Timer{}, fmt.Errorf("createTimerWithLimit: %w", err)
 	}
+	t, err := parseCreated(res, r.maxActive)
+	if err != nil {
+		return Timer{}, fmt.Errorf("createTimerWithLimit: %w", err)
+	}
+	t.Name, t.Call, t.MaxRetries = r.name, cloneTimer(Timer{Call: r.call}).Call, r.maxRetries
+	return t, nil
+}
+
+// limitKeys completes the keys of a script that checks the active limit
+// in partition home: on one Redis, the data hashes of every other
+// partition, which the script counts itself; on a cluster, where a script
+// reaches one slot only, it counts them first (others).
+func (s *RedisStore) limitKeys(ctx context.Context, home int, keys []string) (_ []string, others int64, err error) {
+	if _, oneServer := s.client.(*redis.Client); oneServer {
+		for i, o := range s.parts {
+			if i != home {
+				keys = append(keys, o.keys[1])
+			}
+		}
+		return keys, 0, nil
+	}
+	if others, err = s.countOthers(ctx, home); err != nil {
+		return nil, 0, store.Classify(err) // a read, before the write
+	}
+	return keys, others, nil
+}
+
+// parseCreated reads the reply of prelude.lua's insert: the new timer's
+// generation and times, or a *LimitError.
+func parseCreated(res []any, maxActive int) (Timer, error) {
 	if len(res) == 2 && res[0] == "limit" {
 		n, _ := res[1].(int64)
-		return Timer{}, &LimitError{Limit: LimitActive, Value: int(n), Max: r.maxActive}
+		return Timer{}, &LimitError{Limit: LimitActive, Value: int(n), Max: maxActive}
 	}
 	f, err := stringFields(res, 4)
 	if err != nil || f[0] != "ok" {
-		return Timer{}, fmt.Errorf("createTimerWithLimit: unexpected reply %v", res)
+		return Timer{}, fmt.Errorf("unexpected reply %v", res)
 	}
 	gen, err1 := strconv.ParseUint(f[1], 10, 64)
 	created, err2 := strconv.ParseInt(f[2], 10, 64)
 	due, err3 := strconv.ParseInt(f[3], 10, 64)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Timer{}, fmt.Errorf("createTimerWithLimit: reply %v: %w", res, err)
+		return Timer{}, fmt.Errorf("reply %v: %w", res, err)
 	}
-	return Timer{
-		Name: r.name, Call: cloneTimer(Timer{Call: r.call}).Call, DueAt: time.UnixMilli(due),
-		CreatedAt: time.UnixMilli(created), MaxRetries: r.maxRetries, Generation: gen,
-	}, nil
+	return Timer{DueAt: time.UnixMilli(due), CreatedAt: time.UnixMilli(created), Generation: gen}, nil
 }
 
 // countOthers is the number of timers in every partition but skip.

@@ -170,7 +170,7 @@ func (s *Scheduler) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("timer stats: %w", err)
 	}
-	return Stats{Active: st.active, Failing: st.failing, Limit: s.cfg.MaxActive, DueWithin1m: st.dueWithin1m}, nil
+	return Stats{Active: st.active, Failing: st.failing, Limit: s.cfg.MaxActive, DueWithin1m: st.dueWithin1m, DeadLetters: st.dead}, nil
 }
 
 // Ready reports whether this instance runs timers properly, for /readyz:

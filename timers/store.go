@@ -64,6 +64,19 @@ type backend interface {
 	// subscribe calls wake whenever another scheduler sharing the store
 	// created a timer that is now the earliest; cancel stops it and waits.
 	subscribe(wake func()) (cancel func(), err error)
+	// deadList, deadGet and deadRemove are the dead letters' list, read
+	// (an error wrapping ErrNotFound) and delete (a missing one is fine).
+	deadList(ctx context.Context, q listQuery) (DeadLetterPage, error)
+	deadGet(ctx context.Context, name string) (DeadLetter, error)
+	deadRemove(ctx context.Context, name string) error
+	// revive turns a dead letter into an active timer due now with no
+	// attempts, atomically, unless an active timer has the name
+	// (ErrNameTaken) or that would make more than maxActive timers (a
+	// *LimitError); ErrNotFound when there is none.
+	revive(ctx context.Context, name string, maxActive int) (Timer, error)
+	// prune removes dead letters that died more than retention ago, at
+	// most max per partition; more is true when one partition had max.
+	prune(ctx context.Context, retention time.Duration, max int) (n int, more bool, err error)
 	// resetMarker writes the markers again after a wipe was acknowledged.
 	resetMarker(ctx context.Context) error
 	ping(ctx context.Context) error
@@ -105,7 +118,7 @@ type failure struct {
 	err    string
 	// retryAfter is the backoff before the next attempt.
 	retryAfter time.Duration
-	// giveUp removes the timer instead of rescheduling it.
+	// giveUp moves the timer to the dead letters instead of rescheduling it.
 	giveUp bool
 }
 
@@ -115,11 +128,13 @@ const (
 	// failStale: the firing is not the timer's current attempt; nothing changed.
 	failStale failOutcome = iota
 	failRescheduled
-	failGaveUp
+	failGaveUp // moved to the dead letters
 )
 
 type storeStats struct {
 	active, failing, dueWithin1m int
+	// dead is the number of dead letters kept.
+	dead int
 }
 
 // maxErrorLen bounds the stored last error, so that a callee returning a

@@ -270,7 +270,7 @@ func (l *loop) noteFailed(failed []failure, outcomes []failOutcome) {
 				"retry_in", f.retryAfter, "err", f.err)
 		case failGaveUp:
 			m.givenUp.Inc()
-			l.s.log.Error("timer gave up after its last retry; removed", "timer", f.firing.Name,
+			l.s.log.Error("timer gave up after its last retry; kept as a dead letter", "timer", f.firing.Name,
 				"attempts", f.firing.Attempt, "err", f.err)
 		}
 	}

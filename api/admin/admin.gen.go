@@ -210,8 +210,8 @@ type Consumer struct {
 	LagSeconds float64 `json:"lagSeconds"`
 }
 
-// DeadLetter A change its consumer gave up after its retries.
-type DeadLetter struct {
+// ConsumerDeadLetter A change its consumer gave up after its retries.
+type ConsumerDeadLetter struct {
 	// At When it was given up.
 	//
 	// Example: 2025-11-21T09:30:00.000Z
@@ -248,6 +248,28 @@ type DeadLetter struct {
 	//
 	// Example: {"confirmed":true,"id":"o-1001"}
 	State json.RawMessage `json:"state,omitempty,omitzero"`
+}
+
+// DeadLetter A timer that gave up: its call failed 1+`maxRetries` times. `timer` is as it was at its last attempt (`dueAt` that attempt's due time).
+type DeadLetter struct {
+	// DiedAt When its last attempt failed; it is pruned a retention after this.
+	//
+	// Example: 2025-11-21T09:31:30.004Z
+	DiedAt time.Time `json:"diedAt"`
+
+	// Timer One stored timer: the deferred call it makes, when, and how its calls went so far. Times are RFC 3339 in UTC, to the millisecond, on the store's clock (Redis `TIME` with Redis).
+	//
+	// Example: {"attempts":1,"componentId":"order-timed-action","createdAt":"2025-11-21T09:20:00.000Z","dueAt":"2025-11-21T09:30:03.004Z","lastAttemptAt":"2025-11-21T09:30:00.004Z","lastError":"cancel order o-1001: timeout","maxRetries":0,"method":"expireOrder","name":"order-expiration-timer-o-1001","payload":"o-1001"}
+	Timer Timer `json:"timer"`
+}
+
+// DeadLetterPage One page of dead letters, and where the next page starts.
+type DeadLetterPage struct {
+	// DeadLetters The dead letters of the page, by time of death, then by name.
+	DeadLetters []DeadLetter `json:"deadLetters"`
+
+	// NextCursor Pass it as `cursor` (with the same filters) for the next page; absent when the walk is done.
+	NextCursor string `json:"nextCursor,omitempty,omitzero"`
 }
 
 // FieldError One invalid field of a request.
@@ -375,7 +397,7 @@ type Timer struct {
 	// Example: cancel order o-1001: timeout
 	LastError string `json:"lastError,omitempty,omitzero"`
 
-	// MaxRetries How many failed calls are retried before the timer is given up and removed; 0 retries forever.
+	// MaxRetries How many failed calls are retried before the timer gives up and becomes a dead letter; 0 retries forever.
 	//
 	// Example: 0
 	MaxRetries int `json:"maxRetries"`
@@ -411,12 +433,17 @@ type TimerPage struct {
 
 // TimerStats Store-wide counts of timers.
 //
-// Example: {"active":1250,"dueWithin1m":40,"failing":3,"limit":50000}
+// Example: {"active":1250,"deadLetters":2,"dueWithin1m":40,"failing":3,"limit":50000}
 type TimerStats struct {
 	// Active Timers stored (pending, failing or running).
 	//
 	// Example: 1250
 	Active int `json:"active"`
+
+	// DeadLetters Dead letters kept (timers that gave up; not counted in `active` nor toward `limit`).
+	//
+	// Example: 2
+	DeadLetters int `json:"deadLetters"`
 
 	// DueWithin1m Timers due within the next minute, those already due included.
 	//
@@ -438,6 +465,11 @@ type TimerStats struct {
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type AdminDisabled = Problem
+
+// ConsumerDeadLetterNotFound An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type ConsumerDeadLetterNotFound = Problem
 
 // DeadLetterNotFound An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
@@ -484,6 +516,18 @@ type Unauthorized = Problem
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type Unavailable = Problem
 
+// ListDeadLettersParams defines parameters for ListDeadLetters.
+type ListDeadLettersParams struct {
+	// Name Keeps the dead letters whose name contains this text (case-sensitive substring).
+	Name string `form:"name,omitempty" json:"name,omitempty,omitzero"`
+
+	// Limit The most dead letters in the page, from 1 to 1,000 (default 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Continues a walk: the `nextCursor` of the previous page, as it was returned (it is opaque). Absent starts at the beginning.
+	Cursor string `form:"cursor,omitempty" json:"cursor,omitempty,omitzero"`
+}
+
 // ListTimersParams defines parameters for ListTimers.
 type ListTimersParams struct {
 	// Name Keeps the timers whose name contains this text (case-sensitive substring).
@@ -494,6 +538,15 @@ type ListTimersParams struct {
 
 	// Upcoming Keeps only the timers that will run within this duration from now, those already due included. A positive Go duration: a number and a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), possibly several, such as `90s`, `15m`, `2h` or `1h30m`.
 	Upcoming string `form:"upcoming,omitempty" json:"upcoming,omitempty,omitzero"`
+
+	// ComponentId Keeps the timers whose call goes to this component (exact match).
+	ComponentId string `form:"componentId,omitempty" json:"componentId,omitempty,omitzero"`
+
+	// Method Keeps the timers whose call runs this method of its component (exact match).
+	Method string `form:"method,omitempty" json:"method,omitempty,omitzero"`
+
+	// EntityId Keeps the timers whose call addresses this entity (exact match), such as every timer of cart 42.
+	EntityId string `form:"entityId,omitempty" json:"entityId,omitempty,omitzero"`
 
 	// Limit The most timers in the page, from 1 to 1,000 (default 100).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -513,15 +566,27 @@ type ServerInterface interface {
 	// ListConsumers List the consumers
 	// (GET /admin/consumers)
 	ListConsumers(w http.ResponseWriter, r *http.Request)
-	// ListDeadLetters List a consumer's dead letters
+	// ListConsumerDeadLetters List a consumer's dead letters
 	// (GET /admin/consumers/{consumer}/dead-letters)
-	ListDeadLetters(w http.ResponseWriter, r *http.Request, consumer string)
-	// DropDeadLetter Drop a dead letter
+	ListConsumerDeadLetters(w http.ResponseWriter, r *http.Request, consumer string)
+	// DropConsumerDeadLetter Drop a dead letter
 	// (DELETE /admin/consumers/{consumer}/dead-letters/{entityId})
-	DropDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string)
-	// RetryDeadLetter Retry a dead letter
+	DropConsumerDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string)
+	// RetryConsumerDeadLetter Retry a dead letter
 	// (POST /admin/consumers/{consumer}/dead-letters/{entityId}/retry)
-	RetryDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string)
+	RetryConsumerDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string)
+	// ListDeadLetters List dead letters
+	// (GET /admin/dead-letters)
+	ListDeadLetters(w http.ResponseWriter, r *http.Request, params ListDeadLettersParams)
+	// DeleteDeadLetter Delete a dead letter
+	// (DELETE /admin/dead-letters/{name})
+	DeleteDeadLetter(w http.ResponseWriter, r *http.Request, name string)
+	// GetDeadLetter Read a dead letter
+	// (GET /admin/dead-letters/{name})
+	GetDeadLetter(w http.ResponseWriter, r *http.Request, name string)
+	// RetryDeadLetter Run a dead letter again
+	// (POST /admin/dead-letters/{name}/retry)
+	RetryDeadLetter(w http.ResponseWriter, r *http.Request, name string)
 	// ListTimers List timers
 	// (GET /admin/timers)
 	ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams)
@@ -561,21 +626,45 @@ func (_ Unimplemented) ListConsumers(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// ListDeadLetters List a consumer's dead letters
+// ListConsumerDeadLetters List a consumer's dead letters
 // (GET /admin/consumers/{consumer}/dead-letters)
-func (_ Unimplemented) ListDeadLetters(w http.ResponseWriter, r *http.Request, consumer string) {
+func (_ Unimplemented) ListConsumerDeadLetters(w http.ResponseWriter, r *http.Request, consumer string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// DropDeadLetter Drop a dead letter
+// DropConsumerDeadLetter Drop a dead letter
 // (DELETE /admin/consumers/{consumer}/dead-letters/{entityId})
-func (_ Unimplemented) DropDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string) {
+func (_ Unimplemented) DropConsumerDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// RetryDeadLetter Retry a dead letter
+// RetryConsumerDeadLetter Retry a dead letter
 // (POST /admin/consumers/{consumer}/dead-letters/{entityId}/retry)
-func (_ Unimplemented) RetryDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string) {
+func (_ Unimplemented) RetryConsumerDeadLetter(w http.ResponseWriter, r *http.Request, consumer string, entityId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListDeadLetters List dead letters
+// (GET /admin/dead-letters)
+func (_ Unimplemented) ListDeadLetters(w http.ResponseWriter, r *http.Request, params ListDeadLettersParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteDeadLetter Delete a dead letter
+// (DELETE /admin/dead-letters/{name})
+func (_ Unimplemented) DeleteDeadLetter(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetDeadLetter Read a dead letter
+// (GET /admin/dead-letters/{name})
+func (_ Unimplemented) GetDeadLetter(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RetryDeadLetter Run a dead letter again
+// (POST /admin/dead-letters/{name}/retry)
+func (_ Unimplemented) RetryDeadLetter(w http.ResponseWriter, r *http.Request, name string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -660,8 +749,8 @@ func (siw *ServerInterfaceWrapper) ListConsumers(w http.ResponseWriter, r *http.
 	handler.ServeHTTP(w, r)
 }
 
-// ListDeadLetters operation middleware
-func (siw *ServerInterfaceWrapper) ListDeadLetters(w http.ResponseWriter, r *http.Request) {
+// ListConsumerDeadLetters operation middleware
+func (siw *ServerInterfaceWrapper) ListConsumerDeadLetters(w http.ResponseWriter, r *http.Request) {
 
 	var err error
 	_ = err
@@ -676,7 +765,7 @@ func (siw *ServerInterfaceWrapper) ListDeadLetters(w http.ResponseWriter, r *htt
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListDeadLetters(w, r, consumer)
+		siw.Handler.ListConsumerDeadLetters(w, r, consumer)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -686,8 +775,8 @@ func (siw *ServerInterfaceWrapper) ListDeadLetters(w http.ResponseWriter, r *htt
 	handler.ServeHTTP(w, r)
 }
 
-// DropDeadLetter operation middleware
-func (siw *ServerInterfaceWrapper) DropDeadLetter(w http.ResponseWriter, r *http.Request) {
+// DropConsumerDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) DropConsumerDeadLetter(w http.ResponseWriter, r *http.Request) {
 
 	var err error
 	_ = err
@@ -711,7 +800,153 @@ func (siw *ServerInterfaceWrapper) DropDeadLetter(w http.ResponseWriter, r *http
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DropDeadLetter(w, r, consumer, entityId)
+		siw.Handler.DropConsumerDeadLetter(w, r, consumer, entityId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RetryConsumerDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) RetryConsumerDeadLetter(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "consumer" -------------
+	var consumer string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "consumer", chi.URLParam(r, "consumer"), &consumer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "consumer", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entityId" -------------
+	var entityId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityId", chi.URLParam(r, "entityId"), &entityId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RetryConsumerDeadLetter(w, r, consumer, entityId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListDeadLetters operation middleware
+func (siw *ServerInterfaceWrapper) ListDeadLetters(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDeadLettersParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", r.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "name"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListDeadLetters(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) DeleteDeadLetter(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteDeadLetter(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) GetDeadLetter(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetDeadLetter(w, r, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -727,26 +962,17 @@ func (siw *ServerInterfaceWrapper) RetryDeadLetter(w http.ResponseWriter, r *htt
 	var err error
 	_ = err
 
-	// ------------- Path parameter "consumer" -------------
-	var consumer string
+	// ------------- Path parameter "name" -------------
+	var name string
 
-	err = runtime.BindStyledParameterWithOptions("simple", "consumer", chi.URLParam(r, "consumer"), &consumer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
 	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "consumer", Err: err})
-		return
-	}
-
-	// ------------- Path parameter "entityId" -------------
-	var entityId string
-
-	err = runtime.BindStyledParameterWithOptions("simple", "entityId", chi.URLParam(r, "entityId"), &entityId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
 		return
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.RetryDeadLetter(w, r, consumer, entityId)
+		siw.Handler.RetryDeadLetter(w, r, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -800,6 +1026,45 @@ func (siw *ServerInterfaceWrapper) ListTimers(w http.ResponseWriter, r *http.Req
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "upcoming"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "upcoming", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "componentId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "componentId", r.URL.Query(), &params.ComponentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "componentId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "componentId", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "method" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method", r.URL.Query(), &params.Method, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "method"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "method", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entityId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entityId", r.URL.Query(), &params.EntityId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entityId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
 		}
 		return
 	}
@@ -1050,6 +1315,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/admin/timers/wipe/acknowledge", wrapper.AcknowledgeWipe)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/dead-letters", wrapper.ListDeadLetters)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/admin/dead-letters/{name}", wrapper.DeleteDeadLetter)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/dead-letters/{name}", wrapper.GetDeadLetter)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/dead-letters/{name}/retry", wrapper.RetryDeadLetter)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/admin/cluster", wrapper.GetCluster)
 	})
 	r.Group(func(r chi.Router) {
@@ -1059,13 +1336,13 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/admin/consumers", wrapper.ListConsumers)
 	})
 	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/admin/consumers/{consumer}/dead-letters", wrapper.ListDeadLetters)
+		r.Get(options.BaseURL+"/admin/consumers/{consumer}/dead-letters", wrapper.ListConsumerDeadLetters)
 	})
 	r.Group(func(r chi.Router) {
-		r.Delete(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}", wrapper.DropDeadLetter)
+		r.Delete(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}", wrapper.DropConsumerDeadLetter)
 	})
 	r.Group(func(r chi.Router) {
-		r.Post(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}/retry", wrapper.RetryDeadLetter)
+		r.Post(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}/retry", wrapper.RetryConsumerDeadLetter)
 	})
 
 	return r

@@ -37,8 +37,8 @@ func (a *server) ListConsumers(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, r, http.StatusOK, out)
 }
 
-// ListDeadLetters answers GET /admin/consumers/{consumer}/dead-letters.
-func (a *server) ListDeadLetters(w http.ResponseWriter, r *http.Request, consumer string) {
+// ListConsumerDeadLetters answers GET /admin/consumers/{consumer}/dead-letters.
+func (a *server) ListConsumerDeadLetters(w http.ResponseWriter, r *http.Request, consumer string) {
 	if !a.knows(w, r, consumer) {
 		return
 	}
@@ -47,24 +47,24 @@ func (a *server) ListDeadLetters(w http.ResponseWriter, r *http.Request, consume
 		api.WriteError(w, r, err)
 		return
 	}
-	out := make([]adminapi.DeadLetter, 0, len(dead))
+	out := make([]adminapi.ConsumerDeadLetter, 0, len(dead))
 	for _, d := range dead {
-		out = append(out, adminapi.DeadLetter{Consumer: d.Consumer, EntityType: d.EntityType, EntityId: d.EntityID,
+		out = append(out, adminapi.ConsumerDeadLetter{Consumer: d.Consumer, EntityType: d.EntityType, EntityId: d.EntityID,
 			Revision: int(d.Revision), Deleted: d.Deleted, State: d.State, Error: d.Error, Attempts: d.Attempts, At: d.At})
 	}
 	api.WriteJSON(w, r, http.StatusOK, out)
 }
 
-// DropDeadLetter answers DELETE /admin/consumers/{consumer}/dead-letters/{entityId}.
-func (a *server) DropDeadLetter(w http.ResponseWriter, r *http.Request, consumer, entityID string) {
+// DropConsumerDeadLetter answers DELETE /admin/consumers/{consumer}/dead-letters/{entityId}.
+func (a *server) DropConsumerDeadLetter(w http.ResponseWriter, r *http.Request, consumer, entityID string) {
 	if !a.knows(w, r, consumer) {
 		return
 	}
 	a.deadLetterDone(w, r, a.consumers.DropDeadLetter(r.Context(), consumer, entityID))
 }
 
-// RetryDeadLetter answers POST /admin/consumers/{consumer}/dead-letters/{entityId}/retry.
-func (a *server) RetryDeadLetter(w http.ResponseWriter, r *http.Request, consumer, entityID string) {
+// RetryConsumerDeadLetter answers POST /admin/consumers/{consumer}/dead-letters/{entityId}/retry.
+func (a *server) RetryConsumerDeadLetter(w http.ResponseWriter, r *http.Request, consumer, entityID string) {
 	if !a.knows(w, r, consumer) {
 		return
 	}

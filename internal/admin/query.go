@@ -17,7 +17,8 @@ import (
 // scheduler reads 0 as "the default"), and upcoming must parse as a
 // positive Go duration. Each refusal is a 400 naming the parameter.
 func listQuery(p adminapi.ListTimersParams) (timers.ListQuery, error) {
-	q := timers.ListQuery{NameContains: p.Name, Failing: p.Failing, Cursor: p.Cursor}
+	q := timers.ListQuery{NameContains: p.Name, Failing: p.Failing, Cursor: p.Cursor,
+		ComponentID: p.ComponentId, Method: p.Method, EntityID: p.EntityId}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > timers.MaxListLimit {
 			return q, api.InvalidField("limit", fmt.Sprintf("must be from 1 to %d", timers.MaxListLimit))

@@ -53,7 +53,7 @@ func (a *server) GetTimerStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.WriteJSON(w, r, http.StatusOK, adminapi.TimerStats{
-		Active: st.Active, Failing: st.Failing, Limit: st.Limit, DueWithin1m: st.DueWithin1m,
+		Active: st.Active, Failing: st.Failing, Limit: st.Limit, DueWithin1m: st.DueWithin1m, DeadLetters: st.DeadLetters,
 	})
 }
 

@@ -104,6 +104,13 @@ func (f adminFixture) testFilters(t *testing.T) {
 		{name: "failing and name, no match", query: url.Values{"failing": {"true"}, "name": {"order-a"}}, want: []string{}},
 		{name: "all three", query: url.Values{"failing": {"true"}, "name": {"fail"}, "upcoming": {"5s"}}, want: []string{"order-fail"}},
 		{name: "limit 2 pages through", query: url.Values{"limit": {"2"}}, want: fixtureOrder},
+		{name: "entity", query: url.Values{"entityId": {"c-7"}}, want: []string{"counter-bump"}},
+		{name: "component", query: url.Values{"componentId": {fixture.ActionID}}, want: []string{"order-fail", "order-a-1", "report/daily 1", "order-a-2"}},
+		{name: "method", query: url.Values{"method": {"expireOrder"}}, want: []string{"order-a-1", "report/daily 1", "order-a-2"}},
+		{name: "component and method", query: url.Values{"componentId": {"counter"}, "method": {"increase"}}, want: []string{"counter-bump"}},
+		{name: "method, name and failing", query: url.Values{"method": {"chargePayment"}, "name": {"order"}, "failing": {"true"}}, want: []string{"order-fail"}},
+		{name: "method and upcoming, paged", query: url.Values{"method": {"expireOrder"}, "upcoming": {"6m"}, "limit": {"1"}}, want: []string{"order-a-1", "report/daily 1"}},
+		{name: "entity matches exactly", query: url.Values{"entityId": {"c-"}}, want: []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

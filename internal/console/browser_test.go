@@ -332,6 +332,15 @@ func walkConsole(t *testing.T, store string, opts ...trellistest.Option) {
 		b.do("all again", chromedp.Click(chromedp.ID("f-failing")))
 		b.waitRows(append([]string{"payment-retry-1", "payment-retry-2"}, orders(1, 23)...)...)
 
+		b.do("by method", chromedp.SetValue(chromedp.ID("f-method"), "chargePayment"), apply)
+		b.waitRows("payment-retry-1", "payment-retry-2")
+		b.do("and by component", chromedp.SetValue(chromedp.ID("f-component"), fixture.ActionID), apply)
+		b.waitRows("payment-retry-1", "payment-retry-2")
+		b.do("and by an entity no call addresses", chromedp.SetValue(chromedp.ID("f-entity"), "c-7"), apply)
+		b.waitRows()
+		b.do("reset the call filters", chromedp.Click(chromedp.ID("f-reset")))
+		b.waitRows(append([]string{"payment-retry-1", "payment-retry-2"}, orders(1, 23)...)...)
+
 		// Now is t0+2s: within 150 s are the payments, o-01 and o-02.
 		b.do("upcoming", chromedp.SetValue(chromedp.ID("f-upcoming"), "150s"), apply)
 		b.waitRows("payment-retry-1", "payment-retry-2", "order-expiration-o-01", "order-expiration-o-02")

@@ -69,3 +69,38 @@ local function forgetMany(names)
 	callMany('ZREM', KEYS[1], names)
 	callMany('SREM', KEYS[3], names)
 end
+-- deadRecord is the dead letter of a timer that gave up at now: its
+-- record rec with the state r of its last attempt and its last error err,
+-- after the time it died (layout in redisscripts.go).
+local function deadRecord(rec, r, err, now)
+	local created, maxr, elen, pos = string.match(rec, '^%d+:(%d+):(%d+):%d+:%d+:%d+:(%d+):()')
+	local call = string.sub(rec, pos + tonumber(elen))
+	return fmt(now) .. ':' .. build({gen = r.gen, created = created, maxr = maxr, due = r.due, att = r.att,
+		last = r.last, err = err, call = call})
+end
+-- insert stores a new timer name, due delay ms from now, replacing one of
+-- the same name, unless that would make more than maxActive timers: the
+-- data hashes of the other partitions are KEYS[othersFrom…], plus others
+-- counted by the caller. genKey is the partition's generation counter;
+-- part its index, published on channel when the timer is the earliest.
+-- Returns {'ok', gen, nowMs, dueMs} or {'limit', active}.
+local function insert(genKey, othersFrom, nowArg, delay, maxActive, maxr, name, call, channel, others, part)
+	if redis.call('HEXISTS', KEYS[2], name) == 0 then
+		local n = redis.call('HLEN', KEYS[2]) + tonumber(others)
+		for i = othersFrom, #KEYS do n = n + redis.call('HLEN', KEYS[i]) end
+		if n >= tonumber(maxActive) then return {'limit', n} end
+	end
+	local now = now_ms(nowArg, true)
+	local due = now + delay
+	local gen = redis.call('INCR', genKey)
+	local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+	redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), maxr = maxr, due = fmt(due),
+		att = 0, last = '0', err = '', call = call}))
+	redis.call('HDEL', KEYS[4], name)
+	redis.call('ZADD', KEYS[1], fmt(due), name)
+	redis.call('SREM', KEYS[3], name)
+	if first[2] == nil or due < tonumber(first[2]) then
+		redis.call('PUBLISH', channel, part .. ':' .. fmt(due))
+	end
+	return {'ok', fmt(gen), fmt(now), fmt(due)}
+end

@@ -7,6 +7,8 @@ for i = 2, #ARGV, 5 do
 	local res = 0
 	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
 		if ARGV[i + 3] == '-1' then
+			redis.call('HSET', KEYS[5], name, deadRecord(rec, r, ARGV[i + 4], now))
+			redis.call('ZADD', KEYS[6], fmt(now), name)
 			forget(name)
 			res = 2
 		else

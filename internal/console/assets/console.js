@@ -8,6 +8,7 @@
 
 import { drawChart } from "./chart.js";
 import { clearCluster, loadCluster } from "./cluster.js";
+import { clearDeadLetters, loadDeadLetters } from "./deadletters.js";
 import { absolute, count, relative } from "./format.js";
 import { SignedOut, TOKEN_KEY, request } from "./http.js";
 
@@ -98,6 +99,7 @@ function clearData() {
   for (const id of ["error", "notice", "list-error", "list-empty"]) $(id).hidden = true;
   closeDetail();
   clearCluster();
+  clearDeadLetters();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
 
@@ -134,7 +136,8 @@ function scheduleRefresh() {
 }
 
 async function loadAll() {
-  const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL)]);
+  const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL),
+    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); })]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");
@@ -192,6 +195,11 @@ function listQuery() {
   const name = $("f-name").value;
   const upcoming = $("f-upcoming").value.trim();
   if (name) q.set("name", name);
+  // The call filters match exactly: componentId, method and entityId.
+  for (const [id, param] of [["f-component", "componentId"], ["f-method", "method"], ["f-entity", "entityId"]]) {
+    const v = $(id).value.trim();
+    if (v) q.set(param, v);
+  }
   if ($("f-failing").checked) q.set("failing", "true");
   if (upcoming) q.set("upcoming", upcoming);
   q.set("limit", $("f-limit").value);
