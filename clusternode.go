@@ -325,14 +325,9 @@ func (n *clusterNode) served() int {
 	if n == nil {
 		return 0
 	}
-	m := n.cur.Load()
-	if m == nil {
-		return 0
-	}
 	count := 0
-	reb := m.host.Rebalancer()
 	for shard := range cluster.NumShards {
-		if _, ok := reb.Serving(shard); ok {
+		if _, ok := n.Serving(shard); ok {
 			count++
 		}
 	}
