@@ -30,7 +30,7 @@ import (
 // Redis memory a change takes in the log. Needs a Redis
 // (TRELLIS_TEST_REDIS_URL):
 //
-//	go test -run '^$' -bench ConsumerHTTPEntityRoundTrip -benchtime 3x .
+//	go test -run '^$' -bench ConsumerHTTPEntityRoundTrip -benchtime 10x .
 func BenchmarkConsumerHTTPEntityRoundTrip(b *testing.B) {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts := []trellistest.Option{trellistest.WithLogger(logger),

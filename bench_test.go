@@ -89,24 +89,7 @@ func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service, readOn
 		}
 	}
 
-	var stackRes, bareRes loadResult
-	turn := 0
-	for b.Loop() {
-		for range benchSlices {
-			bases, results := [2]string{bareURL, stack.URL}, [2]*loadResult{&bareRes, &stackRes}
-			if turn%2 == 1 {
-				bases[0], bases[1], results[0], results[1] = bases[1], bases[0], results[1], results[0]
-			}
-			turn++
-			for i, base := range bases {
-				r, err := runLoad(client, base, benchRoundTrips/benchSlices, readOnly)
-				if err != nil {
-					b.Fatal(err)
-				}
-				results[i].merge(r)
-			}
-		}
-	}
+	bareRes, stackRes := takeTurns(b, client, [2]string{bareURL, stack.URL}, readOnly)
 	stackRPS, bareRPS := stackRes.rps(), bareRes.rps()
 	stackP99, bareP99 := stackRes.p99(), bareRes.p99()
 	b.ReportMetric(stackRPS, "stack-req/s")
@@ -121,6 +104,30 @@ func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service, readOn
 		"bare %.0f req/s p99 %v %.1f CPU-µs/req; throughput ratio %.2fx, p99 ratio %.2fx",
 		benchWorkers, len(stackRes.latencies)/2, stackRPS, stackP99, stackRes.cpuPerReq(),
 		bareRPS, bareP99, bareRes.cpuPerReq(), stackRPS/bareRPS, stackP99.Seconds()/bareP99.Seconds())
+}
+
+// takeTurns loads the two servers at bases in turns, benchSlices short
+// slices each per iteration, the first of each pair alternating, and
+// returns what each measured.
+func takeTurns(b *testing.B, client *http.Client, bases [2]string, readOnly bool) (first, second loadResult) {
+	turn := 0
+	for b.Loop() {
+		for range benchSlices {
+			order, results := bases, [2]*loadResult{&first, &second}
+			if turn%2 == 1 {
+				order[0], order[1], results[0], results[1] = order[1], order[0], results[1], results[0]
+			}
+			turn++
+			for i, base := range order {
+				r, err := runLoad(client, base, benchRoundTrips/benchSlices, readOnly)
+				if err != nil {
+					b.Fatal(err)
+				}
+				results[i].merge(r)
+			}
+		}
+	}
+	return first, second
 }
 
 // loadResult is what one load run measured.

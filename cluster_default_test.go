@@ -1,8 +1,10 @@
 package trellis_test
 
 import (
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +63,28 @@ func TestClusterJoinsOnceRedisAnswers(t *testing.T) {
 	})
 	if c := fixture.Counter(t, ts.Post(t, "/counters/late/increase", map[string]int{"by": 1})); c.Value != 1 {
 		t.Fatalf("counter = %d after joining, want 1", c.Value)
+	}
+}
+
+// TestClusterPortTakenFailsStart: a cluster port already in use is a
+// start-up error naming the setting, not Redis's absence: the instance
+// does not start (instead of starting unready and trying to join again).
+func TestClusterPortTakenFailsStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := trellis.DefaultConfig()
+	cfg.HTTPAddr, cfg.RedisURL = "127.0.0.1:0", trellistest.RedisURL(t)
+	cfg.RedisPrefix = "trellis-test-port-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	cfg.ClusterAddr = taken.Addr().String()
+	svc, err := trellis.New(cfg, (&fixture.CounterApp{}).Setup)
+	if err == nil {
+		_ = svc.Shutdown(t.Context())
+		t.Fatal("New with the cluster port taken: no error")
+	}
+	if !strings.Contains(err.Error(), trellis.EnvClusterAddr) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("New with the cluster port taken: %v, want it to name %s and the cause", err, trellis.EnvClusterAddr)
 	}
 }

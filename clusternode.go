@@ -2,6 +2,7 @@ package trellis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,15 +14,19 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/directory"
 	"github.com/trellis-go/trellis/internal/faults"
+	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
+	"github.com/trellis-go/trellis/runtime"
 )
 
 // clusterNode is this instance's part in a cluster (on by default with a
@@ -42,6 +47,8 @@ type clusterNode struct {
 	cfg      Config
 	redis    redis.UniversalClient
 	registry *components.Registry // where forwarded calls run
+	sys      *runtime.System      // whose actors the tells reach, and whose remote refs use peers
+	tracer   trace.Tracer         // the service's; nil when tracing is off
 	id       string               // the member id: the same in every join
 	faults   *faults.Points       // a test's fault points (WithFaults); nil in production
 
@@ -49,11 +56,17 @@ type clusterNode struct {
 	// registers (the same id and address every time).
 	server *peer.Server
 	peers  *peer.Client
+	dir    *directory.Directory // the cluster-wide receptionist's registrations
 	join   cluster.Config
 
 	// consumers is the service's consumer runner, which stops consuming
 	// a shard before it is released (set before start).
 	consumers func() *consumers.Runner
+
+	// producers take the sends other instances hand to the queues this
+	// one owns (DurableProducer), by producer id.
+	producers   map[string]func(context.Context, json.RawMessage) (json.RawMessage, error)
+	producersMu sync.RWMutex
 
 	cur      atomic.Pointer[membership] // the membership now; nil until the first join
 	stop     chan struct{}              // closed by leave or abort: no more joins
@@ -71,11 +84,46 @@ type membership struct {
 
 // handle runs a call another instance forwarded here.
 func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
+	if c.ComponentID == producerComponent {
+		return n.handleSend(ctx, c)
+	}
 	m := n.cur.Load()
 	if m == nil {
 		return peer.Reply{}, peer.NewError(peer.KindMoved, "starting", "this instance is still joining the cluster")
 	}
 	return m.host.Handle(ctx, c)
+}
+
+// errListen is wrapped by the error of a cluster transport that could not
+// listen (the port taken, say): a start-up failure, not Redis's absence,
+// though its error is a network one.
+var errListen = errors.New("cannot listen")
+
+// addProducer takes the sends to producer id's queue that other instances
+// hand to this one.
+func (n *clusterNode) addProducer(id string, receive func(context.Context, json.RawMessage) (json.RawMessage, error)) error {
+	n.producersMu.Lock()
+	defer n.producersMu.Unlock()
+	if _, ok := n.producers[id]; ok {
+		return fmt.Errorf("a durable producer of id %q runs already", id)
+	}
+	if n.producers == nil {
+		n.producers = make(map[string]func(context.Context, json.RawMessage) (json.RawMessage, error))
+	}
+	n.producers[id] = receive
+	return nil
+}
+
+// handleSend runs a send another instance hands to a queue this one owns.
+func (n *clusterNode) handleSend(ctx context.Context, c peer.Call) (peer.Reply, error) {
+	n.producersMu.RLock()
+	receive := n.producers[c.Method]
+	n.producersMu.RUnlock()
+	if receive == nil {
+		return peer.Reply{}, peer.NewError(peer.KindMoved, "no_producer", "no durable producer %q runs here", c.Method)
+	}
+	v, err := receive(ctx, c.Argument)
+	return peer.Reply{Value: v}, err
 }
 
 // joinCluster starts the transport and joins the cluster of the instances
@@ -84,12 +132,12 @@ func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, erro
 // port taken, say) is an error.
 func joinCluster(ctx context.Context, h *Host, cfg Config, fp *faults.Points) (*clusterNode, error) {
 	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis, faults: fp,
-		registry: h.Client.Registry(), id: uuid.NewString(), stop: make(chan struct{})}
+		registry: h.Client.Registry(), sys: h.System, tracer: h.Client.Tracer(), id: uuid.NewString(), stop: make(chan struct{})}
 	m, err := n.connect(ctx)
 	switch {
 	case err == nil:
 		n.cur.Store(m)
-	case store.Unavailable(err):
+	case store.Unavailable(err) && !errors.Is(err, errListen):
 		n.log.Warn("cluster: Redis does not answer: joining once it does; until then this instance serves no entity",
 			"err", store.Redact(err, cfg.RedisURL, cfg.RedisClusterURL))
 	default:
@@ -112,7 +160,7 @@ func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log,
-		BeforeRelease: n.beforeRelease})
+		BeforeRelease: n.beforeRelease, Tracer: n.tracer})
 	if err != nil {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)
@@ -134,7 +182,8 @@ func (n *clusterNode) listen(ctx context.Context) error {
 		n.log.Info("cluster: " + EnvClusterSecret + " is not set: the instances sign with the secret kept in Redis")
 	}
 	clientCfg := peer.ClientConfig{Secret: secret, Logger: n.log}
-	serverCfg := peer.ServerConfig{Secret: secret, Handler: n.handle, Logger: n.log}
+	// Tells carry messages to this instance's actors (runtime.RemoteRef).
+	serverCfg := peer.ServerConfig{Secret: secret, Handler: n.handle, Receive: n.sys.ReceiveRemote, Logger: n.log}
 	if n.faults != nil { // a test's fault points: see WithFaults
 		clientCfg.Dial, serverCfg.Listen = n.faults.Dial, n.faults.Listen
 	}
@@ -153,7 +202,7 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	listen := n.cfg.clusterListenAddr()
 	if err := server.Start(listen); err != nil {
 		_ = peers.Close()
-		return fmt.Errorf("cluster transport: listen on %s: %w", listen, err)
+		return fmt.Errorf("cluster transport: %w on %s (%s): %w", errListen, listen, EnvClusterAddr, err)
 	}
 	advertise, err := advertised(n.cfg, server.Addr())
 	if err != nil {
@@ -161,7 +210,22 @@ func (n *clusterNode) listen(ctx context.Context) error {
 		_ = server.Shutdown(ctx)
 		return err
 	}
+	prefix := n.cfg.RedisPrefix
+	if prefix == "" {
+		prefix = keyspace.DefaultPrefix
+	}
+	space, err := keyspace.New(prefix)
+	if err == nil {
+		n.dir, err = directory.New(directory.Config{Client: n.redis, Space: space, Self: advertise, Lease: n.cfg.ClusterLease, Logger: n.log})
+	}
+	if err != nil {
+		_ = peers.Close()
+		_ = server.Shutdown(ctx)
+		return fmt.Errorf("cluster receptionist: %w", err)
+	}
 	n.server, n.peers = server, peers
+	n.sys.SetRemote(advertise, peers) // refs to other instances' actors travel over peers
+	n.sys.SetDirectory(n.dir)         // the receptionist lists every instance's registrations
 	n.join = cluster.Config{Client: n.redis, Prefix: n.cfg.RedisPrefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.ClusterLease, Logger: n.log}
 	return nil
@@ -297,7 +361,7 @@ func (n *clusterNode) close(ctx context.Context) error {
 	if n.server == nil { // never listened: Redis never answered
 		return nil
 	}
-	return errors.Join(n.server.Shutdown(ctx), n.peers.Close())
+	return errors.Join(n.dir.Close(ctx), n.server.Shutdown(ctx), n.peers.Close())
 }
 
 // abort undoes a join that failed half way.
@@ -308,6 +372,9 @@ func (n *clusterNode) abort() {
 	if m := n.cur.Load(); m != nil {
 		m.host.Rebalancer().Shutdown()
 		_ = m.member.Leave(ctx)
+	}
+	if n.dir != nil {
+		_ = n.dir.Close(ctx)
 	}
 	if n.server != nil {
 		_ = n.server.Shutdown(ctx)

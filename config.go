@@ -47,7 +47,8 @@ type Config struct {
 	// debug, info, warn or error; default info).
 	LogLevel slog.Level
 	// MaxBodyBytes is the largest request body accepted; larger ones get
-	// 413 (default 1 MiB).
+	// 413 (default 1 MiB). The admin timer import takes up to 256 MiB (a
+	// whole export), or MaxBodyBytes when that is more.
 	MaxBodyBytes int64
 	// RequestTimeout bounds each request; one that takes longer gets 504
 	// (default 30 s).

@@ -53,6 +53,7 @@ func (n *clusterNode) crash() {
 	if n.server == nil { // never listened: Redis never answered
 		return
 	}
+	n.dir.Abandon() // its registrations lapse with the lease
 	now, cancel := context.WithCancel(context.Background())
 	cancel() // a done context: the server closes its connections at once
 	_ = n.server.Shutdown(now)

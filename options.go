@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/internal/faults"
 )
@@ -22,6 +23,8 @@ type options struct {
 	faults   *faults.Points
 	flags    []func(*flag.FlagSet)
 	usage    string
+	// tracerProvider replaces the pipeline of the OTEL_* variables.
+	tracerProvider trace.TracerProvider
 
 	// Run's process: what it reads and where it writes.
 	args   []string

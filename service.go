@@ -11,11 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jonboulle/clockwork"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/delivery"
@@ -27,91 +23,6 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
 )
-
-// Host is what the application's setup starts its components on.
-type Host struct {
-	// Config is the service's configuration.
-	Config Config
-	// System is the actor system the components run on.
-	System *runtime.System
-	// Client is the component client: components register in its registry,
-	// endpoints invoke them through it.
-	Client *components.Client
-	// Store keeps the entities' state: Redis, or the embedded in-memory store.
-	Store entities.Store
-	// Clock is the service's clock (a fake one under trellistest.Start).
-	Clock clockwork.Clock
-	// Logger is the service's logger.
-	Logger *slog.Logger
-	// Redis is the Redis client of the store; nil with the embedded store.
-	// The service closes it at shutdown.
-	Redis redis.UniversalClient
-	// Timers is the timer scheduler, on the same store as the entities
-	// (Redis, or in memory). It starts firing once setup has returned, so
-	// that every component a timer may call is registered by then.
-	Timers *timers.Scheduler
-	// Metrics is the service's Prometheus registry, served at GET
-	// /metrics. It holds the timer scheduler's series, the Go runtime and
-	// process series and the HTTP request series; an application may
-	// register its own collectors in it during setup.
-	Metrics *prometheus.Registry
-	// Idempotency keeps the answers of requests made with an
-	// Idempotency-Key, in the same store as the entities (Redis, or
-	// memory): see Idempotent.
-	Idempotency api.IdempotencyStore
-
-	// cluster routes entity commands to their shard's owner; nil when the
-	// instance is not part of a cluster.
-	cluster entities.Cluster
-	// consumers runs the consumers setup starts (see Consumers).
-	consumers *consumers.Runner
-	// checks are the application's readiness checks (AddReadinessCheck).
-	checks *httpserver.Checks
-}
-
-// Consumers is what consumers start on (consumers.Consumer.Start): the
-// service's runner. It consumes once setup has returned, each shard on
-// the instance that serves it (every shard, without a cluster), and
-// stops at shutdown before the cluster hands the shards over. With Redis
-// and the cluster mode off, Consumer.Start fails: the per-instance store
-// keeps no change log.
-func (h *Host) Consumers() *consumers.Runner { return h.consumers }
-
-// Idempotent is the api.Idempotency middleware for the given routes
-// ("POST /orders/{id}/confirm": the method and the chi pattern), over the
-// host's store, keeping answers for Config.IdempotencyRetention and a
-// claim for twice the request timeout. Put it in a generated handler's
-// Middlewares, or on the routes with r.With.
-func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
-	return api.Idempotency(api.IdempotencyOptions{
-		Store: h.Idempotency, Routes: routes,
-		Retention: h.Config.IdempotencyRetention, InFlight: 2 * h.Config.RequestTimeout,
-	})
-}
-
-// Entities is the entities.Host to start key-value entities on, with the
-// entities' defaults: a worker pool of their own per type, the default
-// passivation and conflict limits. Change its fields before Start to
-// override them.
-func (h *Host) Entities() entities.Host {
-	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster}
-}
-
-// Setup starts the application's components on the host and mounts its
-// routes on r: by hand (r.Get, r.Post, r.Route …) or through the handler
-// that oapi-codegen generated from the application's own contract
-//
-//	contract.HandlerWithOptions(endpoints, contract.ChiServerOptions{
-//		BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
-//	})
-//
-// r is a group of the service's router: the service's middleware (request
-// id, access log, metrics by route pattern, timeout, body limit, panics
-// and unknown routes as problems, HEAD on GET routes, a query string that
-// does not parse refused with 400) covers every route mounted on it, and
-// middleware the application adds with r.Use covers only its own routes.
-// An error stops New.
-type Setup func(h *Host, r chi.Router) error
 
 // Service is the assembled service: build it with New, serve with Start or
 // Serve, and stop it with Shutdown.
@@ -159,20 +70,26 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		return nil, errors.New("trellis: the setup function is nil")
 	}
 	o := newOptions(cfg, opts)
-	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger, checks: &httpserver.Checks{}}
+	tr, err := openTracing(o)
+	if err != nil {
+		return nil, fmt.Errorf("trellis: %w", err)
+	}
+	o.logger = tr.logger(o.logger)
+	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger, checks: &httpserver.Checks{}, Tracing: tr.provider, tracing: tr}
 	conn, err := openStore(h)
 	if err != nil {
+		_ = tr.shutdown(context.Background())
 		return nil, err
 	}
 	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
-	h.Client = components.NewClient(components.NewRegistry())
+	h.Client = components.NewClient(components.NewRegistry(), components.WithTracer(tr.tracer))
 	var node *clusterNode
 	if cfg.clustered() {
 		if node, err = joinCluster(context.Background(), h, cfg, o.faults); err != nil {
 			releaseHost(h, conn, nil)
 			return nil, fmt.Errorf("trellis: %w", err)
 		}
-		h.cluster = node.entities()
+		h.cluster, h.node = node.entities(), node
 	}
 	if err := openTimers(h, o); err != nil {
 		releaseHost(h, conn, node)
@@ -182,7 +99,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		releaseHost(h, conn, node)
 		return nil, err
 	}
-	metrics, err := httpserver.NewMetrics(h.Timers.Collector(), h.consumers.Collector())
+	metrics, err := httpserver.NewMetrics(append(tr.collectors(), h.Timers.Collector(), h.consumers.Collector())...)
 	if err != nil {
 		releaseHost(h, conn, node)
 		return nil, fmt.Errorf("trellis: %w", err)
@@ -206,10 +123,12 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	router := httpserver.New(httpserver.Options{
 		Logger:         o.logger,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		LargeBodies:    map[string]int64{admin.ImportPath: max(admin.MaxImportBytes, cfg.MaxBodyBytes)},
 		RequestTimeout: cfg.RequestTimeout,
 		Metrics:        metrics,
 		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers, Checks: h.checks},
 		Contract:       o.contract,
+		Tracing:        tr.httpProvider(),
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
 		Cluster: node.admin(), Consumers: h.consumers})
@@ -353,6 +272,7 @@ func releaseHost(h *Host, conn *store.Conn, node *clusterNode) {
 	if conn != nil {
 		_ = conn.Close()
 	}
+	_ = h.tracing.shutdown(ctx)
 }
 
 // Host is what the application was set up on.
@@ -470,7 +390,9 @@ func (s *Service) Done() <-chan struct{} {
 //     before it replies). This comes after HTTP and the cluster, so that
 //     the requests that were allowed to finish could still reach their
 //     entities.
-//  7. Redis: closed last, once nothing can use it.
+//  7. Tracing: the spans still queued are exported, within a few
+//     seconds of their own (an unreachable collector loses them).
+//  8. Redis: closed last, once nothing can use it.
 //
 // ctx bounds steps 1 to 6. Shutdown may be called more than once; each
 // call returns the first call's result.
@@ -529,6 +451,9 @@ func (s *Service) shutdown(ctx context.Context) error {
 	s.log.Info("shutting down: stopping entities")
 	if err := s.host.System.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop the actor system: %w", err))
+	}
+	if err := s.host.tracing.shutdown(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, err)
 	}
 	if s.conn != nil {
 		if err := s.conn.Close(); err != nil {

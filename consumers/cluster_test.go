@@ -53,21 +53,7 @@ func TestConsumerClusterNoChangeLost(t *testing.T) {
 	duplicates := 0
 	for i := range counters {
 		id := fmt.Sprintf("c-%d", i)
-		seen := rec.values(id)
-		highest := int64(0)
-		for j, v := range seen {
-			switch {
-			case v == highest+1:
-				highest = v
-			case v <= highest && (j == 0 || v == seen[j-1]+1 || v < seen[j-1]):
-				duplicates++ // a replay from a checkpoint
-			default:
-				t.Fatalf("%s seen as %v: %d out of order", id, seen, v)
-			}
-		}
-		if highest != rounds {
-			t.Fatalf("%s seen as %v: up to %d, want every value up to %d", id, seen, highest, rounds)
-		}
+		duplicates += checkSeen(t, id, rec.values(id), rounds)
 	}
 	t.Logf("%d changes, %d handled twice", counters*rounds, duplicates)
 	// A move replays at most the changes read after the shard's last

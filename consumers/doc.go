@@ -38,9 +38,12 @@
 //   - In order per entity: a handler never sees a revision older than
 //     one it was given before, except in a replay: after a crash, or a
 //     move of the entity's shard to another instance, consumption resumes
-//     from the shard's checkpoint (saved after every batch of up to 100
-//     changes), and the changes handled since are handled again, in
-//     order. Handlers must be idempotent.
+//     from the shard's checkpoint, and the changes handled since it was
+//     saved are handled again, in order. A worker saves its checkpoint at
+//     most every 100 ms while it handles changes, within 100 ms of the
+//     last one, and when it stops or hands its shard over: a crash
+//     replays about the last 100 ms of changes. Handlers must be
+//     idempotent.
 //   - Coalescing: while an entity's change is being retried, its later
 //     changes replace it (the retry handles the latest state); a consumer
 //     behind the change log's bound (see below) handles the current
@@ -73,10 +76,12 @@
 // # What it costs
 //
 // Every write of a shard with a registered consumer appends its change
-// (the state plus about 100 bytes) to the shard's log in the same script;
-// a worker reads its shard after each write this instance commits (and
-// every 5 s), and saves its checkpoint after each batch (one more
-// script). The log is trimmed to the lowest checkpoint of the shard's
+// (in Redis's memory, the state plus 50 to 100 bytes for states of a few
+// hundred bytes) to the shard's log in the same script,
+// and hands it to the shard's workers in memory: a worker reads the log
+// only when it starts, for a change it did not hear within 10 ms (a
+// write whose reply was lost), and every 5 s. It saves its checkpoint at
+// most every 100 ms (one script, which also trims the log). The log is trimmed to the lowest checkpoint of the shard's
 // consumers and bounded to about entities.DefaultChangeLogLimit changes
 // per shard (256 shards), whatever the checkpoints: a consumer that is
 // stopped or slow for longer than that falls behind the bound and

@@ -117,3 +117,27 @@ func (r *recorder) waitCalls(t testing.TB, n int) {
 		return r.calls >= n
 	})
 }
+
+// checkSeen checks what a consumer saw of counter id (seen, in the order
+// handled) against its final value: every value from 1 to final, in
+// order; a value seen again only in a replay, which starts over from a
+// checkpoint (below the value seen last) and goes up one by one. It
+// returns how many values were seen again.
+func checkSeen(t testing.TB, id string, seen []int64, final int64) (duplicates int) {
+	t.Helper()
+	highest := int64(0)
+	for j, v := range seen {
+		switch {
+		case v == highest+1:
+			highest = v
+		case v <= highest && (j == 0 || v == seen[j-1]+1 || v <= seen[j-1]):
+			duplicates++ // a replay from a checkpoint
+		default:
+			t.Fatalf("%s seen as %v: %d out of order", id, seen, v)
+		}
+	}
+	if highest != final {
+		t.Fatalf("%s seen as %v: up to %d, want every value up to %d", id, seen, highest, final)
+	}
+	return duplicates
+}

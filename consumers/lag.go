@@ -18,31 +18,21 @@ type Lag struct {
 	Oldest time.Time
 }
 
-// noteBatch notes a read: head is the shard's last change.
-func (w *worker) noteBatch(head uint64, changes []change) {
-	w.lagMu.Lock()
-	defer w.lagMu.Unlock()
-	w.lag.Changes = head - min(w.saved, head)
-	if len(changes) > 0 && (w.lag.Oldest.IsZero() || changes[0].At.Before(w.lag.Oldest)) {
-		w.lag.Oldest = changes[0].At
-	}
-}
-
-// noteDone notes the end of a step: what is left is the pending changes,
-// and what was not read yet.
-func (w *worker) noteDone(head uint64) {
+// noteLag notes what is left at the end of a step: the pending changes,
+// and those after the cursor (recorded after the last one consumed).
+func (w *worker) noteLag() {
 	var oldest time.Time
 	for _, p := range w.pending {
 		if oldest.IsZero() || p.firstAt.Before(oldest) {
 			oldest = p.firstAt
 		}
 	}
+	if w.cursor < w.head && !w.lastAt.IsZero() && (oldest.IsZero() || w.lastAt.Before(oldest)) {
+		oldest = w.lastAt
+	}
 	w.lagMu.Lock()
 	defer w.lagMu.Unlock()
-	w.lag.Changes = head - min(w.saved, head)
-	if w.lag.Changes == 0 || oldest.IsZero() && w.cursor >= head {
-		w.lag.Oldest = oldest
-	}
+	w.lag = Lag{Changes: w.head - min(w.target(), w.head), Oldest: oldest}
 }
 
 func (w *worker) lagNow() Lag {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -47,8 +48,8 @@ type Config struct {
 	// HandlerTimeout bounds one call of a handler (DefaultHandlerTimeout
 	// when zero).
 	HandlerTimeout time.Duration
-	// Poll is how often a shard's log is read when no write was heard
-	// (DefaultPoll when zero).
+	// Poll is how often a worker reads its shard's log for changes it did
+	// not hear from this instance's writes (DefaultPoll when zero).
 	Poll time.Duration
 }
 
@@ -78,6 +79,9 @@ type Runner struct {
 	mu        sync.Mutex
 	consumers map[string]*consumer
 	workers   map[workerKey]*worker
+	// byShard is each shard's workers, as in workers, for the writes to
+	// hand their changes to with no lock.
+	byShard   [cluster.NumShards]atomic.Pointer[[]*worker]
 	releasing map[int]cluster.Fence // shards being handed over, under this fence
 	started   bool
 	stopped   bool
@@ -193,15 +197,29 @@ func (r *Runner) list() []*consumer {
 	return cs
 }
 
-// heard wakes the workers of a shard a write was committed to.
-func (r *Runner) heard(shard int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.consumers {
-		if w := r.workers[workerKey{c.id, shard}]; w != nil {
-			w.wake()
+// heard hands a change this instance recorded to its shard's workers.
+func (r *Runner) heard(shard int, c entities.Change) {
+	if ws := r.byShard[shard].Load(); ws != nil {
+		for _, w := range *ws {
+			w.offer(c)
 		}
 	}
+}
+
+// setWorker sets (or, w nil, removes) the worker of key; r.mu is held.
+func (r *Runner) setWorker(key workerKey, w *worker) {
+	if w != nil {
+		r.workers[key] = w
+	} else {
+		delete(r.workers, key)
+	}
+	var ws []*worker
+	for _, c := range r.consumers {
+		if w := r.workers[workerKey{c.id, key.shard}]; w != nil {
+			ws = append(ws, w)
+		}
+	}
+	r.byShard[key.shard].Store(&ws)
 }
 
 // supervise starts a worker for every consumer on every shard served
@@ -239,10 +257,10 @@ func (r *Runner) pass() {
 				if w != nil {
 					w.halt()
 				}
-				r.workers[key] = startWorker(r, c, shard, f, w)
+				r.setWorker(key, startWorker(r, c, shard, f, w))
 			case !serving && w != nil:
 				w.halt() // the lease lapsed: its checkpoint saves are fenced
-				delete(r.workers, key)
+				r.setWorker(key, nil)
 			}
 		}
 	}
@@ -272,7 +290,7 @@ func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
 		key := workerKey{c.id, shard}
 		if w := r.workers[key]; w != nil {
 			ws = append(ws, w)
-			delete(r.workers, key)
+			r.setWorker(key, nil)
 		}
 	}
 	r.mu.Unlock()
@@ -293,7 +311,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	ws := make([]*worker, 0, len(r.workers))
 	for key, w := range r.workers {
 		ws = append(ws, w)
-		delete(r.workers, key)
+		r.setWorker(key, nil)
 	}
 	r.mu.Unlock()
 	if started {
@@ -307,7 +325,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	for key, w := range r.workers {
 		ws = append(ws, w)
-		delete(r.workers, key)
+		r.setWorker(key, nil)
 	}
 	r.mu.Unlock()
 	return r.halt(ctx, ws)

@@ -8,18 +8,30 @@ import (
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/timers"
 )
 
-// batch is how many changes a worker reads at once.
-const batch = 100
+const (
+	// batch is how many changes a worker reads from the log at once.
+	batch = 100
+	// checkpointEvery is how long a worker waits at least between two
+	// saves of its checkpoint: a crash replays at most the changes handled
+	// since (see the package doc).
+	checkpointEvery = 100 * time.Millisecond
+	// gapGrace is how long a worker waits for a change it did not hear
+	// (a write whose notice comes late, or whose reply was lost) before it
+	// reads the log for it.
+	gapGrace = 10 * time.Millisecond
+)
 
 // worker consumes one shard's changes for one consumer, one change at a
-// time, from the consumer's checkpoint on. A change that fails is kept
-// pending and retried with backoff while the shard's other entities go
-// on; a later change of a pending entity replaces the pending one
-// (key-value consumers may coalesce), and the checkpoint stays before the
-// oldest pending change.
+// time and in the log's order, from the consumer's checkpoint on. It gets
+// the changes this instance commits from the writes themselves (offer),
+// and reads the log for the others: from the checkpoint when it starts,
+// when a change was not heard, and every Config.Poll. A change that fails
+// is kept pending and retried with backoff while the shard's other
+// entities go on; a later change of a pending entity replaces the pending
+// one (key-value consumers may coalesce), and the checkpoint stays before
+// the oldest pending change.
 type worker struct {
 	r     *Runner
 	c     *consumer
@@ -34,9 +46,17 @@ type worker struct {
 	kick     chan struct{}
 	done     chan struct{}
 
-	cursor  uint64 // the last change read
-	saved   uint64 // the checkpoint saved
-	pending map[string]*pending
+	in inbox
+
+	cursor   uint64    // the last change consumed
+	head     uint64    // the shard's last change known (read or heard)
+	lastAt   time.Time // when the last change consumed was recorded
+	saved    uint64    // the checkpoint saved
+	savedAt  time.Time
+	readAt   time.Time // the last read of the log; zero: read now
+	more     bool      // the last read filled its batch: read on
+	gapSince time.Time // since when a change after the cursor is missing; zero: none
+	pending  map[string]*pending
 	// after a resync: the revisions handled from the current states, for
 	// skipping the older changes still in the log, until resyncHead.
 	resynced   map[string]uint64
@@ -44,16 +64,6 @@ type worker struct {
 
 	lagMu sync.Mutex
 	lag   Lag
-}
-
-// pending is an entity whose change failed.
-type pending struct {
-	change   change
-	since    uint64    // the Seq of its oldest change not handled
-	firstAt  time.Time // when that change was recorded
-	attempts int
-	due      time.Time
-	err      error
 }
 
 func startWorker(r *Runner, c *consumer, shard int, f cluster.Fence, prev *worker) *worker {
@@ -65,7 +75,7 @@ func startWorker(r *Runner, c *consumer, shard int, f cluster.Fence, prev *worke
 	return w
 }
 
-// wake asks for a read now.
+// wake asks for a step now.
 func (w *worker) wake() {
 	select {
 	case w.kick <- struct{}{}:
@@ -90,34 +100,39 @@ func (w *worker) run() {
 	defer w.cancel()
 	if w.prev != nil {
 		<-w.prev.done
+		w.prev = nil // its checkpoint is saved; let it go
 	}
 	for !w.stopping() {
 		cp, err := w.r.cfg.Log.Register(w.ctx, w.c.id, w.shard)
 		if err == nil {
-			w.cursor, w.saved = cp, cp
+			w.cursor, w.head, w.saved = cp, cp, cp
 			break
 		}
 		w.r.log.Warn("consumers: read the checkpoint", "consumer", w.c.id, "shard", w.shard, "err", err.Error())
 		w.wait(time.Second)
 	}
 	for !w.stopping() {
-		more, err := w.step()
+		next, err := w.step()
 		if errors.Is(err, entities.ErrFenced) {
 			return // the shard is another instance's now
 		}
 		if err != nil {
 			w.r.log.Warn("consumers: read the changes", "consumer", w.c.id, "shard", w.shard, "err", err.Error())
+			w.readAt = time.Time{}
 			w.wait(time.Second)
 			continue
 		}
-		if !more {
-			w.wait(w.r.cfg.Poll)
+		if next > 0 {
+			w.wait(next)
 		}
+	}
+	if err := w.checkpoint(); err != nil && !errors.Is(err, entities.ErrFenced) {
+		w.r.log.Warn("consumers: save the checkpoint", "consumer", w.c.id, "shard", w.shard, "err", err.Error())
 	}
 }
 
-// wait waits for a write to the shard, a pending change's retry, d, or
-// the stop.
+// wait waits for a change heard, a pending change's retry, d, or the
+// stop.
 func (w *worker) wait(d time.Duration) {
 	var retry <-chan time.Time
 	if due, ok := w.nextDue(); ok {
@@ -135,14 +150,46 @@ func (w *worker) wait(d time.Duration) {
 	}
 }
 
-// step reads a batch and handles it, retries the pending changes that are
-// due, and saves the checkpoint; more is true when the log may hold more.
-func (w *worker) step() (more bool, err error) {
-	log := w.r.cfg.Log
-	changes, head, missed, err := log.Changes(w.ctx, w.shard, w.cursor, batch)
-	if err != nil {
-		return false, err
+// step handles the changes heard, reads the log when it is due, retries
+// the pending changes that are due, and saves the checkpoint when it is
+// due; it returns how long to wait for (0: step again now).
+func (w *worker) step() (time.Duration, error) {
+	w.takeHeard()
+	now := time.Now()
+	gap := !w.gapSince.IsZero() && now.Sub(w.gapSince) >= gapGrace
+	if w.more || w.readAt.IsZero() || now.Sub(w.readAt) >= w.r.cfg.Poll || gap {
+		if err := w.read(); err != nil {
+			return 0, err
+		}
+		w.takeHeard()
 	}
+	w.retryDue()
+	if now.Sub(w.savedAt) >= checkpointEvery {
+		if err := w.checkpoint(); err != nil {
+			return 0, err
+		}
+	}
+	w.noteLag()
+	if w.more {
+		return 0, nil
+	}
+	next := w.r.cfg.Poll - now.Sub(w.readAt)
+	if !w.gapSince.IsZero() {
+		next = min(next, gapGrace-now.Sub(w.gapSince))
+	}
+	if w.target() > w.saved {
+		next = min(next, checkpointEvery-now.Sub(w.savedAt))
+	}
+	return max(next, time.Millisecond), nil
+}
+
+// read reads a batch of the log after the cursor and consumes it.
+func (w *worker) read() error {
+	changes, head, missed, err := w.r.cfg.Log.Changes(w.ctx, w.shard, w.cursor, batch)
+	if err != nil {
+		return err
+	}
+	w.readAt, w.head = time.Now(), max(w.head, head)
 	if missed {
 		// Go on from the oldest change kept, once the current states are
 		// handled (a state still pending holds the checkpoint there).
@@ -151,26 +198,38 @@ func (w *worker) step() (more bool, err error) {
 			from = changes[0].Seq - 1
 		}
 		if err := w.resync(head, from); err != nil {
-			return false, err
+			return err
 		}
 		w.cursor = from
 	}
-	w.noteBatch(head, changes)
 	for _, c := range changes {
 		if w.stopping() {
 			break
 		}
-		w.cursor = c.Seq
-		if c.EntityType == w.c.entityType && !w.stale(c) {
-			w.deliver(c, c.Seq)
-		}
+		w.consume(c)
 	}
-	w.retryDue()
-	if err := w.checkpoint(); err != nil {
-		return false, err
+	w.more = len(changes) == batch
+	w.noteGap()
+	return nil
+}
+
+// consume handles c, the change after the cursor, if it is of the
+// consumer's type and not older than a state a resync handled.
+func (w *worker) consume(c change) {
+	w.cursor, w.lastAt = c.Seq, c.At
+	if c.EntityType == w.c.entityType && !w.stale(c) {
+		w.deliver(c, c.Seq)
 	}
-	w.noteDone(head)
-	return len(changes) == batch, nil
+}
+
+// noteGap notes whether changes after the cursor are known and missing.
+func (w *worker) noteGap() {
+	switch {
+	case w.cursor >= w.head:
+		w.gapSince = time.Time{}
+	case w.gapSince.IsZero():
+		w.gapSince = time.Now()
+	}
 }
 
 // resync handles the current state of every entity of the consumer's
@@ -206,100 +265,25 @@ func (w *worker) stale(c change) bool {
 	return ok && (c.Revision < rev || c.Revision == rev && !c.Deleted)
 }
 
-// deliver handles c, or queues it behind its entity's pending change.
-func (w *worker) deliver(c change, seq uint64) {
-	if p := w.pending[c.EntityID]; p != nil {
-		p.change = c // coalesced: the retry handles the latest state
-		return
-	}
-	if err := w.attempt(c); err != nil {
-		now := w.r.cfg.Clock.Now()
-		p := &pending{change: c, since: seq, firstAt: c.At, attempts: 1, err: err}
-		w.pending[c.EntityID] = p
-		w.failed(p, now)
-	}
-}
-
-// attempt runs the handler once.
-func (w *worker) attempt(c change) error {
-	ctx, cancel := context.WithTimeout(w.ctx, w.r.cfg.HandlerTimeout)
-	defer cancel()
-	ignored, err := w.c.handle(ctx, w.r.cfg.Client, c)
-	w.r.metrics.handled(w.c.id, ignored, err)
-	return err
-}
-
-// failed schedules p's next attempt, or makes it a dead letter when it
-// ran out of retries.
-func (w *worker) failed(p *pending, now time.Time) {
-	if w.c.maxRetries > 0 && p.attempts > w.c.maxRetries {
-		w.bury(p, now)
-		return
-	}
-	wait := timers.Backoff(p.attempts)
-	p.due = now.Add(wait)
-	w.r.log.Warn("consumers: handler failed; retrying", "consumer", w.c.id, "entity", p.change.EntityID,
-		"revision", p.change.Revision, "attempt", p.attempts, "retry_in", wait.String(), "err", p.err.Error())
-}
-
-// retryDue retries the pending changes that are due.
-func (w *worker) retryDue() {
-	now := w.r.cfg.Clock.Now()
-	for id, p := range w.pending {
-		if w.stopping() {
-			return
-		}
-		if p.due.After(now) {
-			continue
-		}
-		if p.err = w.attempt(p.change); p.err == nil {
-			delete(w.pending, id)
-			continue
-		}
-		p.attempts++
-		w.failed(p, now)
-	}
-}
-
-// bury keeps p as a dead letter and lets its entity go on; a dead letter
-// that cannot be stored stays pending, retried later.
-func (w *worker) bury(p *pending, now time.Time) {
-	d := deadLetterOf(w.c.id, w.shard, p, now)
-	if err := w.r.cfg.DeadLetters.Put(w.ctx, d); err != nil {
-		p.due = now.Add(timers.Backoff(p.attempts))
-		w.r.log.Error("consumers: store a dead letter", "consumer", w.c.id, "entity", d.EntityID, "err", err.Error())
-		return
-	}
-	delete(w.pending, p.change.EntityID)
-	w.r.metrics.dead(w.c.id)
-	w.r.log.Error("consumers: a change ran out of retries: kept as a dead letter", "consumer", w.c.id,
-		"entity", d.EntityID, "revision", d.Revision, "attempts", d.Attempts, "err", d.Error)
-}
-
-// nextDue is when the earliest pending change is due.
-func (w *worker) nextDue() (time.Time, bool) {
-	var due time.Time
-	for _, p := range w.pending {
-		if due.IsZero() || p.due.Before(due) {
-			due = p.due
-		}
-	}
-	return due, !due.IsZero()
-}
-
-// checkpoint saves the checkpoint: the last change read, or just before
-// the oldest pending one.
-func (w *worker) checkpoint() error {
+// target is the checkpoint to save: the last change consumed, or just
+// before the oldest pending one.
+func (w *worker) target() uint64 {
 	target := w.cursor
 	for _, p := range w.pending {
 		target = min(target, p.since-1)
 	}
+	return target
+}
+
+// checkpoint saves the checkpoint if it moved.
+func (w *worker) checkpoint() error {
+	target := w.target()
 	if target <= w.saved {
 		return nil
 	}
 	if err := w.r.cfg.Log.SaveCheckpoint(w.ctx, w.fence, w.c.id, w.shard, target); err != nil {
 		return err
 	}
-	w.saved = target
+	w.saved, w.savedAt = target, time.Now()
 	return nil
 }

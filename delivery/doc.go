@@ -29,8 +29,12 @@
 // another instance of the service) stands by until the owner's lease
 // lapses, then takes the queue over and sends, to its own consumer, what
 // the queue holds unconfirmed; a deposed owner's stores are refused and it
-// stops with an error wrapping durable.ErrFenced. Messages and refs stay
-// within one process: only the queue is shared.
+// stops with an error wrapping durable.ErrFenced.
+//
+// Point to point crosses instances: a producer controller on one instance
+// and a consumer controller on another talk through refs to actors of
+// other instances (runtime.RemoteRef, over the cluster transport), with
+// the same guarantees (see Across instances).
 //
 // # Use
 //
@@ -62,7 +66,10 @@
 // stored; [Producer.Err] is non-nil once the controller stopped (a
 // readiness check). [Drain] stores, before a graceful shutdown, what the
 // consumers confirmed, so that a restart sends none of it again; a trellis
-// service drains in its Shutdown.
+// service drains in its Shutdown. In a service on several instances,
+// trellis.NewDurableProducer gives a Send that works on every instance:
+// the durable queue has one owner at a time, and the others hand their
+// messages to it.
 //
 // # Work pulling and sharding
 //
@@ -209,6 +216,69 @@
 //     controller stops (see Failures); a failed confirmation store is only
 //     retried (fatal only when the queue refuses the controller as
 //     deposed), and costs at most duplicates after a restart.
+//
+// # Across instances
+//
+// What crosses instances is the traffic between the two controllers of
+// point to point: [SequencedMessage] from the producer controller, and
+// [Request], [Resend], [Ack] and [RegisterConsumer] from the consumer
+// controller, plus [RegisterToProducerController] and [DeliverThenStop]
+// sent to a consumer controller from afar. The producer and the consumer
+// stay local to their controllers ([ErrNotLocal]). Connect the two sides
+// by exposing one controller (runtime.Expose) and giving the other a
+// runtime.RemoteRef to it:
+//
+//	// instance A
+//	pc, _ := delivery.SpawnProducerController[Job](sysA, "jobs-pc", "jobs", delivery.ProducerSettings{})
+//	at, _ := runtime.Expose(sysA, pc) // at.Addr, at.Path: tell instance B
+//	// instance B
+//	cc.Tell(delivery.RegisterToProducerController[Job]{
+//		ProducerController: runtime.RemoteRef[delivery.ProducerCommand[Job]](sysB, at.Addr, at.Path)})
+//
+// The protocol's messages travel in a compact binary form; the producer's
+// message A inside them is encoded by the codec the System has for A
+// (runtime.RegisterCodec; JSON by default), or travels as chunks. A
+// controller registers these codecs with its System as it starts.
+// Registrations ([RegisterConsumer]) and the generations of producer
+// controllers without a durable queue are stamped by a hybrid clock (the
+// wall clock, rising within a process), so that across instances a later
+// one ranks higher as long as the instances' clocks agree closer than the
+// two events are apart.
+//
+// The transport carries one sender's messages to one instance in order,
+// or loses them (a connection that breaks loses what was in flight; a full
+// queue to a peer, TellQueue, makes a message a dead letter, counted by
+// runtime.System.RemoteDeadLetters). What each fault of the link costs,
+// with resending on:
+//
+//   - A connection cut, garbled or stalled, or a partition that heals:
+//     nothing lost, nothing twice; the messages lost in flight are asked
+//     for again (a gap is seen at once, a lost request after
+//     ResendIntervalMin idle, growing ×1.5 to ResendIntervalMax), and the
+//     transport dials again (backoff 50 ms doubling to 5 s). Cost: delay.
+//   - The consumer's instance dies: the producer controller keeps the
+//     unconfirmed messages and sends them to the consumer controller that
+//     registers next (on any instance): up to FlowControlWindow messages
+//     may come twice, as for a replaced consumer controller.
+//   - The producer's instance dies: as the producer's process above
+//     (without a durable queue, what the controller held is lost; with one
+//     in Redis, another instance's controller takes the queue over once the
+//     lease lapses, and the consumer controller must register with it).
+//
+// There is no remote death watch: a controller does not learn that its
+// peer's instance died; the consumer controller keeps asking (its retry
+// tick), the producer controller keeps its unconfirmed messages.
+//
+// Work pulling crosses instances when the receptionist does: in a trellis
+// service in cluster mode (or with runtime.System.SetDirectory), a worker
+// registered on any instance is listed to every work-pulling producer
+// controller, which runs its point-to-point producer controller for it on
+// its own instance. A worker's instance that leaves withdraws its
+// registrations; one that dies has them lapse with its lease (the cluster
+// lease); either way its worker leaves and what it had not confirmed goes
+// to the other workers (at least once: up to its window twice). Sharding
+// keeps its entities on the controller's own instance: its regions are
+// local.
 //
 // # Failures
 //

@@ -14,6 +14,11 @@ import (
 // shut down); [Producer.Err] says so from then on.
 var ErrProducerStopped = errors.New("delivery: producer controller stopped")
 
+// ErrNotSent is wrapped by the error of a Send that ended before the
+// message was handed to the producer controller: it will never be sent,
+// and sending it again sends it once.
+var ErrNotSent = errors.New("delivery: not sent")
+
 // Producer is a handle on a producer controller for code that is not an
 // actor: an HTTP endpoint, a timed action, an entity's command. [Send]
 // waits for the consumer's demand and hands the message over; it is safe
@@ -61,10 +66,12 @@ func (p *Producer[A]) Controller() runtime.Ref[ProducerCommand[A]] { return p.pc
 // once it is handed over (sent), with one once it is stored, so that it
 // survives the process. It waits at most until ctx ends; then the error
 // wraps ctx's and says whether msg was left unsent (it was still waiting
-// for demand: it will never be sent) or was handed over and may still be
-// stored and sent. Once the controller stopped, Send returns an error
-// wrapping [ErrProducerStopped]. With a durable queue that another process
-// owns (see durable.Owned), the controller stands by and Send waits.
+// for demand: it will never be sent, and the error wraps [ErrNotSent]) or
+// was handed over and may still be stored and sent. Once the controller
+// stopped, Send returns an error wrapping [ErrProducerStopped]. With a
+// durable queue that another process owns (see durable.Owned), the
+// controller stands by and Send waits; trellis.NewProducer sends through
+// the owner instead.
 func (p *Producer[A]) Send(ctx context.Context, msg A) (SeqNr, error) {
 	if err := p.Err(); err != nil {
 		return 0, err
@@ -90,7 +97,7 @@ func (p *Producer[A]) Send(ctx context.Context, msg A) (SeqNr, error) {
 		return r.seqNr, r.err
 	case ok := <-removed:
 		if ok {
-			return 0, fmt.Errorf("delivery: send: not sent (no demand in time): %w", ctx.Err())
+			return 0, fmt.Errorf("delivery: send: %w (no demand in time): %w", ErrNotSent, ctx.Err())
 		}
 		return 0, fmt.Errorf("delivery: send: handed over, not yet known to be stored: %w", ctx.Err())
 	case <-p.done:

@@ -96,8 +96,8 @@ func TestProducerSendWithoutDemand(t *testing.T) {
 	p, _ := newHandle(t, sys, 1, true)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := p.Send(ctx, deliverytest.Job{N: 1}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("send without demand: %v, want context.Canceled", err)
+	if _, err := p.Send(ctx, deliverytest.Job{N: 1}); !errors.Is(err, context.Canceled) || !errors.Is(err, delivery.ErrNotSent) {
+		t.Fatalf("send without demand: %v, want context.Canceled and ErrNotSent", err)
 	}
 	if err := p.Err(); err != nil {
 		t.Fatalf("Err while the controller runs: %v", err)

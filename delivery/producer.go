@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync/atomic"
 
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
@@ -113,11 +112,10 @@ func newProducer[A any](cfg *producerConfig[A]) *producer[A] {
 }
 
 // volatileGenerations numbers the producer controllers that keep nothing
-// (no durable queue of their own or of their pattern controller). Delivery
-// is local only, so one counter for the process orders every controller a
-// consumer controller could hear from: a replacement always ranks above the
+// (no durable queue of their own or of their pattern controller), by
+// stamps: a replacement, on this instance or another, ranks above the
 // controller it replaces, however late a message of that one comes.
-var volatileGenerations atomic.Uint64
+var volatileGenerations stamps
 
 // generationOf is the generation a new producer controller starts with:
 // its pattern controller's, or with a durable queue 0 until the loaded state
@@ -126,7 +124,7 @@ func generationOf[A any](cfg *producerConfig[A]) uint64 {
 	if cfg.generation != 0 || cfg.queue != nil {
 		return cfg.generation
 	}
-	return volatileGenerations.Add(1)
+	return volatileGenerations.next()
 }
 
 // newIncarnation returns a random non-zero id.
@@ -156,6 +154,7 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 
 func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
 	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
+	registerCodecs[A](ctx.System()) // for a consumer controller on another instance
 	p.sendNext = runtime.DirectAdapter(ctx, func(m A) ProducerCommand[A] {
 		o := p.outgoings.Get()
 		o.sm.Message = m

@@ -1,8 +1,6 @@
 package delivery
 
 import (
-	"sync/atomic"
-
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -95,14 +93,13 @@ type RegisterConsumer[A any] struct {
 	registration uint64
 }
 
-// registrations counts the registrations of consumer controllers. One
-// counter for the process orders them all: delivery is local only, so
-// every controller that could register with a producer controller shares
-// it, and a later registration always has the higher number.
-var registrations atomic.Uint64
+// registrations numbers the registrations of consumer controllers: by
+// stamps, so that a later registration, on this instance or another, has
+// the higher number (see stamps for how far that holds across instances).
+var registrations stamps
 
 // nextRegistration numbers a registration, later than every one before.
-func nextRegistration() uint64 { return registrations.Add(1) }
+func nextRegistration() uint64 { return registrations.next() }
 
 // ConsumerStart connects the consumer to its consumer controller, which then
 // sends it one [Delivery] at a time. The controller watches the consumer

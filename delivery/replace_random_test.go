@@ -199,6 +199,7 @@ func runReplaceSeed(c deliverytest.LossCase, seed uint64, queue string, client *
 		}
 		defer func() { _ = rq.Delete(context.Background()) }()
 		q = rq
+		r.OnRealStore()
 	}
 	if q != nil {
 		x.opts = []delivery.ProducerOption[deliverytest.Job]{delivery.WithDurableQueue(q)}

@@ -81,6 +81,7 @@ func startInstance(r *deliverytest.LossRun, sys *runtime.System, url, prefix, id
 func runTakeoverSeed(c deliverytest.LossCase, seed uint64, url string, dupsTotal, allowedTotal *atomic.Int64) (err error) {
 	r := deliverytest.NewLossRun(c, seed)
 	defer r.Close(&err)
+	r.OnRealStore()
 	sysB := runtime.NewSystem(fmt.Sprintf("takeover-b-%d", seed), runtime.WithLogger(slog.New(slog.NewTextHandler(r.Logs, nil))))
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)

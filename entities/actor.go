@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -111,7 +112,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		switch eff.kind {
 		case replyOnly, failWith:
 			if r.fenced == nil {
-				rev, err := r.host.Store.Revision(ctx, r.t.ComponentID(), a.id)
+				rev, err := a.revision(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("%s: check the state is fresh: %w", op(), err)
 				}
@@ -184,7 +185,9 @@ func (a *entityActor[S]) drop() {
 }
 
 // save writes data over revision a.rev: under the fence with a cluster.
-func (a *entityActor[S]) save(ctx context.Context, data []byte) (uint64, error) {
+func (a *entityActor[S]) save(ctx context.Context, data []byte) (rev uint64, err error) {
+	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity save", a.r.t.ComponentID(), a.id)
+	defer func() { tracing.End(span, components.ErrorType(err)) }()
 	if a.r.fenced != nil {
 		return a.r.fenced.SaveFenced(ctx, a.fence, a.r.t.ComponentID(), a.id, data, a.rev)
 	}
@@ -193,16 +196,27 @@ func (a *entityActor[S]) save(ctx context.Context, data []byte) (uint64, error) 
 
 // delete deletes the state at revision a.rev: under the fence with a
 // cluster.
-func (a *entityActor[S]) delete(ctx context.Context) error {
+func (a *entityActor[S]) delete(ctx context.Context) (err error) {
+	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity delete", a.r.t.ComponentID(), a.id)
+	defer func() { tracing.End(span, components.ErrorType(err)) }()
 	if a.r.fenced != nil {
 		return a.r.fenced.DeleteFenced(ctx, a.fence, a.r.t.ComponentID(), a.id, a.rev)
 	}
 	return a.r.host.Store.Delete(ctx, a.r.t.ComponentID(), a.id, a.rev)
 }
 
+// revision reads the stored revision, to check the state held is fresh.
+func (a *entityActor[S]) revision(ctx context.Context) (rev uint64, err error) {
+	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity revision", a.r.t.ComponentID(), a.id)
+	defer func() { tracing.End(span, components.ErrorType(err)) }()
+	return a.r.host.Store.Revision(ctx, a.r.t.ComponentID(), a.id)
+}
+
 // load reads the state from the store; absent is the empty state.
 func (a *entityActor[S]) load(ctx context.Context) error {
+	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity load", a.r.t.ComponentID(), a.id)
 	rec, err := a.r.host.Store.Load(ctx, a.r.t.ComponentID(), a.id)
+	tracing.End(span, components.ErrorType(err))
 	if err != nil {
 		return fmt.Errorf("load the state: %w", err)
 	}

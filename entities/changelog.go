@@ -49,9 +49,13 @@ type ChangeLog interface {
 	// Current calls fn with the current state of every entity of
 	// entityType in shard (Seq 0), for a consumer that missed changes.
 	Current(ctx context.Context, shard int, entityType string, fn func(Change) error) error
-	// Watch calls fn with the shard of every write this store value
-	// commits, after it commits; fn must not block. stop ends the calls.
-	Watch(fn func(shard int)) (stop func())
+	// Watch calls fn with every change this store value records, as the
+	// log holds it, and its shard, after the write committed (a write
+	// whose reply is lost is not heard: read the log for it). Calls for
+	// one shard may come out of Seq order when writes to it run
+	// concurrently. fn must not block, nor modify c.Data. stop ends the
+	// calls.
+	Watch(fn func(shard int, c Change)) (stop func())
 }
 
 // Change is one committed write of an entity, as a ChangeLog keeps it.
@@ -70,6 +74,11 @@ type Change struct {
 	// At is when the change was recorded (the store's clock: Redis's TIME,
 	// or the process's clock in memory); zero for a current state.
 	At time.Time
+	// TraceContext is the W3C trace context of the write (the entity's
+	// store span, in tracing.Capture's form), which the consumer's
+	// handling links to; "" when the write was not traced, and for a
+	// current state.
+	TraceContext string
 }
 
 // DefaultChangeLogLimit is about how many changes a shard's log keeps at

@@ -3,8 +3,8 @@ package entities_test
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
@@ -54,7 +54,7 @@ func idsInShard(typ string, shard, n int) []string {
 // in order, numbered without gap, deletes included; a checkpoint trims
 // up to the lowest; the bound keeps the log short and tells a reader
 // behind it that it missed changes; Current reads the states; Watch
-// hears the writes.
+// hears the changes recorded, as the log holds them.
 func TestChangeLog(t *testing.T) {
 	for name, newStore := range changeTargets(t) {
 		t.Run(name, func(t *testing.T) {
@@ -62,19 +62,19 @@ func TestChangeLog(t *testing.T) {
 			s, fence := newStore(t)
 			const shard = 7
 			ids := idsInShard("order", shard, 3)
-			heard := make(chan int, 1)
-			stop := s.Watch(func(shard int) {
-				select {
-				case heard <- shard:
-				default:
+			var heardMu sync.Mutex
+			var heard []entities.Change
+			stop := s.Watch(func(in int, c entities.Change) {
+				heardMu.Lock()
+				defer heardMu.Unlock()
+				if in != shard {
+					t.Errorf("Watch heard %+v in shard %d, want %d", c, in, shard)
 				}
+				heard = append(heard, c)
 			})
 			defer stop()
 
 			mustSave(t, ctx, s, "order", ids[0], `{"n":0}`, 0) // before any consumer: not recorded
-			if got := testenv.Recv(t, heard, 5*time.Second); got != shard {
-				t.Fatalf("Watch heard shard %d, want %d", got, shard)
-			}
 			for _, consumer := range []string{"mailer", "ledger"} {
 				if cp, err := s.Register(ctx, consumer, shard); err != nil || cp != 0 {
 					t.Fatalf("Register %s = %d, %v; want 0", consumer, cp, err)
@@ -98,6 +98,11 @@ func TestChangeLog(t *testing.T) {
 			if changes[0].At.IsZero() || changes[0].EntityType != "order" {
 				t.Errorf("change %+v: want its type and time", changes[0])
 			}
+			heardMu.Lock()
+			if !slices.EqualFunc(heard, changes, sameChange) {
+				t.Errorf("Watch heard %+v, want the changes recorded, as the log holds them: %+v", heard, changes)
+			}
+			heardMu.Unlock()
 
 			// Two consumers: the log is trimmed up to the lower checkpoint.
 			if err := s.SaveCheckpoint(ctx, fence(shard), "mailer", shard, 2); err != nil {
@@ -154,6 +159,12 @@ func TestChangeLog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameChange compares two changes field by field.
+func sameChange(a, b entities.Change) bool {
+	return a.Seq == b.Seq && a.EntityType == b.EntityType && a.EntityID == b.EntityID && a.Revision == b.Revision &&
+		a.Deleted == b.Deleted && string(a.Data) == string(b.Data) && a.At.Equal(b.At)
 }
 
 // describe prints changes as "seq id revision data-or-deleted".

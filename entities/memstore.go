@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // MemoryStore is a [Store] that keeps documents in process memory: the
@@ -77,17 +77,20 @@ func (s *MemoryStore) Save(ctx context.Context, entityType, id string, data []by
 	// Copy before taking the lock to keep the critical section short.
 	data = cloneData(data)
 	key := memKey{entityType, id}
+	tc := tracing.Capture(ctx)
 
 	s.mu.Lock()
-	defer s.watches.notifyAfter(cluster.ShardOf(entityType, id))
-	defer s.mu.Unlock()
 	if found := s.docs[key].Revision; found != expected {
+		s.mu.Unlock()
 		return 0, conflictErr("save", entityType, id, expected, found)
 	}
 	s.rev++
-	s.docs[key] = Record{Data: data, Revision: s.rev}
-	s.record(Change{EntityType: entityType, EntityID: id, Revision: s.rev, Data: data})
-	return s.rev, nil
+	rev := s.rev
+	s.docs[key] = Record{Data: data, Revision: rev}
+	c := s.record(Change{EntityType: entityType, EntityID: id, Revision: rev, Data: data, TraceContext: tc})
+	s.mu.Unlock()
+	s.heard(c)
+	return rev, nil
 }
 
 // Delete implements [Store].
@@ -96,19 +99,22 @@ func (s *MemoryStore) Delete(ctx context.Context, entityType, id string, expecte
 		return opErr("delete", entityType, id, err)
 	}
 	key := memKey{entityType, id}
+	tc := tracing.Capture(ctx)
 
 	s.mu.Lock()
-	defer s.watches.notifyAfter(cluster.ShardOf(entityType, id))
-	defer s.mu.Unlock()
 	if found := s.docs[key].Revision; found != expected {
+		s.mu.Unlock()
 		return conflictErr("delete", entityType, id, expected, found)
 	}
 	// Deleting an absent document (expected 0) is a no-op; the revision
 	// counter is not reset, so a later create still gets a fresh revision.
+	var c Change
 	if expected != 0 {
 		delete(s.docs, key)
-		s.record(Change{EntityType: entityType, EntityID: id, Revision: expected, Deleted: true})
+		c = s.record(Change{EntityType: entityType, EntityID: id, Revision: expected, Deleted: true, TraceContext: tc})
 	}
+	s.mu.Unlock()
+	s.heard(c)
 	return nil
 }
 

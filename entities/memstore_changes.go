@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trellis-go/trellis/internal/cluster"
@@ -30,11 +31,12 @@ func (s *MemoryStore) SetChangeLogLimit(n int) {
 }
 
 // record appends c to its shard's log, if a consumer registered there,
-// and drops the oldest changes beyond the limit. s.mu is held.
-func (s *MemoryStore) record(c Change) {
+// and drops the oldest changes beyond the limit; it returns c as
+// recorded (Seq 0: not recorded). s.mu is held.
+func (s *MemoryStore) record(c Change) Change {
 	l := s.logs[cluster.ShardOf(c.EntityType, c.EntityID)]
 	if l == nil {
-		return
+		return Change{}
 	}
 	l.head++
 	c.Seq, c.At = l.head, time.Now()
@@ -42,6 +44,7 @@ func (s *MemoryStore) record(c Change) {
 	if over := len(l.changes) - s.limit; over > 0 {
 		l.changes = slices.Delete(l.changes, 0, over)
 	}
+	return c
 }
 
 // Register implements [ChangeLog].
@@ -145,38 +148,62 @@ func (s *MemoryStore) Current(ctx context.Context, shard int, entityType string,
 	return nil
 }
 
-// Watch implements [ChangeLog].
-func (s *MemoryStore) Watch(fn func(shard int)) (stop func()) { return s.watches.add(fn) }
+// heard tells the watchers of c, unless it was not recorded (Seq 0).
+func (s *MemoryStore) heard(c Change) {
+	if c.Seq != 0 {
+		s.watches.notify(cluster.ShardOf(c.EntityType, c.EntityID), c)
+	}
+}
 
-// watchers are the functions a store calls after its writes.
+// Watch implements [ChangeLog].
+func (s *MemoryStore) Watch(fn func(shard int, c Change)) (stop func()) { return s.watches.add(fn) }
+
+// watchers are a store's Watch functions. The list is copied on change,
+// so that a write reads it with no lock.
 type watchers struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // serializes add and stop
 	next int
-	fns  map[int]func(shard int)
+	fns  atomic.Pointer[[]watcher]
+}
+
+type watcher struct {
+	id int
+	fn func(shard int, c Change)
 }
 
 // add adds fn; the returned function removes it.
-func (w *watchers) add(fn func(shard int)) (stop func()) {
+func (w *watchers) add(fn func(shard int, c Change)) (stop func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.fns == nil {
-		w.fns = make(map[int]func(int))
-	}
 	id := w.next
 	w.next++
-	w.fns[id] = fn
+	w.swap(func(list []watcher) []watcher { return append(list, watcher{id, fn}) })
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		delete(w.fns, id)
+		w.swap(func(list []watcher) []watcher {
+			return slices.DeleteFunc(list, func(x watcher) bool { return x.id == id })
+		})
 	}
 }
 
-// notifyAfter calls every watcher with shard.
-func (w *watchers) notifyAfter(shard int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, fn := range w.fns {
-		fn(shard)
+// swap replaces the list with edit's result on a copy; w.mu is held.
+func (w *watchers) swap(edit func([]watcher) []watcher) {
+	var list []watcher
+	if old := w.fns.Load(); old != nil {
+		list = slices.Clone(*old)
+	}
+	list = edit(list)
+	w.fns.Store(&list)
+}
+
+// notify calls every watcher with c, recorded in shard's log.
+func (w *watchers) notify(shard int, c Change) {
+	list := w.fns.Load()
+	if list == nil {
+		return
+	}
+	for _, x := range *list {
+		x.fn(shard, c)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -147,4 +149,13 @@ func (r *Running[S]) runHere(ctx context.Context, entityID string, cmd *command[
 // InvokeJSON is Invoke with a JSON argument and reply.
 func (r *Running[S]) InvokeJSON(ctx context.Context, entityID, method string, arg []byte) ([]byte, error) {
 	return r.t.commands.InvokeJSON(ctx, entityID, method, arg, r.Invoke)
+}
+
+// tracer is the service's tracer, from the client; nil when tracing is
+// off.
+func (r *Running[S]) tracer() trace.Tracer {
+	if r.host.Client == nil {
+		return nil
+	}
+	return r.host.Client.Tracer()
 }

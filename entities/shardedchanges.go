@@ -169,6 +169,8 @@ func parseEntry(e any) (Change, error) {
 			c.At = time.UnixMicro(us)
 		case "d":
 			c.Data, c.Deleted = []byte(value), false
+		case "c":
+			c.TraceContext = value
 		}
 	}
 	return c, nil
@@ -222,5 +224,8 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// Watch implements [ChangeLog]: fn hears of this value's own writes.
-func (s *ShardedRedisStore) Watch(fn func(shard int)) (stop func()) { return s.watches.add(fn) }
+// Watch implements [ChangeLog]: fn hears of this value's own writes,
+// from the write script's reply (no read of the log).
+func (s *ShardedRedisStore) Watch(fn func(shard int, c Change)) (stop func()) {
+	return s.watches.add(fn)
+}

@@ -5,8 +5,10 @@
 -- ARGV[1] fence incarnation, ARGV[2] fence epoch, ARGV[3] expected revision,
 -- ARGV[4] floor ('' or a legacy revision the counter is raised to),
 -- ARGV[5] entity type, ARGV[6] entity id, ARGV[7] the log's limit: a
--- delete of a present state is recorded with it (record_change).
--- Returns {0, ''} fenced, {1, found} deleted (or absent as expected),
+-- delete of a present state is recorded with it (record_change), ARGV[8]
+-- the write's trace context ('' for none).
+-- Returns {0, ''} fenced, {1, found} deleted (or absent as expected;
+-- {1, found, seq, at} when the delete was recorded),
 -- {2, found} conflict, {3, '0'} absent here but expected present (the
 -- caller checks the legacy key).
 if not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then
@@ -20,6 +22,7 @@ end
 if ARGV[4] ~= '' then raise_counter(KEYS[3], ARGV[4]) end
 redis.call('DEL', KEYS[2])
 if found ~= '0' then
-	record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[5], ARGV[6], found, false, ARGV[7])
+	local seq, at = record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[5], ARGV[6], found, false, ARGV[7], ARGV[8])
+	if seq then return {1, found, seq, at} end
 end
 return {1, found}

@@ -6,8 +6,10 @@
 -- with ARGV[3]; otherwise the hash must be absent (the caller checked the
 -- legacy key) and the counter is raised to at least the floor first.
 -- ARGV[6] entity type, ARGV[7] entity id, ARGV[8] the log's limit: the
--- change is recorded with the state (record_change).
--- Returns {0, ''} fenced, {1, rev} written, {2, found} conflict, {3, '0'}
+-- change is recorded with the state (record_change), ARGV[9] the write's
+-- trace context ('' for none).
+-- Returns {0, ''} fenced, {1, rev} written ({1, rev, seq, at} when the
+-- change was recorded), {2, found} conflict, {3, '0'}
 -- absent here (the caller checks the legacy key). Revisions stay decimal
 -- strings: GET after INCR, never a Lua number.
 if not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then
@@ -26,5 +28,6 @@ end
 redis.call('INCR', KEYS[3])
 local rev = redis.call('GET', KEYS[3])
 redis.call('HSET', KEYS[2], 'data', ARGV[4], 'rev', rev)
-record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[6], ARGV[7], rev, ARGV[4], ARGV[8])
+local seq, at = record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[6], ARGV[7], rev, ARGV[4], ARGV[8], ARGV[9])
+if seq then return {1, rev, seq, at} end
 return {1, rev}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // ErrFenced is wrapped by the writes of a [FencedStore] that the shard's
@@ -191,33 +193,40 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 			return 0, err
 		}
 	}
-	code, rev, err := s.run(ctx, script, keys, f, entityType, id, expected, data, floor)
-	if err == nil && code == scriptAbsent {
+	r, err := s.run(ctx, script, keys, f, entityType, id, expected, data, floor)
+	if err == nil && r.code == scriptAbsent {
 		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
 			return 0, err
 		}
-		code, rev, err = s.run(ctx, script, keys, f, entityType, id, 0, data, floor)
+		r, err = s.run(ctx, script, keys, f, entityType, id, 0, data, floor)
 	}
 	if err != nil {
 		return 0, redisWriteErr(s.client, op, entityType, id, err)
 	}
-	switch code {
+	switch r.code {
 	case scriptFenced:
 		return 0, opErr(op, entityType, id, fmt.Errorf("refused by the fence of shard %d (epoch %d): %w", f.Shard, f.Epoch, ErrFenced))
 	case scriptConflict:
-		return 0, conflictErr(op, entityType, id, expected, rev)
+		return 0, conflictErr(op, entityType, id, expected, r.rev)
 	case scriptDone:
 	default:
-		return 0, opErr(op, entityType, id, fmt.Errorf("unexpected script code %d", code))
+		return 0, opErr(op, entityType, id, fmt.Errorf("unexpected script code %d", r.code))
 	}
-	s.watches.notifyAfter(f.Shard)
+	if r.seq != 0 {
+		c := Change{Seq: r.seq, EntityType: entityType, EntityID: id, Revision: r.rev, Deleted: script == shardedDelete, At: r.at,
+			TraceContext: tracing.Capture(ctx)}
+		if !c.Deleted {
+			c.Data = cloneData(data)
+		}
+		s.watches.notify(f.Shard, c)
+	}
 	if floor != "" || script == shardedDelete {
 		if err := s.client.Del(ctx, s.legacy.key(entityType, id)).Err(); err != nil {
 			// The write is done: "nothing changed" would be false.
 			return 0, redisWriteErr(s.client, op+" (delete the legacy key)", entityType, id, err)
 		}
 	}
-	return rev, nil
+	return r.rev, nil
 }
 
 // fencedKeys are the keys of a fenced write, once f is checked to be the
@@ -257,29 +266,53 @@ func (s *ShardedRedisStore) legacyFloor(ctx context.Context, op, entityType, id 
 	return gone, nil
 }
 
-// run runs a fenced script and decodes its {code, revision} reply.
+// scriptReply is a fenced write script's reply: its code, the revision,
+// and the change's seq and time when the write was recorded in the log
+// (seq 0 when not).
+type scriptReply struct {
+	code int64
+	rev  uint64
+	seq  uint64
+	at   time.Time
+}
+
+// run runs a fenced script and decodes its {code, revision[, seq, at]}
+// reply.
 func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f cluster.Fence,
-	entityType, id string, expected uint64, data []byte, floor string) (int64, uint64, error) {
+	entityType, id string, expected uint64, data []byte, floor string) (scriptReply, error) {
 	args := append(f.Args(), strconv.FormatUint(expected, 10))
 	if script == shardedSave {
 		args = append(args, data)
 	}
-	args = append(args, floor, entityType, id, s.limit)
+	args = append(args, floor, entityType, id, s.limit, tracing.Capture(ctx))
 	res, err := script.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
-		return 0, 0, err
+		return scriptReply{}, err
 	}
-	if len(res) != 2 {
-		return 0, 0, fmt.Errorf("unexpected reply %v", res)
+	bad := func() (scriptReply, error) { return scriptReply{}, fmt.Errorf("unexpected reply %v", res) }
+	if len(res) != 2 && len(res) != 4 {
+		return bad()
 	}
 	code, isInt := res[0].(int64)
 	revText, isString := res[1].(string)
 	if !isInt || !isString {
-		return 0, 0, fmt.Errorf("unexpected reply %v", res)
+		return bad()
 	}
 	if code == scriptFenced {
-		return code, 0, nil
+		return scriptReply{code: code}, nil
 	}
-	rev, err := parseRevision(revText)
-	return code, rev, err
+	r := scriptReply{code: code}
+	if r.rev, err = parseRevision(revText); err != nil {
+		return scriptReply{}, err
+	}
+	if len(res) == 4 {
+		seqText, _ := res[2].(string)
+		atText, _ := res[3].(string)
+		us, atErr := strconv.ParseInt(atText, 10, 64)
+		if r.seq, err = parseRevision(seqText); err != nil || atErr != nil {
+			return bad()
+		}
+		r.at = time.UnixMicro(us)
+	}
+	return r, nil
 }

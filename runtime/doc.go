@@ -43,6 +43,19 @@
 // Cells are padded to whole cache lines, so that two actors running on two
 // processors never share one.
 //
+// # Actors of other instances
+//
+// A [RemoteRef] addresses an actor of another instance: Tell encodes the
+// message with the [Codec] registered for its type ([RegisterCodec]; JSON
+// by default) and hands it to the transport that [System.SetRemote]
+// installed; the receiving System decodes it and tells the actor that was
+// exposed there ([Expose]), in the order told per sender and receiver, at
+// most once. What cannot be encoded, sent, decoded or delivered is a dead
+// letter ([System.RemoteDeadLetters]). This package knows no network: a
+// trellis service wires its cluster transport in. With a [Directory]
+// ([System.SetDirectory]) the receptionist is cluster-wide. There is no
+// remote watch.
+//
 // # Rules for behaviors
 //
 // A [Context] belongs to its actor: use it only inside Receive or OnSignal,

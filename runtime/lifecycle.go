@@ -92,6 +92,7 @@ func (c *cell[T]) finish() {
 		x.watchers, x.watching, x.unstashed = nil, nil, nil
 	}
 	c.sys.reception.actorStopped(c)
+	c.sys.unexpose(c)
 	c.parent.childStopped(c.name, c)
 }
 

@@ -41,6 +41,7 @@ type receptionist struct {
 	services map[serviceName][]AnyRef
 	subs     map[serviceName][]subscriber
 	byActor  map[actorCell][]serviceName // registrations and subscriptions to drop when the actor stops
+	directoryState
 }
 
 type subscriber struct {
@@ -52,6 +53,7 @@ func (r *receptionist) init() {
 	r.services = make(map[serviceName][]AnyRef)
 	r.subs = make(map[serviceName][]subscriber)
 	r.byActor = make(map[actorCell][]serviceName)
+	r.initDirectory()
 }
 
 // Register lists ref under key until it is deregistered or its actor stops.
@@ -71,6 +73,7 @@ func Register[T any](sys *System, key ServiceKey[T], ref Ref[T]) {
 	}
 	r.services[name] = append(r.services[name], ref)
 	r.byActor[t] = append(r.byActor[t], name)
+	registered(sys, name, ref)
 	r.publish(name)
 }
 
@@ -84,6 +87,8 @@ func Deregister[T any](sys *System, key ServiceKey[T], ref Ref[T]) {
 	if i := slices.Index(refs, AnyRef(ref)); i >= 0 {
 		r.services[name] = slices.Delete(refs, i, i+1)
 		r.dropByActor(ref.target(), name)
+		delete(r.addrs, AnyRef(ref))
+		r.publishMine(name)
 		r.publish(name)
 	}
 }
@@ -104,12 +109,16 @@ func (r *receptionist) dropByActor(a actorCell, name serviceName) {
 	}
 }
 
-// Find returns the refs registered under key now, ordered by path.
+// Find returns the refs registered under key now, ordered by path: with a
+// directory (SetDirectory), those of the other instances too, as far as
+// the directory has heard of them (the first Find of a key starts
+// following it).
 func Find[T any](sys *System, key ServiceKey[T]) []Ref[T] {
 	r := &sys.reception
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return typed[T](r.services[key.name()])
+	watch[T](sys, key.name())
+	return typed[T](r.listed(key.name()))
 }
 
 // Subscribe sends subscriber the listing of key now and after every change,
@@ -132,7 +141,8 @@ func Subscribe[T any](sys *System, key ServiceKey[T], subscriber Ref[Listing[T]]
 	if t != nil {
 		r.byActor[t] = append(r.byActor[t], name)
 	}
-	s.notify(r.services[name])
+	watch[T](sys, name)
+	s.notify(r.listed(name))
 }
 
 func subscriberOf[T any](key ServiceKey[T], to Ref[Listing[T]]) subscriber {
@@ -155,7 +165,7 @@ func typed[T any](refs []AnyRef) []Ref[T] {
 // r.mu, so listings reach each subscriber in the order of the changes.
 func (r *receptionist) publish(name serviceName) {
 	for _, s := range r.subs[name] {
-		s.notify(r.services[name])
+		s.notify(r.listed(name))
 	}
 }
 
@@ -172,8 +182,15 @@ func (r *receptionist) actorStopped(a actorCell) {
 	for _, name := range names {
 		r.subs[name] = slices.DeleteFunc(r.subs[name], func(s subscriber) bool { return s.ref.target() == a })
 		before := len(r.services[name])
-		r.services[name] = slices.DeleteFunc(r.services[name], func(ref AnyRef) bool { return ref.target() == a })
+		r.services[name] = slices.DeleteFunc(r.services[name], func(ref AnyRef) bool {
+			if ref.target() == a {
+				delete(r.addrs, ref)
+				return true
+			}
+			return false
+		})
 		if len(r.services[name]) != before {
+			r.publishMine(name)
 			r.publish(name)
 		}
 	}

@@ -25,6 +25,7 @@ type System struct {
 	reception receptionist
 	dead      deadLetters
 	ids       atomic.Uint64
+	remoteState
 
 	mu       sync.Mutex
 	regions  map[string]region
@@ -316,14 +317,17 @@ type deadLetters struct {
 	lastLog atomic.Int64  // unix nanos of the last log line
 }
 
-func (s *System) deadLetter(to AnyRef, msg any) {
+// deadLetter counts msg and logs it, unless one was logged less than the
+// interval ago; it reports whether it logged.
+func (s *System) deadLetter(to AnyRef, msg any) bool {
 	n := s.dead.count.Add(1)
 	now := s.clock.Now().UnixNano()
 	last := s.dead.lastLog.Load()
 	if now-last < int64(s.dead.every) || !s.dead.lastLog.CompareAndSwap(last, now) {
-		return
+		return false
 	}
 	prev := s.dead.logged.Swap(n)
 	s.log.Info("dead letter", "to", to.Path(), "type", fmt.Sprintf("%T", msg),
 		"suppressed", n-prev-1, "total", n)
+	return true
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
@@ -21,10 +23,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timedactions"
 )
@@ -51,6 +57,7 @@ func BenchmarkTimers(b *testing.B) {
 		{"burst-50000-1-instance", workload{n: 50_000, delay: 5 * time.Second, instances: 1}},
 		{"burst-50000-1-instance-same-instant", workload{n: 50_000, delay: sameInstantDelay, instances: 1, sameInstant: true}},
 		{"burst-50000-1-instance-same-instant-entity", workload{n: 50_000, delay: sameInstantDelay, instances: 1, sameInstant: true, entity: true}},
+		{"burst-50000-1-instance-same-instant-traced", workload{n: 50_000, delay: sameInstantDelay, instances: 1, sameInstant: true, traced: true}},
 		{"spread-5000-over-5s", workload{n: 5_000, delay: time.Second, spread: 5 * time.Second, instances: 1}},
 		{"burst-50000-2-instances", workload{n: 50_000, delay: 5 * time.Second, instances: 2}},
 		{"burst-50000-2-instances-same-instant", workload{n: 50_000, delay: sameInstantDelay, instances: 2, sameInstant: true}},
@@ -100,6 +107,12 @@ type workload struct {
 	// entity makes the callee an entity command (on the runtime, with the
 	// in-memory entity store) instead of the no-op timed action.
 	entity bool
+	// traced turns tracing on, sampling everything: each create runs in a
+	// span of its own (as in a request) and its timer keeps its trace
+	// context; each run is a span linked to it, exported over OTLP/HTTP
+	// through the service's bounded queue to a collector in the process
+	// that discards what it reads.
+	traced bool
 }
 
 // benchAction is the callee behind the real component client; samples is
@@ -147,6 +160,10 @@ func (a *benchAction) record(f Firing) {
 	a.mu.Unlock()
 }
 
+// Tracer is the client's, as a components.Client's: the scheduler traces
+// with it when it is not nil.
+func (a *benchAction) Tracer() trace.Tracer { return a.client.Tracer() }
+
 // Dispatch runs the call through the real client, with the recorder in
 // the context for the action to find.
 func (a *benchAction) Dispatch(ctx context.Context, call components.DeferredCall) (json.RawMessage, error) {
@@ -158,8 +175,8 @@ func (a *benchAction) Dispatch(ctx context.Context, call components.DeferredCall
 	return res, err
 }
 
-func newBenchAction(b *testing.B, entity bool) *benchAction {
-	client := components.NewClient(components.NewRegistry())
+func newBenchAction(b *testing.B, entity bool, tracer trace.Tracer) *benchAction {
+	client := components.NewClient(components.NewRegistry(), components.WithTracer(tracer))
 	if _, err := benchActionDef.Start(client); err != nil {
 		b.Fatal(err)
 	}
@@ -274,6 +291,29 @@ func (r redisInfo) commandsSince(before redisInfo) string {
 	return strings.Join(parts, "; ")
 }
 
+// benchTracer is nil (tracing off), or with traced a tracer sampling
+// everything into a pipeline that exports to a collector in the process.
+func benchTracer(b *testing.B, traced bool) trace.Tracer {
+	if !traced {
+		return nil
+	}
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(collector.Close)
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(collector.URL+"/v1/traces"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := tracing.NewPipelineWith(exp, tracing.DefaultQueueSize, sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() {
+		_ = p.Shutdown(context.Background())
+		b.Logf("  tracing: %s", p.Counts())
+	})
+	return p.Tracer()
+}
+
 func runTimerWorkload(b *testing.B, w workload) {
 	srv := testenv.StartRedisServer(b)
 	runTimerWorkloadOn(b, func() redis.UniversalClient { return srv.Client(b) }, srv.Client(b), w)
@@ -283,7 +323,8 @@ func runTimerWorkload(b *testing.B, w workload) {
 // connect, reading Redis's figures through admin.
 func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admin redis.UniversalClient, w workload) {
 	n, delay, spread, instances, sameInstant := w.n, w.delay, w.spread, w.instances, w.sameInstant
-	action := newBenchAction(b, w.entity)
+	tracer := benchTracer(b, w.traced)
+	action := newBenchAction(b, w.entity, tracer)
 	// 1,024 bytes of JSON: a string of random base64, as incompressible
 	// as JSON text gets short of escapes (6 bits of entropy per byte).
 	raw := make([]byte, 800)
@@ -317,7 +358,10 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 					}
 				}
 				earliest[i] = time.Now().Add(d)
-				if _, err := scheds[c%instances].Create(context.Background(), "t-"+strconv.Itoa(i), d, call); err != nil {
+				ctx, span := tracing.Start(context.Background(), tracer, "create", trace.SpanKindServer)
+				_, err := scheds[c%instances].Create(ctx, "t-"+strconv.Itoa(i), d, call)
+				span.End()
+				if err != nil {
 					b.Error(err)
 					return
 				}
@@ -405,7 +449,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 		for i := range calls {
 			calls[i] = benchCall(b, w.entity, i, arg)
 		}
-		bare := bareBurst(b, admin, newBenchAction(b, w.entity), calls)
+		bare := bareBurst(b, admin, newBenchAction(b, w.entity, nil), calls)
 		b.Logf("  yardstick, the same calls fired by a bare go-redis loop (ZPOPMIN, HMGET+HDEL, %d workers): all done %v after due; the scheduler took %.2fx that",
 			bareWorkers, bare.Round(time.Millisecond), allDone.Sub(lastDue).Seconds()/bare.Seconds())
 		b.ReportMetric(bare.Seconds(), "bare-done-after-due-s")
@@ -438,7 +482,7 @@ func startFireProfile(b *testing.B) (stop func()) {
 // again when the lease expires.
 func runCrashRerun(b *testing.B) {
 	srv := testenv.StartRedisServer(b)
-	action := newBenchAction(b, false)
+	action := newBenchAction(b, false, nil)
 	call, _ := benchNoop.Deferred("x")
 	store := NewRedisStore(srv.Client(b), "bench")
 	creator := newScheduler(b, store, action, Config{})

@@ -173,6 +173,40 @@ func deadCases() []conformanceCase {
 			},
 		},
 		{
+			name:     "ListDeadLettersFilters",
+			property: "dead letters filter by component, method and entity of their call, combined with AND and with the name",
+			run: func(t *testing.T, e *env) {
+				s := e.start(t)
+				call := func(component, method, entity string) components.DeferredCall {
+					return components.DeferredCall{ComponentID: component, Method: method, EntityID: entity, Argument: []byte(`1`)}
+				}
+				killTimer(t, e, s, "cart-42-expire", call("cart", "expire", "42"))
+				killTimer(t, e, s, "cart-42-remind", call("cart", "remind", "42"))
+				killTimer(t, e, s, "order-7-expire", call("order", "expire", "7"))
+				for _, c := range []struct {
+					q    DeadLetterQuery
+					want []string
+				}{
+					{DeadLetterQuery{ComponentID: "cart"}, []string{"cart-42-expire", "cart-42-remind"}},
+					{DeadLetterQuery{Method: "expire"}, []string{"cart-42-expire", "order-7-expire"}},
+					{DeadLetterQuery{EntityID: "42", Method: "remind"}, []string{"cart-42-remind"}},
+					{DeadLetterQuery{EntityID: "7", NameContains: "cart"}, nil},
+				} {
+					p, err := s.ListDeadLetters(t.Context(), c.q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					for _, d := range p.DeadLetters {
+						got = append(got, d.Name)
+					}
+					if !slices.Equal(got, c.want) {
+						t.Errorf("%+v lists %v, want %v", c.q, got, c.want)
+					}
+				}
+			},
+		},
+		{
 			name:     "ListDeadLettersPages",
 			property: "ListDeadLetters lists by time of death then name, filters by name, and its cursor walks every dead letter once",
 			run: func(t *testing.T, e *env) {

@@ -42,7 +42,11 @@ func (e *env) scheduler(t *testing.T) *Scheduler { return newScheduler(t, e.stor
 func (e *env) start(t *testing.T) *Scheduler { return startScheduler(t, e.store, e.rec, e.cfg) }
 
 func TestConformance(t *testing.T) {
-	cases := slices.Concat(crudCases(), firingCases(), inFlightCases(), queryCases(), deadCases())
+	runConformance(t, slices.Concat(crudCases(), firingCases(), inFlightCases(), queryCases(), deadCases()))
+}
+
+// runConformance runs cases on every store kind.
+func runConformance(t *testing.T, cases []conformanceCase) {
 	for _, kind := range storeKinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()

@@ -23,11 +23,15 @@ type DeadLetter struct {
 }
 
 // DeadLetterQuery selects dead letters for [Scheduler.ListDeadLetters];
-// NameContains, Limit and Cursor are as in [ListQuery].
+// the fields are as in [ListQuery], and combine with AND.
 type DeadLetterQuery struct {
 	NameContains string
-	Limit        int
-	Cursor       string
+	// ComponentID, Method and EntityID, when not "", keep the dead letters
+	// whose call goes to that component, runs that method, or addresses
+	// that entity (exact matches).
+	ComponentID, Method, EntityID string
+	Limit                         int
+	Cursor                        string
 }
 
 // DeadLetterPage is one page of dead letters, by time of death (oldest
@@ -49,7 +53,8 @@ const (
 // ListDeadLetters returns one page of the dead letters that match q. A bad
 // limit or cursor is an error wrapping ErrInvalidQuery.
 func (s *Scheduler) ListDeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error) {
-	lq, err := ListQuery{NameContains: q.NameContains, Limit: q.Limit, Cursor: q.Cursor}.validate()
+	lq, err := ListQuery{NameContains: q.NameContains, Limit: q.Limit, Cursor: q.Cursor,
+		ComponentID: q.ComponentID, Method: q.Method, EntityID: q.EntityID}.validate()
 	if err != nil {
 		return DeadLetterPage{}, fmt.Errorf("list dead letters: %w", err)
 	}

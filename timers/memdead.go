@@ -20,7 +20,7 @@ func (s *MemoryStore) deadList(ctx context.Context, q listQuery) (DeadLetterPage
 	s.mu.Lock()
 	var all []DeadLetter
 	for _, d := range s.dead {
-		if (!q.hasAfter || q.after.less(d.position())) && q.matchesName(d.Name) {
+		if (!q.hasAfter || q.after.less(d.position())) && q.matchesName(d.Name) && q.matchesTimer(d.Timer) {
 			all = append(all, d)
 		}
 	}

@@ -73,11 +73,18 @@ func (s *MemoryStore) createIf(ctx context.Context, r createRequest, check func(
 	now := s.clk.Now()
 	nowMs := ceilMs(now)
 	due := nowMs + durMs(r.delay)
+	if !r.at.IsZero() {
+		due = ceilMs(r.at)
+	}
 	call := r.call
 	call.Argument = slices.Clone(call.Argument)
 
 	s.mu.Lock()
 	prev, replacing := s.byName[r.name]
+	if err := checkGen(r, prev, replacing); err != nil {
+		s.mu.Unlock()
+		return Timer{}, err
+	}
 	if !replacing && len(s.byName) >= r.maxActive {
 		n := len(s.byName)
 		s.mu.Unlock()
@@ -93,8 +100,10 @@ func (s *MemoryStore) createIf(ctx context.Context, r createRequest, check func(
 	s.gen++
 	t := Timer{
 		Name: r.name, Call: call, DueAt: time.UnixMilli(due), CreatedAt: time.UnixMilli(nowMs),
-		MaxRetries: r.maxRetries, Generation: s.gen,
+		MaxRetries: r.maxRetries, Generation: s.gen, Recurring: r.recur,
+		TraceContext: r.traceCtx,
 	}
+	t = cloneTimer(t)
 	if replacing {
 		prev.t, prev.score = t, due
 		heap.Fix(&s.queue, prev.index)
@@ -323,6 +332,10 @@ func (s *MemoryStore) subscribe(wake func()) (func(), error) {
 // cloneTimer copies t's argument, so that callers never share the store's.
 func cloneTimer(t Timer) Timer {
 	t.Call.Argument = slices.Clone(t.Call.Argument)
+	if t.Recurring != nil {
+		r := *t.Recurring
+		t.Recurring = &r
+	}
 	return t
 }
 

@@ -24,6 +24,8 @@ type ListQuery struct {
 	// whose call goes to that component, runs that method, or addresses
 	// that entity (exact matches).
 	ComponentID, Method, EntityID string
+	// Recurring keeps only the recurring timers.
+	Recurring bool
 	// Upcoming, when positive, keeps only timers that will run within it
 	// from now (due, or with an expired lease, by then).
 	Upcoming time.Duration
@@ -71,6 +73,7 @@ type listQuery struct {
 	failing      bool
 	// component, method and entity are ListQuery's call filters.
 	component, method, entity string
+	recurring                 bool
 	upcoming                  time.Duration
 	limit                     int
 	// after is the cursor's position: list what sorts after it.
@@ -119,7 +122,7 @@ func decodeCursor(c string) (position, error) {
 
 func (q ListQuery) validate() (listQuery, error) {
 	lq := listQuery{nameContains: q.NameContains, failing: q.Failing, upcoming: q.Upcoming, limit: q.Limit,
-		component: q.ComponentID, method: q.Method, entity: q.EntityID}
+		component: q.ComponentID, method: q.Method, entity: q.EntityID, recurring: q.Recurring}
 	switch {
 	case q.Limit < 0 || q.Limit > MaxListLimit:
 		return lq, fmt.Errorf("%w: limit %d is not in [1, %d]", ErrInvalidQuery, q.Limit, MaxListLimit)
@@ -146,7 +149,7 @@ func (q listQuery) matchesName(name string) bool {
 }
 
 func (q listQuery) matchesTimer(t Timer) bool {
-	return (!q.failing || t.Failing()) &&
+	return (!q.failing || t.Failing()) && (!q.recurring || t.Recurring != nil) &&
 		(q.component == "" || t.Call.ComponentID == q.component) &&
 		(q.method == "" || t.Call.Method == q.method) &&
 		(q.entity == "" || t.Call.EntityID == q.entity)

@@ -13,7 +13,7 @@ func decodeRecord(name, rec string) (Timer, error) {
 	if err != nil {
 		return Timer{}, err
 	}
-	if t.Call, err = decodeCall(stored); err != nil {
+	if t.Recurring, t.Call, t.TraceContext, err = decodeStored(stored); err != nil {
 		return Timer{}, fmt.Errorf("timer %q: stored call: %w", name, err)
 	}
 	return t, nil

@@ -200,7 +200,7 @@ func (s *RedisStore) settleEach(ctx context.Context, script *redis.Script, fs []
 		for _, i := range groups[p] {
 			a = append(a, args(i)...)
 		}
-		calls[j] = scriptCall{keys: s.parts[p].withDead, args: a}
+		calls[j] = scriptCall{keys: s.parts[p].settle, args: a}
 	}
 	cmds, err := evalEach(ctx, s.client, script, calls)
 	if err != nil {

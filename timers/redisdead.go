@@ -22,7 +22,13 @@ func (s *RedisStore) deadList(ctx context.Context, q listQuery) (_ DeadLetterPag
 		keys[i] = p.deadAt
 	}
 	dead, next, err := walkSets(ctx, s, keys, "+inf", q, func(names []string) ([]*DeadLetter, error) {
-		return s.fetchDead(ctx, names)
+		ds, err := s.fetchDead(ctx, names)
+		for i, d := range ds {
+			if d != nil && !q.matchesTimer(d.Timer) {
+				ds[i] = nil
+			}
+		}
+		return ds, err
 	})
 	return DeadLetterPage{DeadLetters: dead, NextCursor: next}, err
 }
@@ -133,7 +139,7 @@ func (s *RedisStore) revive(ctx context.Context, name string, maxActive int) (_ 
 	if t.MaxRetries, err = strconv.Atoi(f[4]); err != nil {
 		return Timer{}, fmt.Errorf("reviveDeadLetter: maxRetries %q: %w", f[4], err)
 	}
-	if t.Call, err = decodeCall(f[5]); err != nil {
+	if _, t.Call, t.TraceContext, err = decodeStored(f[5]); err != nil {
 		return Timer{}, fmt.Errorf("dead letter %q: stored call: %w", name, err)
 	}
 	return t, nil

@@ -32,6 +32,9 @@ type partition struct {
 	// dead letters' sorted set by time of death: what the scripts that
 	// settle, count or prune get.
 	withDead []string
+	// settle is withDead and then KEYS[7] the generation counter: what the
+	// scripts that settle calls get.
+	settle []string
 	// dead and deadAt are the dead-letter hash and sorted set.
 	dead, deadAt string
 	// gen is the partition's generation counter and marker its wipe marker.
@@ -45,6 +48,7 @@ func newPartitions(keys keyspace.Space) []partition {
 		keys := []string{k("due"), k("data"), k("failing"), k("state")}
 		ps[i] = partition{keys: keys, dead: k("dead"), deadAt: k("deadat"), gen: k("generation"), marker: k("marker")}
 		ps[i].withDead = append(slices.Clip(keys), ps[i].dead, ps[i].deadAt)
+		ps[i].settle = append(slices.Clip(ps[i].withDead), ps[i].gen)
 	}
 	return ps
 }

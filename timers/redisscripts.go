@@ -54,7 +54,12 @@ var luaPrelude string
 // sorted set, KEYS[2] its data hash, KEYS[3] its failing set, KEYS[4] its
 // state hash; more keys (of the same partition) are listed per script.
 // The scripts that settle, count or prune get KEYS[5] the dead-letter hash
-// and KEYS[6] the dead letters' sorted set (name → diedMs).
+// and KEYS[6] the dead letters' sorted set (name → diedMs); those that
+// settle KEYS[7] the generation counter too.
+//
+// A recurring timer's call (the end of its record) starts with its
+// recurrence: "\x02", the length of its JSON, ':', the JSON, then the
+// call's stored form (recurring.go).
 var (
 	// createTimerWithLimit: KEYS[5] generation counter, KEYS[6…] the data
 	// hashes of other partitions to count here (on one Redis: all of
@@ -125,6 +130,23 @@ var (
 
 	// deleteDeadLetter: ARGV[1] name. Removes it from KEYS[5] and KEYS[6].
 	deleteDeadLetter = script(deadDeleteSrc)
+
+	// advanceRecurringTimers: KEYS[7] generation counter; ARGV[1] now,
+	// then groups of name, generation, attempt ('' any), next due ms (''
+	// when the schedule ended: remove the timer), the next run's
+	// recurrence JSON, dead-letter name ('' when the run succeeded),
+	// error. For each timer still at that firing: writes the dead letter
+	// of the run (its call without the recurrence), then rewrites the
+	// record for the next run (a new generation, no attempts, the new
+	// recurrence, the same call) or removes it. Returns per group 0
+	// (stale), 1 (advanced) or 2 (ended).
+	advanceRecurringTimers = script(advanceSrc)
+
+	// putDeadLetter: KEYS[7] generation counter; ARGV[1] name, ARGV[2]
+	// createdMs, ARGV[3] maxRetries, ARGV[4] dueMs, ARGV[5] attempts,
+	// ARGV[6] lastAttemptMs, ARGV[7] error, ARGV[8] stored call, ARGV[9]
+	// diedMs. Stores the dead letter with a new generation (an import).
+	putDeadLetter = script(putDeadSrc)
 )
 
 // The scripts' source, each run after luaPrelude.
@@ -149,6 +171,10 @@ var (
 	pruneSrc string
 	//go:embed lua/deaddelete.lua
 	deadDeleteSrc string
+	//go:embed lua/advance.lua
+	advanceSrc string
+	//go:embed lua/putdead.lua
+	putDeadSrc string
 )
 
 // script is the Redis script of src after luaPrelude.

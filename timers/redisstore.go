@@ -193,7 +193,7 @@ func (s *RedisStore) ping(ctx context.Context) (err error) {
 // MaxActive+k-1 timers. (Within one partition the script serialises them.)
 func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err error) {
 	defer s.markWrite(&err)
-	call, err := encodeCall(r.call)
+	call, err := encodeStored(r.recur, r.call, r.traceCtx)
 	if err != nil {
 		return Timer{}, fmt.Errorf("encode call: %w", err)
 	}
@@ -203,10 +203,17 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err 
 	if err != nil {
 		return Timer{}, err
 	}
+	at, ifGen, due := "", "", s.clock().Now().Add(r.delay)
+	if !r.at.IsZero() {
+		at, due = strconv.FormatInt(ceilMs(r.at), 10), r.at
+	}
+	if r.ifGen != 0 {
+		ifGen = strconv.FormatUint(r.ifGen, 10)
+	}
 	res, err := createTimerWithLimit.Run(ctx, s.client, keys,
-		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel, others, home).Slice()
+		s.now(true), durMs(r.delay), r.maxActive, r.maxRetries, r.name, call, s.channel, others, home, at, ifGen).Slice()
 	// Even after an error: the create may have happened.
-	s.plan.expect(home, s.clock().Now().Add(r.delay))
+	s.plan.expect(home, due)
 	if err != nil {
 		return Timer{}, fmt.Errorf("createTimerWithLimit: %w", err)
 	}
@@ -214,7 +221,11 @@ func (s *RedisStore) create(ctx context.Context, r createRequest) (_ Timer, err 
 	if err != nil {
 		return Timer{}, fmt.Errorf("createTimerWithLimit: %w", err)
 	}
-	t.Name, t.Call, t.MaxRetries = r.name, cloneTimer(Timer{Call: r.call}).Call, r.maxRetries
+	t.Name, t.Call, t.MaxRetries, t.TraceContext = r.name, cloneTimer(Timer{Call: r.call}).Call, r.maxRetries, r.traceCtx
+	if r.recur != nil {
+		rc := *r.recur
+		t.Recurring = &rc
+	}
 	return t, nil
 }
 
@@ -243,6 +254,12 @@ func parseCreated(res []any, maxActive int) (Timer, error) {
 	if len(res) == 2 && res[0] == "limit" {
 		n, _ := res[1].(int64)
 		return Timer{}, &LimitError{Limit: LimitActive, Value: int(n), Max: maxActive}
+	}
+	if len(res) == 1 && res[0] == "changed" {
+		return Timer{}, ErrChanged
+	}
+	if len(res) == 1 && res[0] == "missing" {
+		return Timer{}, ErrNotFound
 	}
 	f, err := stringFields(res, 4)
 	if err != nil || f[0] != "ok" {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // Dispatcher runs a timer's deferred call: *components.Client is the one a
@@ -40,6 +42,9 @@ type Scheduler struct {
 	clk     clockwork.Clock
 	log     *slog.Logger
 	metrics *metrics
+	// tracer is the dispatcher's (a components.Client's); nil: tracing
+	// is off.
+	tracer trace.Tracer
 
 	mu    sync.Mutex
 	loop  *loop   // nil when not running
@@ -65,6 +70,9 @@ func New(store Store, d Dispatcher, cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{store: store, disp: d, cfg: cfg, clk: store.clock(), log: cfg.Logger.With("component", "timers")}
 	s.metrics = newMetrics(s)
+	if t, ok := d.(interface{ Tracer() trace.Tracer }); ok {
+		s.tracer = t.Tracer()
+	}
 	return s, nil
 }
 
@@ -93,20 +101,26 @@ func (s *Scheduler) Create(ctx context.Context, name string, delay time.Duration
 	if err := s.check(name, delay, call, o); err != nil {
 		return Timer{}, fmt.Errorf("create timer %q: %w", name, err)
 	}
+	ctx, span := tracing.StartTimer(ctx, s.tracer, "timer create", name)
 	t, err := s.store.create(ctx, createRequest{
 		name: name, delay: delay, call: call, maxRetries: o.maxRetries, maxActive: s.cfg.MaxActive,
+		traceCtx: tracing.Capture(ctx),
 	})
+	tracing.End(span, components.ErrorType(err))
 	if err != nil {
 		return Timer{}, fmt.Errorf("create timer %q: %w", name, err)
 	}
-	s.metrics.created.Inc()
-	s.mu.Lock()
-	l := s.loop
-	s.mu.Unlock()
-	if l != nil {
-		l.noteDue(s.clk.Now().Add(delay))
-	}
+	s.noteCreated(s.clk.Now().Add(delay))
 	return t, nil
+}
+
+// noteCreated counts a created timer and wakes the loop if it is due
+// before the loop would wake.
+func (s *Scheduler) noteCreated(due time.Time) {
+	s.metrics.created.Inc()
+	if l := s.currentLoop(); l != nil {
+		l.noteDue(due)
+	}
 }
 
 // check applies the limits that depend only on the request.
@@ -133,7 +147,10 @@ func (s *Scheduler) check(name string, delay time.Duration, call components.Defe
 // (it may have run already). A call of it in flight is not stopped, but
 // its outcome no longer changes anything.
 func (s *Scheduler) Delete(ctx context.Context, name string) error {
-	if err := s.store.remove(ctx, name); err != nil {
+	ctx, span := tracing.StartTimer(ctx, s.tracer, "timer delete", name)
+	err := s.store.remove(ctx, name)
+	tracing.End(span, components.ErrorType(err))
+	if err != nil {
 		return fmt.Errorf("delete timer %q: %w", name, err)
 	}
 	s.metrics.deleted.Inc()

@@ -64,11 +64,20 @@ type backend interface {
 	// subscribe calls wake whenever another scheduler sharing the store
 	// created a timer that is now the earliest; cancel stops it and waits.
 	subscribe(wake func()) (cancel func(), err error)
+	// advance moves recurring timers on after a run: to their next run
+	// with a new generation and no attempts, or (no next) removes them;
+	// and keeps a dead letter of a run that gave up. A firing that is no
+	// longer the timer's (generation, and attempt when checked) is left
+	// alone.
+	advance(ctx context.Context, as []advanceRequest) ([]advanceOutcome, error)
 	// deadList, deadGet and deadRemove are the dead letters' list, read
 	// (an error wrapping ErrNotFound) and delete (a missing one is fine).
 	deadList(ctx context.Context, q listQuery) (DeadLetterPage, error)
 	deadGet(ctx context.Context, name string) (DeadLetter, error)
 	deadRemove(ctx context.Context, name string) error
+	// putDead stores a dead letter as it is given (an import), with a new
+	// generation, replacing one of the same name.
+	putDead(ctx context.Context, d DeadLetter) error
 	// revive turns a dead letter into an active timer due now with no
 	// attempts, atomically, unless an active timer has the name
 	// (ErrNameTaken) or that would make more than maxActive timers (a
@@ -88,6 +97,16 @@ type createRequest struct {
 	call       components.DeferredCall
 	maxRetries int
 	maxActive  int
+	// at, when set, is the due time instead of now+delay.
+	at time.Time
+	// recur makes the timer recurring.
+	recur *Recurrence
+	// ifGen, when set, makes the create replace only a timer of that
+	// generation (ErrChanged otherwise, ErrNotFound when there is none).
+	ifGen uint64
+	// traceCtx is the W3C trace context the timer is created in
+	// (tracing.Capture), kept with it; "" for none.
+	traceCtx string
 }
 
 // claimBatch is one claim's result.
@@ -122,6 +141,27 @@ type failure struct {
 	giveUp bool
 }
 
+// advanceRequest is one recurring timer's move after a run.
+type advanceRequest struct {
+	firing       Firing
+	checkAttempt bool
+	// next is the recurrence at the next run, due at due; nil when the
+	// schedule has no more runs.
+	next *Recurrence
+	due  time.Time
+	// dead names the dead letter the run leaves ("" when it succeeded),
+	// with err its last error.
+	dead, err string
+}
+
+type advanceOutcome int
+
+const (
+	advanceStale advanceOutcome = iota
+	advanced
+	advanceEnded
+)
+
 type failOutcome int
 
 const (
@@ -143,7 +183,11 @@ const maxErrorLen = 512
 
 // firingOf is the firing of a claimed timer's current attempt.
 func firingOf(t Timer) Firing {
-	return Firing{Name: t.Name, Generation: t.Generation, Attempt: t.Attempts, DueAt: t.DueAt}
+	f := Firing{Name: t.Name, Generation: t.Generation, Attempt: t.Attempts, DueAt: t.DueAt}
+	if t.Recurring != nil {
+		f.Run = t.Recurring.Run
+	}
+	return f
 }
 
 // Millisecond rounding of store times, see backend.

@@ -92,8 +92,16 @@ func huffPack(bin []byte) (out []byte, ok bool) {
 	return append(out, packed...), true
 }
 
-// decodeCall reads a stored form written by encodeCall.
+// decodeCall reads a stored form written by encodeCall, or by
+// encodeStored (whose trace context it skips).
 func decodeCall(stored string) (components.DeferredCall, error) {
+	if stored != "" && stored[0] == traceTag {
+		_, rest, err := cutTrace(stored)
+		if err != nil {
+			return components.DeferredCall{}, err
+		}
+		stored = rest
+	}
 	switch {
 	case stored != "" && stored[0] == huffTag:
 		return decodeHuffCall(stored[1:])

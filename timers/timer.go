@@ -36,8 +36,17 @@ type Timer struct {
 	// partition in the Redis store, where a name always lives in the same
 	// partition; store-wide in the memory store), so a generation seen once
 	// for a name never comes back, not even after a delete and a re-create
-	// under that name. Timers of different names may share one.
+	// under that name. Timers of different names may share one. A
+	// recurring timer gets a new one for each run.
 	Generation uint64
+	// Recurring is the schedule of a recurring timer; nil for a single
+	// timer.
+	Recurring *Recurrence
+	// TraceContext is the W3C trace context (traceparent, and tracestate
+	// after a newline) of the span that created this generation, which
+	// each of its runs links to; "" when it was created untraced. It is
+	// stored with the timer, outside the call's MaxPayload.
+	TraceContext string
 }
 
 // Failing reports whether the timer's last call failed.
@@ -46,7 +55,8 @@ func (t Timer) Failing() bool { return t.LastError != "" }
 // Firing identifies one call of a timer. Timers run at least once, so a
 // callee that must not act twice deduplicates on it: (Name, Generation)
 // identifies the timer it is running for (a replaced timer has a new
-// generation), Attempt which try this is (it grows on every retry and on
+// generation; a recurring timer gets a new one for each run, so the pair
+// names the run), Attempt which try this is (it grows on every retry and on
 // every re-run after an instance died mid-call).
 type Firing struct {
 	Name       string
@@ -54,6 +64,9 @@ type Firing struct {
 	Attempt    int
 	// DueAt is when this attempt was due, in the store's time.
 	DueAt time.Time
+	// Run is the scheduled time of a recurring timer's run (each run has
+	// its own Generation too); zero for a single timer.
+	Run time.Time
 }
 
 // ID is the firing as one string, "name#generation#attempt". Names may

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // result is the outcome of one claimed timer's call.
@@ -18,6 +19,10 @@ type result struct {
 	// released: the call did not run to an outcome because this instance
 	// is stopping; the timer goes back to the store without a failure.
 	released bool
+	// skipped: a recurring timer's late run its catch-up policy drops.
+	skipped bool
+	// at is when the call ended, in the store's time.
+	at time.Time
 }
 
 // worker runs calls until the loop closes jobs. The pool is fixed at
@@ -42,8 +47,19 @@ func (l *loop) worker() {
 // its context. The timeout is in real time even when the store runs on a
 // fake clock: a call takes real time.
 func (l *loop) call(j job) result {
+	var decodeErr error
+	if j.storedCall != "" {
+		// A call that does not decode fails like one that ran and failed:
+		// it is retried, and its error is on the timer for an operator.
+		if j.t.Recurring, j.t.Call, j.t.TraceContext, decodeErr = decodeStored(j.storedCall); decodeErr != nil {
+			decodeErr = fmt.Errorf("decode the stored call: %w", decodeErr)
+		}
+	}
 	f := firingOf(j.t)
 	m := l.s.metrics
+	if skip, ok := l.skipLate(j); ok {
+		return skip
+	}
 	if j.leaseExpired {
 		m.leaseExpired.Inc()
 	}
@@ -60,14 +76,9 @@ func (l *loop) call(j job) result {
 	ctx, cancel := context.WithTimeout(withFiring(l.callCtx, f), l.cfg.CallTimeout)
 	defer cancel()
 	start := time.Now()
-	var err error
-	if j.storedCall != "" {
-		// A call that does not decode fails like one that ran and failed:
-		// it is retried, and its error is on the timer for an operator.
-		if j.t.Call, err = decodeCall(j.storedCall); err != nil {
-			err = fmt.Errorf("decode the stored call: %w", err)
-		}
-	}
+	err := decodeErr
+	ctx, span := tracing.StartTimerRun(ctx, l.s.tracer, f.Name, f.Attempt, j.t.TraceContext)
+	defer func() { tracing.End(span, components.ErrorType(err)) }()
 	if err == nil {
 		err = dispatch(ctx, l.s.disp, j.t.Call)
 	}
@@ -75,7 +86,7 @@ func (l *loop) call(j job) result {
 	if err != nil && l.callCtx.Err() != nil {
 		// Cancelled by Shutdown, not failed: put it back for any instance.
 		m.fired.WithLabelValues(resultCancelled).Inc()
-		return result{t: j.t, firing: f, released: true}
+		return result{t: j.t, firing: f, released: true, at: l.storeTime(j)}
 	}
 	label := classify(err)
 	if (label == resultError || label == resultFailure) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -87,7 +98,7 @@ func (l *loop) call(j job) result {
 	}
 	m.fired.WithLabelValues(label).Inc()
 	m.callDuration.WithLabelValues(label).Observe(elapsed.Seconds())
-	return result{t: j.t, firing: f, err: err}
+	return result{t: j.t, firing: f, err: err, at: l.storeTime(j)}
 }
 
 // panicError is a panic of the dispatcher, recovered.
@@ -118,6 +129,7 @@ const (
 	resultPanic            = "panic"
 	resultFailure          = "failure" // anything else
 	resultCancelled        = "cancelled"
+	resultSkipped          = "skipped" // a late recurring run the catch-up policy drops
 )
 
 // classify names why a call failed, from the errors components.Client
@@ -212,14 +224,17 @@ func (l *loop) report() {
 func (l *loop) settle(batch []result) {
 	var done, released []Firing
 	var failed []failure
+	var advances []advanceRequest
 	for _, r := range batch {
+		giveUp := r.err != nil && r.t.MaxRetries > 0 && r.firing.Attempt > r.t.MaxRetries
 		switch {
 		case r.released:
 			released = append(released, r.firing)
+		case r.t.Recurring != nil && (r.skipped || r.err == nil || giveUp):
+			advances = append(advances, l.advanceOf(r, giveUp))
 		case r.err == nil:
 			done = append(done, r.firing)
 		default:
-			giveUp := r.t.MaxRetries > 0 && r.firing.Attempt > r.t.MaxRetries
 			failed = append(failed, failure{
 				firing: r.firing, err: r.err.Error(), retryAfter: Backoff(r.firing.Attempt), giveUp: giveUp,
 			})
@@ -244,6 +259,15 @@ func (l *loop) settle(batch []result) {
 			return err
 		}) {
 			l.noteFailed(failed, outcomes)
+		}
+	}
+	if len(advances) > 0 {
+		var outcomes []advanceOutcome
+		if retry(l, deadline, "advance", func(ctx context.Context) (err error) {
+			outcomes, err = l.s.store.advance(ctx, advances)
+			return err
+		}) {
+			l.noteAdvanced(advances, outcomes)
 		}
 	}
 	if len(released) > 0 {

@@ -95,9 +95,6 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.LogLevel = slog.LevelDebug
 	cfg.RedisURL = o.redisURL
-	if o.redisURL != "" {
-		cfg.ClusterAddr = "127.0.0.1:0" // a cluster of one (or more: StartInstances)
-	}
 	ownPrefix := o.prefix == "" && o.redisURL != ""
 	if o.prefix != "" {
 		cfg.RedisPrefix = o.prefix
@@ -106,6 +103,11 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	}
 	for _, f := range o.configure {
 		f(&cfg)
+	}
+	if (cfg.RedisURL != "" || cfg.RedisClusterURL != "") && (cfg.ClusterAddr == "" || cfg.ClusterAddr == trellis.DefaultClusterAddr) {
+		// A cluster of one (or more: StartInstances), on a free port:
+		// tests run in parallel.
+		cfg.ClusterAddr = "127.0.0.1:0"
 	}
 
 	// The durable timers keep times in whole milliseconds, rounding due

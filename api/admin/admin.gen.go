@@ -59,6 +59,63 @@ func (e ClusterShardState) Valid() bool {
 	}
 }
 
+// Defines values for ScheduleCatchUp.
+const (
+	ScheduleCatchUpAll  ScheduleCatchUp = "all"
+	ScheduleCatchUpOnce ScheduleCatchUp = "once"
+	ScheduleCatchUpSkip ScheduleCatchUp = "skip"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleCatchUp enum.
+func (e ScheduleCatchUp) Valid() bool {
+	switch e {
+	case ScheduleCatchUpAll:
+		return true
+	case ScheduleCatchUpOnce:
+		return true
+	case ScheduleCatchUpSkip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleOverlap.
+const (
+	ScheduleOverlapQueue ScheduleOverlap = "queue"
+	ScheduleOverlapSkip  ScheduleOverlap = "skip"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleOverlap enum.
+func (e ScheduleOverlap) Valid() bool {
+	switch e {
+	case ScheduleOverlapQueue:
+		return true
+	case ScheduleOverlapSkip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTimersParamsLayout.
+const (
+	Current ExportTimersParamsLayout = "current"
+	Legacy  ExportTimersParamsLayout = "legacy"
+)
+
+// Valid indicates whether the value is a known member of the ExportTimersParamsLayout enum.
+func (e ExportTimersParamsLayout) Valid() bool {
+	switch e {
+	case Current:
+		return true
+	case Legacy:
+		return true
+	default:
+		return false
+	}
+}
+
 // Cluster The cluster's members and its shards counted by state. Every field but `enabled` is present only when the instance is part of a cluster.
 //
 // Example: {"enabled":true,"members":[{"addr":"10.0.0.5:9100","heartbeatAgeMs":1300,"heartbeatAt":"2025-11-21T09:29:58.700Z","id":"6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d","joinedAt":"2025-11-21T08:00:00.000Z","leaseExpiresAt":"2025-11-21T09:30:08.700Z","self":true,"shards":128,"status":"alive"},{"addr":"10.0.0.6:9100","heartbeatAgeMs":100,"heartbeatAt":"2025-11-21T09:29:59.900Z","id":"0b9e8d7c-6a5f-4e3d-2c1b-0a9f8e7d6c5b","joinedAt":"2025-11-21T08:00:01.000Z","leaseExpiresAt":"2025-11-21T09:30:09.900Z","self":false,"shards":128,"status":"alive"}],"now":"2025-11-21T09:30:00.000Z","self":"6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d","shards":{"handingOver":0,"orphaned":0,"owned":256,"served":256,"total":256,"unowned":0}}
@@ -287,6 +344,37 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// ImportRefusal A line an import refused.
+type ImportRefusal struct {
+	// Line The line's number, from 1.
+	Line int `json:"line"`
+
+	// Name The timer's name, when the line parsed.
+	Name string `json:"name,omitempty,omitzero"`
+
+	// Reason Why it was refused.
+	Reason string `json:"reason"`
+}
+
+// ImportReport What an import stored (or, in a dry run, would store) and what it refused.
+//
+// Example: {"dryRun":false,"imported":2,"lines":3,"refused":[{"line":2,"reason":"does not parse: unexpected end of JSON input"}],"refusedCount":1}
+type ImportReport struct {
+	DryRun bool `json:"dryRun"`
+
+	// Imported Timers stored (in a dry run, that would be).
+	Imported int `json:"imported"`
+
+	// Lines Lines read, blank ones included.
+	Lines int `json:"lines"`
+
+	// Refused The first 1,000 refused lines, by line number.
+	Refused []ImportRefusal `json:"refused"`
+
+	// RefusedCount Lines refused.
+	RefusedCount int `json:"refusedCount"`
+}
+
 // Problem An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
@@ -324,6 +412,100 @@ type Problem struct {
 	// Example: about:blank
 	Type string `json:"type"`
 }
+
+// Recurrence What makes a timer recurring, and where it is.
+type Recurrence struct {
+	// NextRuns The current run and the next four scheduled runs (fewer when the schedule ends).
+	//
+	// Example: ["2025-11-22T01:00:00.000Z","2025-11-23T01:00:00.000Z"]
+	NextRuns []time.Time `json:"nextRuns"`
+
+	// Paused True while paused; `dueAt` is then 2200-01-01 and `nextRuns` is empty.
+	//
+	// Example: false
+	Paused bool `json:"paused"`
+
+	// Run The scheduled time of the current run (due at `dueAt`, this time plus jitter, or running). A run never starts before it.
+	//
+	// Example: 2025-11-22T01:00:00.000Z
+	Run time.Time `json:"run"`
+
+	// Schedule When a recurring timer runs: every `every` from `start`, or at the times the cron expression names in `timeZone`; never before `start` nor after `end`. Exactly one of `every` and `cron`.
+	Schedule Schedule `json:"schedule"`
+}
+
+// RecurringTimerRequest A recurring timer to store under the path's name.
+//
+// Example: {"componentId":"report-action","maxRetries":3,"method":"sendDailyReport","payload":{"to":"ops"},"schedule":{"catchUp":"once","cron":"0 2 * * MON-FRI","timeZone":"Europe/Paris"}}
+type RecurringTimerRequest struct {
+	// ComponentId The component the call goes to.
+	//
+	// Example: report-action
+	ComponentId string `json:"componentId"`
+
+	// EntityId The entity the call goes to, for a call to an entity.
+	EntityId string `json:"entityId,omitempty,omitzero"`
+
+	// MaxRetries How many failed calls of each run are retried before the run becomes a dead letter; 0 (default) retries forever.
+	MaxRetries int `json:"maxRetries,omitempty,omitzero"`
+
+	// Method The component's method the call runs.
+	//
+	// Example: sendDailyReport
+	Method string `json:"method"`
+
+	// Payload The call's argument, any JSON value; absent for none.
+	Payload json.RawMessage `json:"payload,omitempty,omitzero"`
+
+	// Schedule When a recurring timer runs: every `every` from `start`, or at the times the cron expression names in `timeZone`; never before `start` nor after `end`. Exactly one of `every` and `cron`.
+	Schedule Schedule `json:"schedule"`
+}
+
+// Schedule When a recurring timer runs: every `every` from `start`, or at the times the cron expression names in `timeZone`; never before `start` nor after `end`. Exactly one of `every` and `cron`.
+type Schedule struct {
+	// CatchUp Runs missed while nothing ran the timer (a run is missed when the next one is due before it started): `once` (default) runs the first, late, and skips the rest; `skip` runs none; `all` runs each missed run within `catchUpWindow`, oldest first.
+	CatchUp ScheduleCatchUp `json:"catchUp,omitempty,omitzero"`
+
+	// CatchUpWindow How far back `all` catches up, a Go duration (default 1h).
+	//
+	// Example: 6h
+	CatchUpWindow string `json:"catchUpWindow,omitempty,omitzero"`
+
+	// Cron 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; ranges, lists, steps and names (MON, JAN). Across a DST change a local time in the gap runs as if the clocks had not changed yet (02:30 becomes 03:30), and a local time that occurs twice runs once.
+	//
+	// Example: 0 2 * * MON-FRI
+	Cron string `json:"cron,omitempty,omitzero"`
+
+	// End The last instant a run may be at; absent never ends.
+	End time.Time `json:"end,omitempty,omitzero"`
+
+	// Every An interval, a Go duration of at least 1 s (`30s`, `5m`, `1h30m`); runs are at start + k·every, so they do not drift.
+	//
+	// Example: 5m
+	Every string `json:"every,omitempty,omitzero"`
+
+	// Jitter Delays each run by a random duration below this Go duration (at most 1h), to spread many timers of one schedule.
+	//
+	// Example: 10s
+	Jitter string `json:"jitter,omitempty,omitzero"`
+
+	// Overlap Runs that fall due while a run is still being retried: `skip` (default) them, or `queue` one (the latest), run at once after.
+	Overlap ScheduleOverlap `json:"overlap,omitempty,omitzero"`
+
+	// Start The first instant a run may be at; absent is now.
+	Start time.Time `json:"start,omitempty,omitzero"`
+
+	// TimeZone The IANA time zone of the cron expression; absent is UTC.
+	//
+	// Example: Europe/Paris
+	TimeZone string `json:"timeZone,omitempty,omitzero"`
+}
+
+// ScheduleCatchUp Runs missed while nothing ran the timer (a run is missed when the next one is due before it started): `once` (default) runs the first, late, and skips the rest; `skip` runs none; `all` runs each missed run within `catchUpWindow`, oldest first.
+type ScheduleCatchUp string
+
+// ScheduleOverlap Runs that fall due while a run is still being retried: `skip` (default) them, or `queue` one (the latest), run at once after.
+type ScheduleOverlap string
 
 // ShardCounts The shards counted by state; `owned` is `served` plus `handingOver`.
 type ShardCounts struct {
@@ -416,6 +598,9 @@ type Timer struct {
 	//
 	// Example: o-1001
 	Payload json.RawMessage `json:"payload,omitempty,omitzero"`
+
+	// Recurring What makes a timer recurring, and where it is.
+	Recurring Recurrence `json:"recurring,omitempty,omitzero"`
 }
 
 // TimerPage One page of timers, and where the next page starts.
@@ -486,6 +671,11 @@ type InternalError = Problem
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type InvalidQuery = Problem
 
+// InvalidRecurringTimer An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type InvalidRecurringTimer = Problem
+
 // InvalidTimerQuery An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
@@ -495,6 +685,11 @@ type InvalidTimerQuery = Problem
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type MethodNotAllowed = Problem
+
+// NotRecurring An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type NotRecurring = Problem
 
 // Timeout An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
@@ -520,6 +715,15 @@ type Unavailable = Problem
 type ListDeadLettersParams struct {
 	// Name Keeps the dead letters whose name contains this text (case-sensitive substring).
 	Name string `form:"name,omitempty" json:"name,omitempty,omitzero"`
+
+	// ComponentId Keeps the dead letters whose call goes to this component (exact match).
+	ComponentId string `form:"componentId,omitempty" json:"componentId,omitempty,omitzero"`
+
+	// Method Keeps the dead letters whose call runs this method of its component (exact match).
+	Method string `form:"method,omitempty" json:"method,omitempty,omitzero"`
+
+	// EntityId Keeps the dead letters whose call addresses this entity (exact match).
+	EntityId string `form:"entityId,omitempty" json:"entityId,omitempty,omitzero"`
 
 	// Limit The most dead letters in the page, from 1 to 1,000 (default 100).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -548,12 +752,33 @@ type ListTimersParams struct {
 	// EntityId Keeps the timers whose call addresses this entity (exact match), such as every timer of cart 42.
 	EntityId string `form:"entityId,omitempty" json:"entityId,omitempty,omitzero"`
 
+	// Recurring `true` keeps only the recurring timers; `false` or absent keeps all.
+	Recurring bool `form:"recurring,omitempty" json:"recurring,omitempty,omitzero"`
+
 	// Limit The most timers in the page, from 1 to 1,000 (default 100).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor Continues a walk: the `nextCursor` of the previous page, as it was returned (it is opaque). Absent starts at the beginning.
 	Cursor string `form:"cursor,omitempty" json:"cursor,omitempty,omitzero"`
 }
+
+// ExportTimersParams defines parameters for ExportTimers.
+type ExportTimersParams struct {
+	// Layout `current` (default): this version's timers; `legacy`: the pre-partition keys (Redis only).
+	Layout ExportTimersParamsLayout `form:"layout,omitempty" json:"layout,omitempty,omitzero"`
+}
+
+// ExportTimersParamsLayout defines parameters for ExportTimers.
+type ExportTimersParamsLayout string
+
+// ImportTimersParams defines parameters for ImportTimers.
+type ImportTimersParams struct {
+	// DryRun `true` checks every line and reports, storing nothing.
+	DryRun bool `form:"dryRun,omitempty" json:"dryRun,omitempty,omitzero"`
+}
+
+// PutRecurringTimerJSONRequestBody defines body for PutRecurringTimer for application/json ContentType.
+type PutRecurringTimerJSONRequestBody = RecurringTimerRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -590,6 +815,12 @@ type ServerInterface interface {
 	// ListTimers List timers
 	// (GET /admin/timers)
 	ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams)
+	// ExportTimers Export every timer as JSON lines
+	// (GET /admin/timers/export)
+	ExportTimers(w http.ResponseWriter, r *http.Request, params ExportTimersParams)
+	// ImportTimers Import timers from JSON lines
+	// (POST /admin/timers/import)
+	ImportTimers(w http.ResponseWriter, r *http.Request, params ImportTimersParams)
 	// GetTimerStats Timer statistics
 	// (GET /admin/timers/stats)
 	GetTimerStats(w http.ResponseWriter, r *http.Request)
@@ -602,6 +833,15 @@ type ServerInterface interface {
 	// GetTimer Read a timer
 	// (GET /admin/timers/{name})
 	GetTimer(w http.ResponseWriter, r *http.Request, name string)
+	// PutRecurringTimer Create or replace a recurring timer
+	// (PUT /admin/timers/{name})
+	PutRecurringTimer(w http.ResponseWriter, r *http.Request, name string)
+	// PauseTimer Pause a recurring timer
+	// (POST /admin/timers/{name}/pause)
+	PauseTimer(w http.ResponseWriter, r *http.Request, name string)
+	// ResumeTimer Resume a paused recurring timer
+	// (POST /admin/timers/{name}/resume)
+	ResumeTimer(w http.ResponseWriter, r *http.Request, name string)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -674,6 +914,18 @@ func (_ Unimplemented) ListTimers(w http.ResponseWriter, r *http.Request, params
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ExportTimers Export every timer as JSON lines
+// (GET /admin/timers/export)
+func (_ Unimplemented) ExportTimers(w http.ResponseWriter, r *http.Request, params ExportTimersParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ImportTimers Import timers from JSON lines
+// (POST /admin/timers/import)
+func (_ Unimplemented) ImportTimers(w http.ResponseWriter, r *http.Request, params ImportTimersParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // GetTimerStats Timer statistics
 // (GET /admin/timers/stats)
 func (_ Unimplemented) GetTimerStats(w http.ResponseWriter, r *http.Request) {
@@ -695,6 +947,24 @@ func (_ Unimplemented) DeleteTimer(w http.ResponseWriter, r *http.Request, name 
 // GetTimer Read a timer
 // (GET /admin/timers/{name})
 func (_ Unimplemented) GetTimer(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PutRecurringTimer Create or replace a recurring timer
+// (PUT /admin/timers/{name})
+func (_ Unimplemented) PutRecurringTimer(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PauseTimer Pause a recurring timer
+// (POST /admin/timers/{name}/pause)
+func (_ Unimplemented) PauseTimer(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ResumeTimer Resume a paused recurring timer
+// (POST /admin/timers/{name}/resume)
+func (_ Unimplemented) ResumeTimer(w http.ResponseWriter, r *http.Request, name string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -863,6 +1133,45 @@ func (siw *ServerInterfaceWrapper) ListDeadLetters(w http.ResponseWriter, r *htt
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "name"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "componentId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "componentId", r.URL.Query(), &params.ComponentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "componentId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "componentId", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "method" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method", r.URL.Query(), &params.Method, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "method"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "method", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entityId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entityId", r.URL.Query(), &params.EntityId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entityId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
 		}
 		return
 	}
@@ -1069,6 +1378,19 @@ func (siw *ServerInterfaceWrapper) ListTimers(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	// ------------- Optional query parameter "recurring" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recurring", r.URL.Query(), &params.Recurring, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "recurring"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "recurring", Err: err})
+		}
+		return
+	}
+
 	// ------------- Optional query parameter "limit" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
@@ -1097,6 +1419,72 @@ func (siw *ServerInterfaceWrapper) ListTimers(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListTimers(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExportTimers operation middleware
+func (siw *ServerInterfaceWrapper) ExportTimers(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportTimersParams
+
+	// ------------- Optional query parameter "layout" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "layout", r.URL.Query(), &params.Layout, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "layout"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "layout", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExportTimers(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ImportTimers operation middleware
+func (siw *ServerInterfaceWrapper) ImportTimers(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ImportTimersParams
+
+	// ------------- Optional query parameter "dryRun" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dryRun", r.URL.Query(), &params.DryRun, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "dryRun"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "dryRun", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ImportTimers(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1177,6 +1565,84 @@ func (siw *ServerInterfaceWrapper) GetTimer(w http.ResponseWriter, r *http.Reque
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetTimer(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PutRecurringTimer operation middleware
+func (siw *ServerInterfaceWrapper) PutRecurringTimer(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PutRecurringTimer(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PauseTimer operation middleware
+func (siw *ServerInterfaceWrapper) PauseTimer(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PauseTimer(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ResumeTimer operation middleware
+func (siw *ServerInterfaceWrapper) ResumeTimer(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResumeTimer(w, r, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1306,10 +1772,25 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/admin/timers/stats", wrapper.GetTimerStats)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/timers/export", wrapper.ExportTimers)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/timers/import", wrapper.ImportTimers)
+	})
+	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/admin/timers/{name}", wrapper.DeleteTimer)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/admin/timers/{name}", wrapper.GetTimer)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/admin/timers/{name}", wrapper.PutRecurringTimer)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/timers/{name}/pause", wrapper.PauseTimer)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/timers/{name}/resume", wrapper.ResumeTimer)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/admin/timers/wipe/acknowledge", wrapper.AcknowledgeWipe)

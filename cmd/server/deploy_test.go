@@ -18,6 +18,7 @@ type composeService struct {
 	Build       any               `yaml:"build"`
 	Ports       []string          `yaml:"ports"`
 	Environment map[string]string `yaml:"environment"`
+	Profiles    []string          `yaml:"profiles"`
 }
 
 // TestDeployFiles checks what docs/operations.md's Deploy section says of the
@@ -59,11 +60,17 @@ func TestDeployFiles(t *testing.T) {
 		for v, want := range map[string]string{
 			"TRELLIS_ADMIN_TOKEN":  "${TRELLIS_ADMIN_TOKEN:?",
 			"TRELLIS_ORDER_EXPIRY": "${TRELLIS_ORDER_EXPIRY:-",
+			// Tracing off unless the operator names a collector.
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "${OTEL_EXPORTER_OTLP_ENDPOINT:-}",
 		} {
 			if got := s.Environment[v]; !strings.HasPrefix(got, want) {
 				t.Errorf("%s: %s is %q, want it from the environment (%s…})", r.name, v, got, want)
 			}
 		}
+	}
+	// The collector of docs/observability.md runs only in its profile.
+	if j, ok := c.Services["jaeger"]; !ok || len(j.Profiles) != 1 || j.Profiles[0] != "tracing" {
+		t.Errorf("no jaeger service in the tracing profile alone: %+v", j)
 	}
 	for name, s := range c.Services {
 		for _, p := range s.Ports {

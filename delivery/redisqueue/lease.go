@@ -29,11 +29,20 @@ const DefaultLease = 10 * time.Second
 // Option configures a Queue.
 type Option func(*options)
 
-type options struct{ lease time.Duration }
+type options struct {
+	lease  time.Duration
+	holder string
+}
 
 // WithLease sets the owner lease (DefaultLease when not given); it must be
 // at least 100ms. The owner renews it every third of it.
 func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+
+// WithHolder sets what this Queue value records, when it takes the lease,
+// as the owner's name: an instance's id and address, say, so that the
+// others can find the owner ([Queue.Holder]). Without it the owner is
+// recorded without a name.
+func WithHolder(name string) Option { return func(o *options) { o.holder = name } }
 
 //go:embed lease.lua
 var leaseSrc string
@@ -49,7 +58,7 @@ var _ durable.Owned = (*Queue[int])(nil)
 // acquire takes the lease and returns the new epoch, or an
 // *durable.OwnedError while another holds it.
 func (q *Queue[A]) acquire(ctx context.Context) (uint64, error) {
-	res, err := leaseScript.Run(ctx, q.client, []string{q.meta, q.lease}, "acquire", q.token, q.leaseMs()).Int64Slice()
+	res, err := leaseScript.Run(ctx, q.client, []string{q.meta, q.lease}, "acquire", q.token, q.leaseMs(), q.holder).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("take the lease: %w", err)
 	}
@@ -99,6 +108,25 @@ func (q *Queue[A]) Release(ctx context.Context) error {
 		return fmt.Errorf("redisqueue %s: release the lease of epoch %d: %w", q.name, epoch, err)
 	}
 	return nil
+}
+
+// Holder returns whether an owner's lease runs, and the name that owner
+// recorded (see [WithHolder]; "" for none).
+func (q *Queue[A]) Holder(ctx context.Context) (name string, held bool, err error) {
+	var lease *redis.IntCmd
+	var holder *redis.StringCmd
+	_, err = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		lease = p.Exists(ctx, q.lease)
+		holder = p.HGet(ctx, q.meta, "holder")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, fmt.Errorf("redisqueue %s: read the lease's holder: %w", q.name, err)
+	}
+	if lease.Val() == 0 {
+		return "", false, nil
+	}
+	return holder.Val(), true, nil
 }
 
 // fenced turns store_batch.lua's refusal into an error wrapping

@@ -112,6 +112,44 @@ func TestLeaseRenewAndRelease(t *testing.T) {
 	}
 }
 
+// TestLeaseHolder: Holder names the owner whose lease runs, as it recorded
+// itself when it took the lease, and nobody before a load, after a release
+// or after an owner that recorded no name took over.
+func TestLeaseHolder(t *testing.T) {
+	ctx := t.Context()
+	client := testenv.Redis(t)
+	svc := "trellis-test-holder-" + uuid.NewString()[:8]
+	t.Cleanup(func() { testenv.DeleteKeys(t, client, svc+":*") })
+	open := func(opts ...redisqueue.Option) *redisqueue.Queue[int] {
+		q, err := redisqueue.ForService[int](client, svc, "notices", nil, append(opts, redisqueue.WithLease(time.Second))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	a, b, anon := open(redisqueue.WithHolder("a 10.0.0.1:25520")), open(redisqueue.WithHolder("b 10.0.0.2:25520")), open()
+	holder := func(step, want string, wantHeld bool) {
+		t.Helper()
+		if got, held, err := a.Holder(ctx); err != nil || got != want || held != wantHeld {
+			t.Errorf("%s: Holder = %q, %v, %v; want %q, %v", step, got, held, err, want, wantHeld)
+		}
+	}
+	holder("before any load", "", false)
+	load(ctx, t, a)
+	holder("a loaded", "a 10.0.0.1:25520", true)
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	holder("a released", "", false)
+	load(ctx, t, b)
+	holder("b loaded", "b 10.0.0.2:25520", true)
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	load(ctx, t, anon)
+	holder("an owner without a name loaded", "", true)
+}
+
 // TestServiceKeysAndPruning: every key of a service's queue starts with
 // the service's prefix, and a qualifier whose messages are all confirmed
 // (a worker that left) leaves the qualifiers set and the confirmed hash.

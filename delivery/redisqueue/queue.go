@@ -11,7 +11,7 @@
 // is one atomic Lua script, while the queues of different producers land
 // in different slots and spread over a cluster's masters:
 //
-//	<base>:meta        hash: current (next seqNr), highest (confirmed), partialFrom/partialQualifier, incarnation (the epoch: loads)
+//	<base>:meta        hash: current (next seqNr), highest (confirmed), partialFrom/partialQualifier, incarnation (the epoch: loads), holder (the owner's name)
 //	<base>:lease       string: the owner's token, expired by Redis (see WithLease)
 //	<base>:confirmed   hash: qualifier -> "seqNr:unixMillis"
 //	<base>:qualifiers  set of the qualifiers with stored messages
@@ -68,6 +68,7 @@ type Queue[A any] struct {
 	base                               string // every key is base + ":" + ...
 	meta, confirmed, qualifiers, lease string
 	token                              string        // this value's lease holder
+	holder                             string        // the name it records as the holder (WithHolder)
 	leaseFor                           time.Duration // the lease
 	epoch                              atomic.Uint64 // the epoch this value last loaded; 0: none
 }
@@ -119,7 +120,7 @@ func newQueue[A any](client Client, name, base string, codec durable.Codec[A], o
 	return &Queue[A]{
 		client: client, codec: codec, name: name, base: base,
 		meta: base + ":meta", confirmed: base + ":confirmed", qualifiers: base + ":qualifiers", lease: base + ":lease",
-		token: uuid.NewString(), leaseFor: o.lease,
+		token: uuid.NewString(), holder: o.holder, leaseFor: o.lease,
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/wirebytes"
 )
 
 // A stored message is one binary record:
@@ -40,6 +41,9 @@ const (
 
 var errRecord = errors.New("malformed record")
 
+// errTruncated is a record that ends before its fields do.
+var errTruncated = fmt.Errorf("%w: truncated", errRecord)
+
 // appendRecord appends m's record to b.
 func appendRecord[A any](b []byte, codec durable.Codec[A], m durable.MessageSent[A]) ([]byte, error) {
 	var flags byte
@@ -65,9 +69,9 @@ func appendRecord[A any](b []byte, codec durable.Codec[A], m durable.MessageSent
 	b = append(b, recordVersion, flags)
 	b = binary.AppendUvarint(b, uint64(m.SeqNr))
 	b = binary.AppendVarint(b, m.Timestamp.UnixMilli())
-	b = appendString(b, m.Qualifier)
+	b = wirebytes.AppendString(b, m.Qualifier)
 	if m.Chunk != nil {
-		b = appendString(b, m.Chunk.Manifest)
+		b = wirebytes.AppendString(b, m.Chunk.Manifest)
 	}
 	return append(b, payload...), nil
 }
@@ -96,25 +100,20 @@ func decodeMember[A any](ms []durable.MessageSent[A], codec durable.Codec[A], b 
 		}
 		return append(ms, m), nil
 	}
-	r := reader{b: b[1:]}
-	for len(r.b) > 0 {
-		n := r.uvarint()
-		if r.err != nil || n > uint64(len(r.b)) {
+	r := wirebytes.Reader{B: b[1:], Short: errTruncated}
+	for len(r.B) > 0 {
+		n := r.Uvarint()
+		if r.Err != nil || n > uint64(len(r.B)) {
 			return ms, fmt.Errorf("%w: group truncated", errRecord)
 		}
-		m, err := decode(codec, r.b[:n])
+		m, err := decode(codec, r.B[:n])
 		if err != nil {
 			return ms, err
 		}
 		ms = append(ms, m)
-		r.b = r.b[n:]
+		r.B = r.B[n:]
 	}
 	return ms, nil
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 func decode[A any](codec durable.Codec[A], b []byte) (durable.MessageSent[A], error) {
@@ -123,70 +122,26 @@ func decode[A any](codec durable.Codec[A], b []byte) (durable.MessageSent[A], er
 		return m, fmt.Errorf("%w: version", errRecord)
 	}
 	flags := b[1]
-	r := reader{b: b[2:]}
-	seqNr := r.uvarint()
-	ts := r.varint()
-	m.Qualifier = r.string()
+	r := wirebytes.Reader{B: b[2:], Short: errTruncated}
+	seqNr := r.Uvarint()
+	ts := r.Varint()
+	m.Qualifier = r.String()
 	var manifest string
 	if flags&flagChunk != 0 {
-		manifest = r.string()
+		manifest = r.String()
 	}
-	if r.err != nil {
-		return m, r.err
+	if r.Err != nil {
+		return m, r.Err
 	}
 	m.SeqNr, m.Timestamp, m.Ack = int64(seqNr), time.UnixMilli(ts), flags&flagAck != 0
 	if flags&flagChunk != 0 {
-		m.Chunk = &durable.Chunk{Data: r.b, First: flags&flagFirst != 0, Last: flags&flagLast != 0, Manifest: manifest}
+		m.Chunk = &durable.Chunk{Data: r.B, First: flags&flagFirst != 0, Last: flags&flagLast != 0, Manifest: manifest}
 		return m, nil
 	}
-	msg, err := codec.Decode(r.b)
+	msg, err := codec.Decode(r.B)
 	if err != nil {
 		return m, fmt.Errorf("message %d: decode with codec %q: %w", m.SeqNr, codec.Manifest(), err)
 	}
 	m.Message = msg
 	return m, nil
-}
-
-// reader takes varints and strings from b; the first error sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: truncated", errRecord)
-	}
-	r.b = nil
 }

@@ -44,15 +44,7 @@ func runWorkPulling(b *testing.B, sys *runtime.System, n, workers int) time.Dura
 	if err != nil {
 		b.Fatal(err)
 	}
-	producer, err := runtime.Spawn(sys, "", func() runtime.Behavior[workpulling.RequestNext[int]] {
-		sent := 0
-		return runtime.ReceiveFunc(func(_ *runtime.Context[workpulling.RequestNext[int]], r workpulling.RequestNext[int]) {
-			if sent < n {
-				sent++
-				r.SendNextTo.Tell(sent)
-			}
-		})
-	})
+	producer, err := runtime.Spawn(sys, "", sendInts(n))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,6 +73,20 @@ func BenchmarkWorkPulling(b *testing.B) {
 				runs++
 			}
 			deliverytest.ReportPattern(b, fmt.Sprintf("work pulling, %d workers", workers), deliverytest.PatternN, runs, wp, p2p)
+		})
+	}
+}
+
+// sendInts is a work-pulling producer that sends 1..n, one on each
+// RequestNext, and nothing after.
+func sendInts(n int) func() runtime.Behavior[workpulling.RequestNext[int]] {
+	return func() runtime.Behavior[workpulling.RequestNext[int]] {
+		sent := 0
+		return runtime.ReceiveFunc(func(_ *runtime.Context[workpulling.RequestNext[int]], r workpulling.RequestNext[int]) {
+			if sent < n {
+				sent++
+				r.SendNextTo.Tell(sent)
+			}
 		})
 	}
 }

@@ -11,7 +11,10 @@
 // ([RequestNext] comes whenever one has some). The messages a worker that
 // leaves has not confirmed go to the others, so a message may be processed
 // twice, never lost: delivery is at least once. [GetWorkerStats] tells how
-// many workers there are.
+// many workers there are. With a cluster-wide receptionist (a trellis
+// service in cluster mode, see runtime.System.SetDirectory) the workers
+// may run on any instance; go doc ./delivery, "Across instances", says
+// what a worker instance's death or departure costs.
 //
 //	key := runtime.NewServiceKey[delivery.ConsumerCommand[Job]]("jobs-workers")
 //	runtime.Register(sys, key, workerCC)  // each worker's consumer controller

@@ -16,13 +16,15 @@ import (
 // ListDeadLetters answers GET /admin/dead-letters: one page of the dead
 // letters that match, by time of death, with the cursor of the next page.
 func (a *server) ListDeadLetters(w http.ResponseWriter, r *http.Request, params adminapi.ListDeadLettersParams) {
-	lq, err := listQuery(adminapi.ListTimersParams{Name: params.Name, Limit: params.Limit, Cursor: params.Cursor})
+	lq, err := listQuery(adminapi.ListTimersParams{Name: params.Name, Limit: params.Limit, Cursor: params.Cursor,
+		ComponentId: params.ComponentId, Method: params.Method, EntityId: params.EntityId})
 	if err != nil {
 		api.WriteError(w, r, err)
 		return
 	}
 	page, err := a.timers.ListDeadLetters(r.Context(), timers.DeadLetterQuery{
 		NameContains: lq.NameContains, Limit: lq.Limit, Cursor: lq.Cursor,
+		ComponentID: lq.ComponentID, Method: lq.Method, EntityID: lq.EntityID,
 	})
 	if err != nil {
 		listError(w, r, lq, err)

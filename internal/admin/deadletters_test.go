@@ -117,3 +117,24 @@ func TestAdminDeadLettersBadQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminDeadLettersFilters: the dead-letter list filters by the call's
+// component and method, as the timer list does.
+func TestAdminDeadLettersFilters(t *testing.T) {
+	ts := fixture.Start(t, fixture.AdminToken)
+	fixture.GiveUp(t, ts, "dead/a", "dead/b")
+	for query, want := range map[string]int{
+		"componentId=" + fixture.ActionID:                               2,
+		"method=chargePayment&name=dead/a":                              1,
+		"method=expireOrder":                                            0,
+		"componentId=other":                                             0,
+		"entityId=e-1&componentId=" + url.QueryEscape(fixture.ActionID): 0,
+	} {
+		var page admin.DeadLetterPage
+		resp := fixture.Admin(t, ts, http.MethodGet, "/admin/dead-letters?"+query)
+		resp.JSON(t, &page)
+		if resp.Status != http.StatusOK || len(page.DeadLetters) != want {
+			t.Errorf("%s: %d, %d dead letters, want %d: %s", query, resp.Status, len(page.DeadLetters), want, resp.Body)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // positive Go duration. Each refusal is a 400 naming the parameter.
 func listQuery(p adminapi.ListTimersParams) (timers.ListQuery, error) {
 	q := timers.ListQuery{NameContains: p.Name, Failing: p.Failing, Cursor: p.Cursor,
-		ComponentID: p.ComponentId, Method: p.Method, EntityID: p.EntityId}
+		ComponentID: p.ComponentId, Method: p.Method, EntityID: p.EntityId, Recurring: p.Recurring}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > timers.MaxListLimit {
 			return q, api.InvalidField("limit", fmt.Sprintf("must be from 1 to %d", timers.MaxListLimit))

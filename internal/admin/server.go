@@ -110,6 +110,9 @@ func timerJSON(t timers.Timer) adminapi.Timer {
 	if !t.LastAttemptAt.IsZero() {
 		out.LastAttemptAt = t.LastAttemptAt.UTC()
 	}
+	if t.Recurring != nil {
+		out.Recurring = recurrenceJSON(t.Recurring)
+	}
 	// Create accepts only valid JSON arguments; the check keeps a damaged
 	// stored argument from failing the encoding of a whole page.
 	if len(t.Call.Argument) > 0 && json.Valid(t.Call.Argument) {

@@ -10,11 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // Defaults of Config's durations.
@@ -51,6 +54,10 @@ type Config struct {
 	// the shard's commands drain: the service's consumers stop consuming
 	// the shard there (their handlers may call its entities).
 	BeforeRelease func(ctx context.Context, shard int)
+	// Tracer makes a span of each forward and of each forwarded command
+	// run here (the caller's trace continues over the transport); nil:
+	// tracing is off.
+	Tracer trace.Tracer
 }
 
 // Host is an instance's entities.Cluster and peer.Handler. It is safe for
@@ -147,6 +154,25 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 // names another owner, and then answers "moved" too, so that the entity
 // layer routes the command again.
 func (h *Host) Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
+	ctx, span := tracing.StartCall(ctx, h.cfg.Tracer, "forward ", call.ComponentID, call.Method, call.EntityID, trace.SpanKindClient)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrPeer.String(addr))
+	}
+	reply, err := h.forward(ctx, addr, call)
+	tracing.End(span, errorType(err))
+	return reply, err
+}
+
+// errorType is components.ErrorType, which names a command refused
+// because its shard moved as such.
+func errorType(err error) string {
+	if errors.Is(err, entities.ErrMoved) {
+		return "moved"
+	}
+	return components.ErrorType(err)
+}
+
+func (h *Host) forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
 	started := time.Now()
 	reply, err := h.cfg.Peers.Forward(ctx, addr, peer.Call{
 		ComponentID: call.ComponentID, Method: call.Method, EntityID: call.EntityID, Argument: call.Argument,
@@ -249,18 +275,23 @@ type hereInvoker interface {
 // entities.ErrMoved, as peer.KindMoved), and answers its errors with the
 // kinds and codes the caller's Forward maps back.
 func (h *Host) Handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
-	comp, err := h.cfg.Registry.Lookup(c.ComponentID)
-	if err != nil {
-		return peer.Reply{}, toPeer(err)
-	}
-	var reply []byte
-	if here, ok := comp.(hereInvoker); ok {
-		reply, err = here.InvokeJSONHere(ctx, c.EntityID, c.Method, c.Argument)
-	} else {
-		reply, err = comp.InvokeJSON(ctx, c.EntityID, c.Method, c.Argument)
-	}
+	ctx, span := tracing.StartCall(ctx, h.cfg.Tracer, "run forwarded ", c.ComponentID, c.Method, c.EntityID, trace.SpanKindServer)
+	reply, err := h.run(ctx, c)
+	tracing.End(span, errorType(err))
 	if err != nil {
 		return peer.Reply{}, toPeer(err)
 	}
 	return peer.Reply{Value: reply}, nil
+}
+
+// run runs a forwarded call here, or not at all.
+func (h *Host) run(ctx context.Context, c peer.Call) ([]byte, error) {
+	comp, err := h.cfg.Registry.Lookup(c.ComponentID)
+	if err != nil {
+		return nil, err
+	}
+	if here, ok := comp.(hereInvoker); ok {
+		return here.InvokeJSONHere(ctx, c.EntityID, c.Method, c.Argument)
+	}
+	return comp.InvokeJSON(ctx, c.EntityID, c.Method, c.Argument)
 }

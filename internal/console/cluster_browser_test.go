@@ -27,9 +27,7 @@ func TestConsoleClusterInBrowser(t *testing.T) {
 	fixture.Admin(t, ts, http.MethodGet, "/admin/cluster").JSON(t, &view)
 	b := newBrowser(t)
 
-	b.do("open the console", chromedp.EmulateViewport(1440, 900), chromedp.Navigate(ts.URL+"/admin/console/"))
-	b.waitFor("the sign-in form", visible("login-view"))
-	b.do("sign in", chromedp.SendKeys(chromedp.ID("token"), fixture.AdminToken), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
+	b.signIn(ts.URL)
 	b.waitFor("the cluster section", visible("cluster"))
 	b.waitFor("three members", `document.querySelectorAll("#members tbody tr").length === 3`)
 	b.waitFor("256 shards, all served", `(c => c.length === 256 && c.every(e => e.dataset.state === "served"))([...document.querySelectorAll("#shard-map .shard")])`)

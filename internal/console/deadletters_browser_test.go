@@ -22,9 +22,7 @@ func TestConsoleDeadLettersInBrowser(t *testing.T) {
 	fixture.GiveUp(t, ts, "dead-1", "dead-2")
 
 	b := newBrowser(t)
-	b.do("open the console", chromedp.EmulateViewport(1440, 900), chromedp.Navigate(ts.URL+"/admin/console/"))
-	b.waitFor("the sign-in form", visible("login-view"))
-	b.do("sign in", chromedp.SendKeys(chromedp.ID("token"), fixture.AdminToken), chromedp.Click(chromedp.CSS(`#login button[type=submit]`)))
+	b.signIn(ts.URL)
 	b.waitFor("two dead letters", `document.querySelectorAll("#dead-letters tbody tr").length === 2`)
 	if got := b.text(`#dead-letters tr[data-name="dead-1"] td[data-label=Attempts]`); got != "2" {
 		t.Errorf("dead-1's attempts %q, want 2", got)
@@ -33,6 +31,14 @@ func TestConsoleDeadLettersInBrowser(t *testing.T) {
 		t.Error("dead-1 shows no last error")
 	}
 	b.waitRows() // no active timer
+
+	// The filters match the call exactly: both failed in chargePayment.
+	b.do("filter by another method", chromedp.SendKeys(chromedp.ID("df-method"), "expireOrder"),
+		chromedp.Click(chromedp.CSS(`#dead-filters button[type=submit]`)))
+	b.waitFor("no dead letter matches", visible("dead-empty"))
+	b.do("filter by their method", chromedp.SetValue(chromedp.ID("df-method"), "chargePayment"),
+		chromedp.Click(chromedp.CSS(`#dead-filters button[type=submit]`)))
+	b.waitFor("both again", `document.querySelectorAll("#dead-letters tbody tr").length === 2`)
 
 	b.do("retry dead-1", chromedp.Click(chromedp.CSS(`#dead-letters tr[data-name="dead-1"] button.retry`)))
 	b.waitFor("dead-1 gone from the dead letters", `!document.querySelector('#dead-letters tr[data-name="dead-1"]')`)

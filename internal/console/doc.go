@@ -1,7 +1,8 @@
 // Package console owns the operator console for timers: a browser page
 // served under the admin API (at /admin/console) that shows the timer
 // store at a glance, lists, filters and pages timers, opens and deletes
-// one, lists the dead letters (retry, delete), and charts the timers due
+// one (a recurring one shows its schedule and next runs, and pauses and
+// resumes), lists and filters the dead letters (retry, delete), and charts the timers due
 // over the next hour, refreshed live; on
 // an instance of a cluster it also shows the members (status, shards,
 // last heartbeat) and a map of the shards by owner.

@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // unmatchedRoute is the route label of a request that matched no route
@@ -112,12 +116,26 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 			ww = middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		}
 		defer func() {
-			s := m.seriesFor(methodLabel(r.Method), routeLabel(r), statusOf(ww))
+			method, route := methodLabel(r.Method), routeLabel(r)
+			s := m.seriesFor(method, route, statusOf(ww))
 			s.requests.Inc()
-			s.duration.Observe(time.Since(start).Seconds())
+			observe(r.Context(), s.duration, time.Since(start).Seconds())
+			nameSpan(r, method, route)
 		}()
 		next.ServeHTTP(ww, r)
 	})
+}
+
+// observe records v in o, with the request's trace id as its exemplar
+// when the request is traced and sampled, so that a slow bucket leads to
+// a trace.
+func observe(ctx context.Context, o prometheus.Observer, v float64) {
+	sc := trace.SpanContextFromContext(ctx)
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
+		eo.ObserveWithExemplar(v, prometheus.Labels{tracing.LogTraceID: sc.TraceID().String()})
+		return
+	}
+	o.Observe(v)
 }
 
 // routeLabel is the pattern of the route r matched, or unmatchedRoute.
@@ -150,5 +168,8 @@ func (m *Metrics) handler(logger *slog.Logger) http.Handler {
 		ErrorHandling:       promhttp.ContinueOnError,
 		Registry:            m.Registry,
 		MaxRequestsInFlight: maxScrapesInFlight,
+		// The exemplars (trace ids on the request durations) are in the
+		// OpenMetrics format only, which a scraper asks for.
+		EnableOpenMetrics: true,
 	})
 }

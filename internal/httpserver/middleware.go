@@ -62,7 +62,7 @@ func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 			defer func() {
 				status := statusOf(ww)
 				level := slog.LevelInfo
-				if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" {
+				if quietPath(r.URL.Path) {
 					level = slog.LevelDebug
 				}
 				logger.LogAttrs(r.Context(), level, "http request",
@@ -110,12 +110,17 @@ func recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody refuses bodies larger than limit with 413: at once when the
-// Content-Length says so, else when the handler reads past the limit
-// (api.Decode answers the *http.MaxBytesError with 413).
-func limitBody(limit int64) func(http.Handler) http.Handler {
+// limitBody refuses bodies larger than limit (or, on a path of large,
+// that path's limit) with 413: at once when the Content-Length says so,
+// else when the handler reads past the limit (api.Decode answers the
+// *http.MaxBytesError with 413).
+func limitBody(limit int64, large map[string]int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			limit := limit
+			if l, ok := large[r.URL.Path]; ok {
+				limit = l
+			}
 			if r.ContentLength > limit {
 				api.WriteProblem(w, r, http.StatusRequestEntityTooLarge,
 					fmt.Sprintf("the request body is larger than %d bytes", limit))

@@ -36,11 +36,11 @@ func BenchmarkMiddleware(b *testing.B) {
 		{"access-log", []func(http.Handler) http.Handler{accessLog(logger)}},
 		{"metrics", []func(http.Handler) http.Handler{metrics.instrument}},
 		{"recover", []func(http.Handler) http.Handler{recoverPanics}},
-		{"body-limit", []func(http.Handler) http.Handler{limitBody(1 << 20)}},
+		{"body-limit", []func(http.Handler) http.Handler{limitBody(1<<20, nil)}},
 		{"timeout", []func(http.Handler) http.Handler{timeout(30 * time.Second)}},
 		{"get-head", []func(http.Handler) http.Handler{middleware.GetHead}},
 		{"all", []func(http.Handler) http.Handler{requestID(logger), accessLog(logger), metrics.instrument,
-			recoverPanics, limitBody(1 << 20), timeout(30 * time.Second), middleware.GetHead}},
+			recoverPanics, limitBody(1<<20, nil), timeout(30 * time.Second), middleware.GetHead}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			with, bare := benchRouter(tc.layers...), benchRouter()

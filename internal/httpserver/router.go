@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/api"
 )
@@ -25,6 +26,10 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes is the largest request body accepted (413 above).
 	MaxBodyBytes int64
+	// LargeBodies are the paths whose bodies may be larger than
+	// MaxBodyBytes, each with its own limit (an admin import of a whole
+	// export, say).
+	LargeBodies map[string]int64
 	// RequestTimeout bounds each request's context (504 after it).
 	RequestTimeout time.Duration
 	// Metrics counts the requests and serves GET /metrics.
@@ -34,10 +39,14 @@ type Options struct {
 	// Contract is the application's OpenAPI document, served at GET
 	// /openapi.yaml; nil: that route is not there (404).
 	Contract []byte
+	// Tracing makes each request a span of its own, outermost, so that
+	// the access log and everything the request does are inside it; nil:
+	// no tracing, and no middleware for it.
+	Tracing trace.TracerProvider
 }
 
 // New makes the service's router: the middleware (outermost first:
-// request id, access log, metrics, panic recovery, body limit, timeout,
+// the request's span when tracing, request id, access log, metrics, panic recovery, body limit, timeout,
 // HEAD served by GET routes),
 // the service's own routes (/healthz, /readyz, /metrics, /openapi.yaml),
 // and problems for unknown routes and wrong methods. The admin routes and
@@ -47,12 +56,15 @@ type Options struct {
 // whose handler panicked is counted with the 500 it was answered with.
 func New(o Options) *chi.Mux {
 	r := chi.NewRouter()
+	if o.Tracing != nil {
+		r.Use(traceRequests(o.Tracing))
+	}
 	r.Use(
 		requestID(o.Logger),
 		accessLog(o.Logger),
 		o.Metrics.instrument,
 		recoverPanics,
-		limitBody(o.MaxBodyBytes),
+		limitBody(o.MaxBodyBytes, o.LargeBodies),
 		timeout(o.RequestTimeout),
 		// HEAD on a GET route runs the GET handler; net/http drops the body.
 		middleware.GetHead,

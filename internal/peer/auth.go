@@ -69,6 +69,19 @@ func (s *signer) signRequest(method, uri, unixMilli, timeout string, body []byte
 	return s.sign(body, "trellis-peer/1 request\n", method, "\n", uri, "\n", unixMilli, "\n", timeout, "\n")
 }
 
+// signTracedRequest is signRequest for a request that carries a W3C trace
+// context (its traceparent and tracestate headers), which the signature
+// covers too. Its message starts apart from signRequest's, so that no
+// request can be read as the other kind; a request without a trace
+// context is signed as before.
+func (s *signer) signTracedRequest(method, uri, unixMilli, timeout string, tc traceHeaders, body []byte) string {
+	if tc.parent == "" {
+		return s.signRequest(method, uri, unixMilli, timeout, body)
+	}
+	return s.sign(body, "trellis-peer/1 traced request\n", method, "\n", uri, "\n", unixMilli, "\n", timeout, "\n",
+		tc.parent, "\n", tc.state, "\n")
+}
+
 // signReply returns the reply's signature, base64url.
 func (s *signer) signReply(requestSig string, status int, body []byte) string {
 	return s.sign(body, "trellis-peer/1 reply\n", requestSig, "\n", strconv.Itoa(status), "\n")

@@ -157,13 +157,14 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 		return fail(&Error{Kind: KindBadRequest, Message: "bad peer address: " + err.Error(), cause: err})
 	}
 	ts, timeout := strconv.FormatInt(c.cfg.Now().UnixMilli(), 10), left.String()
-	sig := c.signer.signRequest(http.MethodPost, req.URL.RequestURI(), ts, timeout, call.Argument)
 	req.Header = http.Header{
-		"Content-Type":  {"application/json"},
-		headerTime:      {ts},
-		headerTimeout:   {timeout},
-		headerSignature: {sig},
+		"Content-Type": {"application/json"},
+		headerTime:     {ts},
+		headerTimeout:  {timeout},
 	}
+	tc := injectTrace(ctx, req.Header)
+	sig := c.signer.signTracedRequest(http.MethodPost, req.URL.RequestURI(), ts, timeout, tc, call.Argument)
+	req.Header[headerSignature] = []string{sig}
 
 	resp, err := c.hc.Do(req)
 	if err != nil {

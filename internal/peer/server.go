@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // refusalLogMax is how many refused requests a second are logged.
@@ -179,7 +181,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := r.Header.Get(headerTimeout)
-	if !equal(sig, s.signer.signRequest(r.Method, r.RequestURI, ts, timeout, body)) {
+	if !equal(sig, s.signer.signTracedRequest(r.Method, r.RequestURI, ts, timeout, readTrace(r.Header), body)) {
 		s.refuse(w, r, errors.New("bad signature: another secret, or the request was altered"))
 		return
 	}
@@ -190,7 +192,8 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call.Argument = body
-	ctx := r.Context()
+	// The caller's trace, now that the signature vouches for it.
+	ctx := tracing.Extract(r.Context(), r.Header)
 	if timeout != "" {
 		d, err := time.ParseDuration(timeout)
 		if err != nil {

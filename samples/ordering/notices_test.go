@@ -23,24 +23,7 @@ import (
 func TestNotices(t *testing.T) {
 	const expiry = time.Minute
 	var notices *ordering.Notices
-	setup := func(h *trellis.Host, r chi.Router) error {
-		if _, err := ordering.Orders.Start(h.Entities()); err != nil {
-			return err
-		}
-		if _, err := ordering.TimedAction.Start(h.Client); err != nil {
-			return err
-		}
-		notices = ordering.NewNotices(h.Logger)
-		if _, err := notices.Consumer().Start(h.Consumers()); err != nil {
-			return err
-		}
-		orders, err := ordering.NewEndpoint(h.Client, h.Timers, expiry)
-		if err != nil {
-			return err
-		}
-		contract.HandlerWithOptions(orderRoutes{Endpoint: orders}, contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
-		return nil
-	}
+	setup := orderApp(expiry, &notices)
 	ts := trellistest.Start(t, setup)
 	placeOrder := func() string {
 		resp := ts.Post(t, "/orders", map[string]any{"item": "tea", "quantity": 2})
@@ -68,6 +51,30 @@ func TestNotices(t *testing.T) {
 	}
 	if n := strings.Count(ts.Logs(), `"msg":"order notice"`); n != 2 {
 		t.Fatalf("%d notices logged, want 2", n)
+	}
+}
+
+// orderApp is the order sample's setup: the entity, the timed action,
+// the notices consumer (set in *notices) and the order routes, orders
+// expiring after expiry.
+func orderApp(expiry time.Duration, notices **ordering.Notices) trellis.Setup {
+	return func(h *trellis.Host, r chi.Router) error {
+		if _, err := ordering.Orders.Start(h.Entities()); err != nil {
+			return err
+		}
+		if _, err := ordering.TimedAction.Start(h.Client); err != nil {
+			return err
+		}
+		*notices = ordering.NewNotices(h.Logger)
+		if _, err := (*notices).Consumer().Start(h.Consumers()); err != nil {
+			return err
+		}
+		orders, err := ordering.NewEndpoint(h.Client, h.Timers, expiry)
+		if err != nil {
+			return err
+		}
+		contract.HandlerWithOptions(orderRoutes{Endpoint: orders}, contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
+		return nil
 	}
 }
 

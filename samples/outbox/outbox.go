@@ -35,13 +35,9 @@ type Mailer interface {
 func Setup(mailer Mailer) trellis.Setup {
 	return func(h *trellis.Host, r chi.Router) error {
 		// The queue lives in the service's Redis, under its prefix; on
-		// several instances one owns it at a time, the others stand by.
-		queue, err := trellis.DurableQueue[Notice](h, "notices", nil)
-		if err != nil {
-			return err
-		}
-		notices, err := delivery.NewProducer[Notice](h.System, "notices", "notices",
-			delivery.ProducerSettings{}, delivery.WithDurableQueue(queue))
+		// several instances one owns it at a time, and a Send on any
+		// other goes through the owner.
+		notices, err := trellis.NewDurableProducer[Notice](h, "notices", delivery.ProducerSettings{}, nil)
 		if err != nil {
 			return err
 		}
@@ -69,7 +65,7 @@ func Setup(mailer Mailer) trellis.Setup {
 
 // startMailer starts the consumer side: a consumer controller connected to
 // the producer, and an actor that mails each notice and confirms it.
-func startMailer(sys *runtime.System, notices *delivery.Producer[Notice], mailer Mailer) error {
+func startMailer(sys *runtime.System, notices *trellis.DurableProducer[Notice], mailer Mailer) error {
 	cc, err := delivery.SpawnConsumerController[Notice](sys, "notices-cc", delivery.ConsumerSettings{})
 	if err != nil {
 		return err

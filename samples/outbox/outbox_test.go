@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -17,17 +18,28 @@ import (
 
 func TestMain(m *testing.M) { trellistest.Servers(m).Run() }
 
-// mailbox is the test's Mailer: every notice mailed, in order.
+// mailbox is the test's Mailer: every notice mailed, in order. While
+// paused it fails every mail (the notices stay unconfirmed).
 type mailbox struct {
-	mu   sync.Mutex
-	sent []outbox.Notice
+	mu     sync.Mutex
+	sent   []outbox.Notice
+	paused bool
 }
 
 func (m *mailbox) Mail(_ context.Context, n outbox.Notice) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.paused {
+		return errors.New("the mail server is paused")
+	}
 	m.sent = append(m.sent, n)
 	return nil
+}
+
+func (m *mailbox) pause() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.paused = true
 }
 
 func (m *mailbox) count() int {

@@ -36,6 +36,14 @@ local function genOf(name, st)
 	local rec = redis.call('HGET', KEYS[2], name)
 	return rec and string.match(rec, '^(%d+):')
 end
+-- current is the record and the state of timer name when it is at
+-- generation gen and (unless att is '') attempt att; nil otherwise.
+local function current(name, gen, att)
+	local rec = redis.call('HGET', KEYS[2], name)
+	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], name))
+	if r and r.gen == gen and (att == '' or fmt(r.att) == att) then return rec, r end
+	return nil
+end
 local function forget(name)
 	redis.call('HDEL', KEYS[2], name)
 	redis.call('HDEL', KEYS[4], name)
@@ -83,8 +91,16 @@ end
 -- data hashes of the other partitions are KEYS[othersFrom…], plus others
 -- counted by the caller. genKey is the partition's generation counter;
 -- part its index, published on channel when the timer is the earliest.
+-- at, when not '', is the due time instead; ifGen, when not '', the
+-- generation the replaced timer must have ({'changed'}, or {'missing'}
+-- when there is none).
 -- Returns {'ok', gen, nowMs, dueMs} or {'limit', active}.
-local function insert(genKey, othersFrom, nowArg, delay, maxActive, maxr, name, call, channel, others, part)
+local function insert(genKey, othersFrom, nowArg, delay, maxActive, maxr, name, call, channel, others, part, at, ifGen)
+	if ifGen and ifGen ~= '' then
+		local g = genOf(name, redis.call('HGET', KEYS[4], name))
+		if not g then return {'missing'} end
+		if g ~= ifGen then return {'changed'} end
+	end
 	if redis.call('HEXISTS', KEYS[2], name) == 0 then
 		local n = redis.call('HLEN', KEYS[2]) + tonumber(others)
 		for i = othersFrom, #KEYS do n = n + redis.call('HLEN', KEYS[i]) end
@@ -92,6 +108,7 @@ local function insert(genKey, othersFrom, nowArg, delay, maxActive, maxr, name, 
 	end
 	local now = now_ms(nowArg, true)
 	local due = now + delay
+	if at and at ~= '' then due = tonumber(at) end
 	local gen = redis.call('INCR', genKey)
 	local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 	redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), maxr = maxr, due = fmt(due),

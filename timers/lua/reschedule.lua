@@ -2,10 +2,9 @@ local now = now_ms(ARGV[1], false)
 local out = {}
 for i = 2, #ARGV, 5 do
 	local name = ARGV[i]
-	local rec = redis.call('HGET', KEYS[2], name)
-	local r = rec and stateOf(rec, redis.call('HGET', KEYS[4], name))
+	local rec, r = current(name, ARGV[i + 1], ARGV[i + 2])
 	local res = 0
-	if r and r.gen == ARGV[i + 1] and fmt(r.att) == ARGV[i + 2] then
+	if rec then
 		if ARGV[i + 3] == '-1' then
 			redis.call('HSET', KEYS[5], name, deadRecord(rec, r, ARGV[i + 4], now))
 			redis.call('ZADD', KEYS[6], fmt(now), name)

@@ -158,7 +158,8 @@ func NewLossRun(c LossCase, seed uint64) *LossRun {
 	// system is shut down by close, and its log kept for the failure report.
 	r.Logs = &LogBuffer{}
 	var w io.Writer = r.Logs
-	r.Sys = runtime.NewSystem(fmt.Sprintf("loss-%d", seed), runtime.WithLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lossLogLevel}))))
+	log := slog.New(keepErrors{Handler: slog.NewTextHandler(w, &slog.HandlerOptions{Level: lossLogLevel}), logs: r.Logs})
+	r.Sys = runtime.NewSystem(fmt.Sprintf("loss-%d", seed), runtime.WithLogger(log))
 	window := c.Window
 	if window == 0 {
 		window = 20
@@ -188,6 +189,16 @@ func (r *LossRun) Close(err *error) {
 	if serr := r.Sys.Shutdown(ctx); serr != nil && *err == nil {
 		*err = serr
 	}
+}
+
+// OnRealStore gives the durable queue calls the default timeout instead
+// of the scaled one: the scaled timeouts suit the simulated queue, whose
+// calls take what the case draws, while a real Redis's calls (a load of a
+// thousand unconfirmed messages, on a loaded machine, under the race
+// detector) take what they take, and a controller that gives up on them
+// fails the run for the machine's sake, not the protocol's.
+func (r *LossRun) OnRealStore() {
+	r.Producer.DurableQueueRequestTimeout = delivery.DefaultDurableQueueRequestTimeout
 }
 
 // Params describes the drawn parameters, for the failure report.

@@ -137,17 +137,20 @@ type Calls[A, T any] struct {
 	// standby is set while another controller owns the queue: the load is
 	// tried again when its lease would lapse.
 	standby bool
-	id      string // the producer id, for errors
-	s       Settings
-	log     *slog.Logger
-	self    runtime.Ref[T]
-	timers  *runtime.Timers[T]
-	clock   clockwork.Clock
-	wrap    func(Msg[A]) T
-	jobs    chan func() // loads and stores
-	cjobs   chan func() // confirmations, so that they never hold up a store
-	base    context.Context
-	cancel  context.CancelFunc
+	// lease is the real-time timer of the lease's next renewal, or of a
+	// standby's next load (see owned.go).
+	lease  *time.Timer
+	id     string // the producer id, for errors
+	s      Settings
+	log    *slog.Logger
+	self   runtime.Ref[T]
+	timers *runtime.Timers[T]
+	clock  clockwork.Clock
+	wrap   func(Msg[A]) T
+	jobs   chan func() // loads and stores
+	cjobs  chan func() // confirmations, so that they never hold up a store
+	base   context.Context
+	cancel context.CancelFunc
 
 	load, sent, confirm, renew durableCall
 	// toStore are the messages given to storeSent and not yet stored,
@@ -430,6 +433,7 @@ func (d *Calls[A, T]) Handle(m Msg[A]) (out Outcome[A]) {
 			d.renew.attempt++
 			d.issueRenew()
 		}
+		d.renewLater()
 		return Outcome[A]{}
 	}
 	switch m.op {

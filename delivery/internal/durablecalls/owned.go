@@ -5,6 +5,11 @@ package durablecalls
 // once loaded it renews the lease every RenewEvery, and a renewal refused
 // with durable.ErrFenced fails it (see failed); it releases the lease as it
 // stops, so that a standby takes over at once.
+//
+// The lease runs out by the store's clock (Redis expires it), so its
+// renewals and a standby's loads keep real time, whatever clock the actor
+// system runs on (a test's fake clock would otherwise let the lease lapse
+// unrenewed, and keep a standby waiting for ever).
 
 import (
 	"context"
@@ -13,8 +18,6 @@ import (
 	"github.com/trellis-go/trellis/delivery/durable"
 )
 
-type renewTimerKey struct{}
-
 // standBy waits for the owner's lease to lapse, then loads again: an
 // attempt that never counts against DurableQueueRetryAttempts.
 func (d *Calls[A, T]) standBy(owned *durable.OwnedError) {
@@ -22,8 +25,7 @@ func (d *Calls[A, T]) standBy(owned *durable.OwnedError) {
 		d.standby = true
 		d.log.Info("durable queue owned by another producer controller: standing by", "producerID", d.id, "retryIn", owned.RetryIn.String())
 	}
-	d.timers.StartSingle(durableTimerKey{op: opLoad, retry: true},
-		d.wrap(Msg[A]{op: opLoad, attempt: d.load.attempt, retry: true}), owned.RetryIn)
+	d.leaseAfter(owned.RetryIn, Msg[A]{op: opLoad, attempt: d.load.attempt, retry: true})
 }
 
 // loaded starts renewing the lease of an owned queue.
@@ -32,9 +34,24 @@ func (d *Calls[A, T]) loaded() {
 		d.standby = false
 		d.log.Info("durable queue taken over", "producerID", d.id)
 	}
+	d.renewLater()
+}
+
+// renewLater arms the next renewal of an owned queue's lease.
+func (d *Calls[A, T]) renewLater() {
 	if d.owned != nil {
-		d.timers.StartPeriodic(renewTimerKey{}, d.wrap(Msg[A]{op: opRenew, tick: true}), d.owned.RenewEvery())
+		d.leaseAfter(d.owned.RenewEvery(), Msg[A]{op: opRenew, tick: true})
 	}
+}
+
+// leaseAfter tells the controller m after d of real time, in place of
+// what it was to be told before.
+func (d *Calls[A, T]) leaseAfter(after time.Duration, m Msg[A]) {
+	if d.lease != nil {
+		d.lease.Stop()
+	}
+	self, msg := d.self, d.wrap(m)
+	d.lease = time.AfterFunc(after, func() { self.Tell(msg) })
 }
 
 func (d *Calls[A, T]) issueRenew() {
@@ -44,6 +61,9 @@ func (d *Calls[A, T]) issueRenew() {
 
 // release gives the lease up, waiting at most DurableQueueRequestTimeout.
 func (d *Calls[A, T]) release() {
+	if d.lease != nil {
+		d.lease.Stop()
+	}
 	if d.owned == nil {
 		return
 	}

@@ -4,6 +4,7 @@
 // Like the rest of the page, data goes in with textContent and DOM nodes
 // only.
 
+import { cell } from "./dom.js";
 import { absolute, count, relative } from "./format.js";
 import { request } from "./http.js";
 
@@ -39,13 +40,6 @@ export function clearCluster() {
   $("members").tBodies[0].replaceChildren();
   $("shard-map").replaceChildren();
   $("cluster-summary").textContent = "";
-}
-
-function cell(label, ...content) {
-  const td = document.createElement("td");
-  td.dataset.label = label;
-  td.append(...content);
-  return td;
 }
 
 function memberRow(m, colourClass, now) {

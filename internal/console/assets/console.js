@@ -8,7 +8,9 @@
 
 import { drawChart } from "./chart.js";
 import { clearCluster, loadCluster } from "./cluster.js";
-import { clearDeadLetters, loadDeadLetters } from "./deadletters.js";
+import { clearConsumers, loadConsumers } from "./consumers.js";
+import { clearDeadLetters, loadDeadLetters, watchDeadFilters } from "./deadletters.js";
+import { showRecurring, statusBadge } from "./recurring.js";
 import { absolute, count, relative } from "./format.js";
 import { SignedOut, TOKEN_KEY, request } from "./http.js";
 
@@ -99,6 +101,7 @@ function clearData() {
   for (const id of ["error", "notice", "list-error", "list-empty"]) $(id).hidden = true;
   closeDetail();
   clearCluster();
+  clearConsumers();
   clearDeadLetters();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
@@ -137,7 +140,7 @@ function scheduleRefresh() {
 
 async function loadAll() {
   const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL),
-    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); })]);
+    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh)]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");
@@ -201,6 +204,7 @@ function listQuery() {
     if (v) q.set(param, v);
   }
   if ($("f-failing").checked) q.set("failing", "true");
+  if ($("f-recurring").checked) q.set("recurring", "true");
   if (upcoming) q.set("upcoming", upcoming);
   q.set("limit", $("f-limit").value);
   const cursor = state.cursors[state.page];
@@ -261,6 +265,7 @@ function timerRow(t) {
   status.className = "badge " + (t.lastError ? "failing" : "pending");
   status.textContent = t.lastError ? "failing" : "scheduled";
   if (t.lastError) status.title = t.lastError;
+  statusBadge(t, status);
   const call = t.componentId + " · " + t.method + (t.entityId ? " · " + t.entityId : "");
   const attempts = String(t.attempts) + (t.maxRetries ? " of " + (t.maxRetries + 1) : "");
   const attemptsCell = cell("Attempts", attempts);
@@ -347,6 +352,10 @@ async function loadDetail() {
   setTime($("d-last-attempt"), t.lastAttemptAt);
   $("d-last-error").textContent = t.lastError || "—";
   $("d-payload").textContent = t.payload === undefined ? "(none)" : JSON.stringify(t.payload, null, 2);
+  showRecurring(t, timerURL(name), () => {
+    state.listKey = "";
+    refresh();
+  }, showDetailError);
   updateRelativeTimes();
 }
 
@@ -407,6 +416,8 @@ $("login").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", () => signOut(""));
 $("filters").addEventListener("submit", applyFilters);
 $("f-failing").addEventListener("change", applyFilters);
+$("f-recurring").addEventListener("change", applyFilters);
+watchDeadFilters(() => refresh());
 $("f-limit").addEventListener("change", applyFilters);
 $("f-reset").addEventListener("click", () => {
   $("filters").reset();

@@ -4,6 +4,7 @@
 // Like the rest of the page, data goes in with textContent and DOM nodes
 // only.
 
+import { button, cell, confirmButton } from "./dom.js";
 import { absolute } from "./format.js";
 import { request } from "./http.js";
 
@@ -12,7 +13,13 @@ const $ = (id) => document.getElementById(id);
 // loadDeadLetters reads the first page and shows it; adminURL resolves an
 // admin API path, and changed is called after a retry or a delete.
 export async function loadDeadLetters(adminURL, changed) {
-  const page = await request("GET", adminURL("dead-letters?limit=100"));
+  const q = new URLSearchParams({ limit: "100" });
+  // The call filters match exactly, as the timer list's do.
+  for (const [id, param] of [["df-component", "componentId"], ["df-method", "method"], ["df-entity", "entityId"]]) {
+    const v = $(id).value.trim();
+    if (v) q.set(param, v);
+  }
+  const page = await request("GET", adminURL("dead-letters?" + q));
   const key = JSON.stringify(page.deadLetters);
   const body = $("dead-letters").tBodies[0];
   if (body.dataset.key === key) return;
@@ -20,6 +27,14 @@ export async function loadDeadLetters(adminURL, changed) {
   body.replaceChildren(...page.deadLetters.map((d) => deadRow(d, adminURL, changed)));
   $("dead-empty").hidden = page.deadLetters.length > 0;
   $("dead-more").hidden = !page.nextCursor;
+}
+
+// watchDeadFilters reloads the section when its filters are applied.
+export function watchDeadFilters(reload) {
+  $("dead-filters").addEventListener("submit", (event) => {
+    event.preventDefault();
+    reload();
+  });
 }
 
 // clearDeadLetters empties the section (on signing out).
@@ -48,30 +63,8 @@ function deadRow(d, adminURL, changed) {
     changed();
   };
   const retry = button("Retry", "retry", () => act("POST", "/retry"));
-  const del = button("Delete", "delete", () => {
-    if (del.dataset.armed) act("DELETE", "");
-    else {
-      del.dataset.armed = "1";
-      del.textContent = "Confirm delete";
-    }
-  });
+  const del = confirmButton("Delete", "Confirm delete", "delete", () => act("DELETE", ""));
   tr.append(cell("Name", t.name), cell("Call", t.componentId + " · " + t.method + (t.entityId ? " · " + t.entityId : "")),
     cell("Died", died), cell("Attempts", String(t.attempts)), cell("Last error", t.lastError || ""), cell("", retry, " ", del));
   return tr;
-}
-
-function button(text, cls, onClick) {
-  const b = document.createElement("button");
-  b.type = "button";
-  b.className = cls;
-  b.textContent = text;
-  b.addEventListener("click", onClick);
-  return b;
-}
-
-function cell(label, ...content) {
-  const td = document.createElement("td");
-  td.dataset.label = label;
-  td.append(...content);
-  return td;
 }

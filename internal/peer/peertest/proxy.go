@@ -36,6 +36,7 @@ type link struct {
 
 	ended   atomic.Int32 // directions that have ended, of two
 	dropped atomic.Bool  // bytes read are thrown away
+	dup     atomic.Bool  // the next bytes read are written twice
 
 	mu   sync.Mutex
 	held chan struct{} // non-nil while held; closed on release
@@ -103,6 +104,16 @@ func (p *Proxy) Hold() {
 func (p *Proxy) Drop() {
 	for _, l := range p.snapshot() {
 		l.dropped.Store(true)
+	}
+}
+
+// Duplicate makes every open connection write the next bytes it carries
+// (in one direction, whichever reads first) twice, as a faulty middlebox
+// would: the receiver sees its stream garbled, and the protocol above
+// must notice. New connections are carried as before.
+func (p *Proxy) Duplicate() {
+	for _, l := range p.snapshot() {
+		l.dup.Store(true)
 	}
 }
 
@@ -194,9 +205,15 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn) {
 			return
 		}
 		if n > 0 && !l.dropped.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				l.close()
-				return
+			times := 1
+			if l.dup.CompareAndSwap(true, false) {
+				times = 2
+			}
+			for range times {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					l.close()
+					return
+				}
 			}
 		}
 		if err == nil {

@@ -1,0 +1,114 @@
+package trellis
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/consumers"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/httpserver"
+	"github.com/trellis-go/trellis/runtime"
+	"github.com/trellis-go/trellis/timers"
+)
+
+// Host is what the application's setup starts its components on.
+type Host struct {
+	// Config is the service's configuration.
+	Config Config
+	// System is the actor system the components run on.
+	System *runtime.System
+	// Client is the component client: components register in its registry,
+	// endpoints invoke them through it.
+	Client *components.Client
+	// Store keeps the entities' state: Redis, or the embedded in-memory store.
+	Store entities.Store
+	// Clock is the service's clock (a fake one under trellistest.Start).
+	Clock clockwork.Clock
+	// Logger is the service's logger.
+	Logger *slog.Logger
+	// Redis is the Redis client of the store; nil with the embedded store.
+	// The service closes it at shutdown.
+	Redis redis.UniversalClient
+	// Timers is the timer scheduler, on the same store as the entities
+	// (Redis, or in memory). It starts firing once setup has returned, so
+	// that every component a timer may call is registered by then.
+	Timers *timers.Scheduler
+	// Metrics is the service's Prometheus registry, served at GET
+	// /metrics. It holds the timer scheduler's series, the Go runtime and
+	// process series and the HTTP request series; an application may
+	// register its own collectors in it during setup.
+	Metrics *prometheus.Registry
+	// Idempotency keeps the answers of requests made with an
+	// Idempotency-Key, in the same store as the entities (Redis, or
+	// memory): see Idempotent.
+	Idempotency api.IdempotencyStore
+	// Tracing is the service's tracer provider, which the application
+	// makes its own spans with (h.Tracing.Tracer("orders")); a no-op one
+	// when tracing is off (see docs/observability.md).
+	Tracing trace.TracerProvider
+
+	// cluster routes entity commands to their shard's owner; nil when the
+	// instance is not part of a cluster.
+	cluster entities.Cluster
+	// node is this instance's part in the cluster; nil when it is not
+	// part of one.
+	node *clusterNode
+	// consumers runs the consumers setup starts (see Consumers).
+	consumers *consumers.Runner
+	// checks are the application's readiness checks (AddReadinessCheck).
+	checks *httpserver.Checks
+	// tracing is what Tracing is made of, flushed at shutdown.
+	tracing serviceTracing
+}
+
+// Consumers is what consumers start on (consumers.Consumer.Start): the
+// service's runner. It consumes once setup has returned, each shard on
+// the instance that serves it (every shard, without a cluster), and
+// stops at shutdown before the cluster hands the shards over. With Redis
+// and the cluster mode off, Consumer.Start fails: the per-instance store
+// keeps no change log.
+func (h *Host) Consumers() *consumers.Runner { return h.consumers }
+
+// Idempotent is the api.Idempotency middleware for the given routes
+// ("POST /orders/{id}/confirm": the method and the chi pattern), over the
+// host's store, keeping answers for Config.IdempotencyRetention and a
+// claim for twice the request timeout. Put it in a generated handler's
+// Middlewares, or on the routes with r.With.
+func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
+	return api.Idempotency(api.IdempotencyOptions{
+		Store: h.Idempotency, Routes: routes,
+		Retention: h.Config.IdempotencyRetention, InFlight: 2 * h.Config.RequestTimeout,
+	})
+}
+
+// Entities is the entities.Host to start key-value entities on, with the
+// entities' defaults: a worker pool of their own per type, the default
+// passivation and conflict limits. Change its fields before Start to
+// override them.
+func (h *Host) Entities() entities.Host {
+	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster}
+}
+
+// Setup starts the application's components on the host and mounts its
+// routes on r: by hand (r.Get, r.Post, r.Route …) or through the handler
+// that oapi-codegen generated from the application's own contract
+//
+//	contract.HandlerWithOptions(endpoints, contract.ChiServerOptions{
+//		BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
+//	})
+//
+// r is a group of the service's router: the service's middleware (request
+// id, access log, metrics by route pattern, timeout, body limit, panics
+// and unknown routes as problems, HEAD on GET routes, a query string that
+// does not parse refused with 400) covers every route mounted on it, and
+// middleware the application adds with r.Use covers only its own routes.
+// An error stops New.
+type Setup func(h *Host, r chi.Router) error

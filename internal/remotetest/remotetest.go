@@ -1,0 +1,141 @@
+// Package remotetest runs instances for tests of refs that cross
+// instances: each a runtime System whose remote refs travel over the real
+// cluster transport (internal/peer, HTTP/2 on loopback), and which the
+// other instances reach through a fault proxy (peertest.Proxy) in front of
+// its server, so a test can cut, stall, blackhole or garble the link.
+package remotetest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/internal/directory"
+	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// secret is the cluster secret every test instance shares.
+var secret = []byte("remotetest: a secret of at least thirty-two bytes")
+
+// health finds a blackholed connection within a fraction of a second, so
+// tests of partitions need not wait the production default.
+var health = peer.Health{Idle: 100 * time.Millisecond, Timeout: 200 * time.Millisecond}
+
+// Node is one instance: its System, the transport's server and client, and
+// the proxy through which the others reach it.
+type Node struct {
+	Sys    *runtime.System
+	Server *peer.Server
+	Client *peer.Client
+	Proxy  *peertest.Proxy
+	addr   string
+	dir    *directory.Directory
+}
+
+// JoinDirectory makes the instance's receptionist cluster-wide: a
+// directory in the Redis of client under space, with the given lease (a
+// tenth of it between polls), withdrawn at the test's end.
+func (n *Node) JoinDirectory(tb testing.TB, client redis.UniversalClient, space keyspace.Space, lease time.Duration) {
+	tb.Helper()
+	d, err := directory.New(directory.Config{Client: client, Space: space, Self: n.addr, Lease: lease, Poll: lease / 10})
+	if err != nil {
+		tb.Fatalf("remotetest: %v", err)
+	}
+	n.dir = d
+	n.Sys.SetDirectory(d)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			tb.Errorf("remotetest: %v", err)
+		}
+	})
+}
+
+// Addr is the address the other instances reach this one at: its proxy's
+// (or its server's, for a direct node).
+func (n *Node) Addr() string { return n.addr }
+
+// NewNode starts an instance named name and stops it at the test's end
+// (System, then client, server and proxy). log may be nil (discard).
+func NewNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime.Option) *Node {
+	tb.Helper()
+	return newNode(tb, name, log, false, opts)
+}
+
+// NewDirectNode is NewNode, except that the others reach it at its server's
+// own address, bypassing the proxy: for benchmarks of the bare transport.
+func NewDirectNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime.Option) *Node {
+	tb.Helper()
+	return newNode(tb, name, log, true, opts)
+}
+
+func newNode(tb testing.TB, name string, log *slog.Logger, direct bool, opts []runtime.Option) *Node {
+	tb.Helper()
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sys := runtime.NewSystem(name, append([]runtime.Option{runtime.WithLogger(log)}, opts...)...)
+	n := &Node{Sys: sys}
+	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Receive: sys.ReceiveRemote, Handler: noForwards, Logger: log})
+	if err != nil {
+		tb.Fatalf("remotetest: %v", err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		tb.Fatalf("remotetest: %v", err)
+	}
+	n.Server = srv
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			tb.Errorf("remotetest: server shutdown: %v", err)
+		}
+	})
+	n.Proxy = peertest.NewProxy(tb, srv.Addr())
+	client, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: log, Health: health})
+	if err != nil {
+		tb.Fatalf("remotetest: %v", err)
+	}
+	n.Client = client
+	tb.Cleanup(func() { _ = client.Close() })
+	n.addr = n.Proxy.Addr()
+	if direct {
+		n.addr = srv.Addr()
+	}
+	sys.SetRemote(n.addr, client)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := sys.Shutdown(ctx); err != nil {
+			tb.Errorf("remotetest: system shutdown: %v", err)
+		}
+	})
+	return n
+}
+
+// noForwards answers forwards: these instances only take tells.
+func noForwards(context.Context, peer.Call) (peer.Reply, error) {
+	return peer.Reply{}, peer.NewError(peer.KindNotFound, "", "this test instance takes no forwards")
+}
+
+// Kill ends the instance at once, as kill -9 would for the others: its
+// proxy resets every connection and turns new ones away, its client drops
+// what it still queues, its directory stops renewing. Its System keeps
+// running until the test ends (the test's actors on it are cut off, not
+// stopped).
+func (n *Node) Kill() {
+	if n.dir != nil {
+		n.dir.Abandon() // its registrations lapse with the lease
+	}
+	n.Proxy.Refuse(true)
+	n.Proxy.Cut()
+	_ = n.Client.Close()
+}

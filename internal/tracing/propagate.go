@@ -1,0 +1,84 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Propagator carries the W3C trace context (traceparent, tracestate): on
+// the HTTP requests the service accepts, between its instances, and in
+// its stored timers.
+var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
+
+// The W3C headers, as they are carried.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
+)
+
+// MaxContextLen bounds a captured trace context: a traceparent is 55
+// bytes; a tracestate longer than W3C's 512 characters is not kept.
+const MaxContextLen = 55 + 1 + 512
+
+// Inject writes the trace context of ctx into h; nothing when ctx holds
+// no span.
+func Inject(ctx context.Context, h http.Header) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	Propagator.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// Extract returns ctx with the remote span context that h carries, if
+// it carries a valid one.
+func Extract(ctx context.Context, h http.Header) context.Context {
+	if h.Get(HeaderTraceparent) == "" {
+		return ctx
+	}
+	return Propagator.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// Capture is the trace context of ctx's span as one string to store: the
+// traceparent, then a newline and the tracestate when there is one
+// (tracestate holds no newline). "" when ctx holds no span.
+func Capture(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	Propagator.Inject(ctx, c)
+	s := c[HeaderTraceparent]
+	if ts := c[HeaderTracestate]; ts != "" && len(s)+1+len(ts) <= MaxContextLen {
+		s += "\n" + ts
+	}
+	return s
+}
+
+// Restore reads a context written by Capture: the span context it names,
+// remote; ok is false for "" or one that does not parse.
+func Restore(stored string) (sc trace.SpanContext, ok bool) {
+	if stored == "" {
+		return trace.SpanContext{}, false
+	}
+	tp, ts, _ := strings.Cut(stored, "\n")
+	c := propagation.MapCarrier{HeaderTraceparent: tp}
+	if ts != "" {
+		c[HeaderTracestate] = ts
+	}
+	sc = trace.SpanContextFromContext(Propagator.Extract(context.Background(), c))
+	return sc, sc.IsValid()
+}
+
+// LinkTo is the option that links a new span to the stored context, if
+// it names one.
+func LinkTo(stored string) []trace.SpanStartOption {
+	if sc, ok := Restore(stored); ok {
+		return []trace.SpanStartOption{trace.WithLinks(trace.Link{SpanContext: sc})}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package trellis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/redisqueue"
+	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// DurableProducer sends messages reliably from a service's own code (an
+// endpoint, a timed action, an entity's caller) on every instance: the
+// producer of one producer id, whose durable queue lives in the service's
+// store. On several instances one of them owns the queue at a time (see
+// DurableQueue); Send on any other instance hands the message to the
+// owner over the cluster transport and returns once the owner stored it.
+// When the owner stops or dies, another instance takes the queue over
+// (at once after a graceful stop, once the owner's lease lapses after a
+// crash) and sends what was unconfirmed; a Send meanwhile waits for the
+// new owner, within its context.
+//
+// Connect the consumer side to Controller on every instance: the owner's
+// controller is the one that delivers. With the cluster mode off
+// (TRELLIS_CLUSTER_ADDR=off) there is no transport between the instances:
+// Send on one that does not own the queue waits until it does.
+// Send reads the queue's owner from the store (one round trip) each time.
+type DurableProducer[A any] struct {
+	id     string
+	local  *delivery.Producer[A]
+	codec  durable.Codec[A]
+	queue  *redisqueue.Queue[A] // nil with the embedded store
+	node   *clusterNode         // nil without a cluster: Send is local
+	holder string               // this instance's name as the queue's holder
+}
+
+// NewDurableProducer starts, on h's actor system, the producer controller
+// of producerID (named producerID) with its durable queue in the
+// service's store (DurableQueue), and the handle behind Send. codec
+// encodes whole messages, in the queue and on the way to the owner (nil:
+// JSON). Call it during setup, once per producer id.
+func NewDurableProducer[A any](h *Host, producerID string, settings delivery.ProducerSettings, codec durable.Codec[A]) (*DurableProducer[A], error) {
+	if codec == nil {
+		codec = durable.JSON[A]{}
+	}
+	p := &DurableProducer[A]{id: producerID, codec: codec}
+	var queue durable.Queue[A] = durable.NewMemory[A]()
+	if h.Redis != nil {
+		var opts []redisqueue.Option
+		if h.node != nil && h.node.peers != nil {
+			p.node, p.holder = h.node, h.node.id+" "+h.node.join.Addr
+			opts = append(opts, redisqueue.WithHolder(p.holder))
+		}
+		q, err := redisqueue.ForService(h.Redis, h.Config.RedisPrefix, producerID, codec, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("trellis: durable producer %q: %w", producerID, err)
+		}
+		p.queue, queue = q, q
+	}
+	local, err := delivery.NewProducer[A](h.System, producerID, producerID, settings, delivery.WithDurableQueue(queue))
+	if err != nil {
+		return nil, fmt.Errorf("trellis: durable producer %q: %w", producerID, err)
+	}
+	p.local = local
+	if p.node != nil {
+		if err := p.node.addProducer(producerID, p.receive); err != nil {
+			return nil, fmt.Errorf("trellis: durable producer %q: %w", producerID, err)
+		}
+	}
+	return p, nil
+}
+
+// Controller returns the producer controller, to connect consumer
+// controllers to (delivery.RegisterToProducerController).
+func (p *DurableProducer[A]) Controller() runtime.Ref[delivery.ProducerCommand[A]] {
+	return p.local.Controller()
+}
+
+// Err returns nil while this instance's producer controller runs, and an
+// error wrapping delivery.ErrProducerStopped once it stopped: for a
+// readiness check.
+func (p *DurableProducer[A]) Err() error { return p.local.Err() }
+
+// Send stores msg in the queue, through whichever instance owns it, and
+// returns its sequence number once it is stored: from then on it is sent
+// at least once, whatever happens to either instance. It waits at most
+// until ctx ends; then the error wraps ctx's and, when msg was not handed
+// over anywhere, delivery.ErrNotSent (sending it again sends it once);
+// otherwise it may still be stored and sent. An error wrapping
+// components.ErrUnavailable says the store did not answer (nothing sent).
+func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, error) {
+	if p.node == nil {
+		return p.local.Send(ctx, msg)
+	}
+	body, err := p.codec.Encode(msg)
+	if err != nil {
+		return 0, fmt.Errorf("trellis: durable producer %q: encode: %w", p.id, err)
+	}
+	arg, err := json.Marshal(forwardedSend{Msg: body})
+	if err != nil {
+		return 0, fmt.Errorf("trellis: durable producer %q: encode: %w", p.id, err)
+	}
+	for wait := sendRetryMin; ; wait = min(2*wait, sendRetryMax) {
+		holder, held, err := p.queue.Holder(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("trellis: durable producer %q: %w: %w", p.id, components.ErrUnavailable, err)
+		}
+		switch {
+		case holder == p.holder || held && holder == "":
+			// This instance owns the queue, or an owner that cannot be
+			// reached (it recorded no address) does: this instance's
+			// controller sends, or stands by until it owns the queue.
+			return p.local.Send(ctx, msg)
+		case held:
+			_, addr, _ := strings.Cut(holder, " ")
+			seqNr, err := p.sendThrough(ctx, addr, arg)
+			if !errors.Is(err, delivery.ErrNotSent) {
+				return seqNr, err
+			}
+		}
+		// Nobody owns the queue (a standby takes it within a tenth of
+		// the lease), or the owner did not take the message: look again.
+		if err := sleepCtx(ctx, wait); err != nil {
+			return 0, fmt.Errorf("trellis: durable producer %q: no owner took the message: %w: %w", p.id, delivery.ErrNotSent, err)
+		}
+	}
+}
+
+// The waits between attempts to find the queue's owner.
+const (
+	sendRetryMin = 20 * time.Millisecond
+	sendRetryMax = 500 * time.Millisecond
+)
+
+// sendThrough hands the message to the owner at addr. An error wrapping
+// delivery.ErrNotSent means it did not take it (it is not the owner any
+// more, could not be reached, or its controller stopped).
+func (p *DurableProducer[A]) sendThrough(ctx context.Context, addr string, arg json.RawMessage) (delivery.SeqNr, error) {
+	reply, err := p.node.peers.Forward(ctx, addr, peer.Call{ComponentID: producerComponent, Method: p.id, Argument: arg})
+	switch {
+	case err == nil:
+		var r forwardedSent
+		if err := json.Unmarshal(reply.Value, &r); err != nil {
+			return 0, fmt.Errorf("trellis: durable producer %q: the owner's answer: %w", p.id, err)
+		}
+		return r.SeqNr, nil
+	case errors.Is(err, peer.ErrOutcomeUnknown), errors.Is(err, peer.ErrDeadline), errors.Is(err, peer.ErrCanceled):
+		return 0, fmt.Errorf("trellis: durable producer %q: send through %s: %w: %w", p.id, addr, components.ErrOutcomeUnknown, err)
+	case errors.Is(err, peer.ErrMoved), errors.Is(err, peer.ErrUnavailable):
+		return 0, fmt.Errorf("trellis: durable producer %q: send through %s: %w: %w", p.id, addr, delivery.ErrNotSent, err)
+	}
+	return 0, fmt.Errorf("trellis: durable producer %q: send through %s: %w", p.id, addr, err)
+}
+
+// receive takes a message another instance sends through this one, when
+// this one owns the queue.
+func (p *DurableProducer[A]) receive(ctx context.Context, arg json.RawMessage) (json.RawMessage, error) {
+	holder, _, err := p.queue.Holder(ctx)
+	if err != nil {
+		return nil, peer.NewError(peer.KindUnavailable, "store_unavailable", "producer %q: the store did not answer", p.id)
+	}
+	if holder != p.holder {
+		return nil, peer.NewError(peer.KindMoved, "not_owner", "producer %q: this instance does not own the queue", p.id)
+	}
+	var in forwardedSend
+	if err := json.Unmarshal(arg, &in); err != nil {
+		return nil, peer.NewError(peer.KindBadRequest, "bad_message", "producer %q: %v", p.id, err)
+	}
+	msg, err := p.codec.Decode(in.Msg)
+	if err != nil {
+		return nil, peer.NewError(peer.KindBadRequest, "bad_message", "producer %q: decode: %v", p.id, err)
+	}
+	seqNr, err := p.local.Send(ctx, msg)
+	switch {
+	case errors.Is(err, delivery.ErrNotSent), errors.Is(err, delivery.ErrProducerStopped):
+		return nil, peer.NewError(peer.KindUnavailable, "not_sent", "producer %q: not sent here", p.id)
+	case err != nil:
+		return nil, err
+	}
+	return json.Marshal(forwardedSent{SeqNr: seqNr})
+}
+
+// producerComponent is the component id of the calls that carry a send to
+// a queue's owner; the method is the producer id.
+const producerComponent = "trellis.producer"
+
+// forwardedSend and forwardedSent are a send to the owner and its answer.
+type (
+	forwardedSend struct {
+		Msg []byte `json:"msg"` // the codec's bytes
+	}
+	forwardedSent struct {
+		SeqNr delivery.SeqNr `json:"seqNr"`
+	}
+)
+
+// sleepCtx waits d, or until ctx ends (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
