@@ -46,8 +46,9 @@ type RefAddress struct {
 
 func (a RefAddress) String() string { return a.Addr + a.Path }
 
-// remoteRef is a ref to an actor on another instance. One per address, path
-// and type in a System, so that two refs to one remote actor compare equal.
+// remoteRef is a ref to an actor on another instance. It is a comparable
+// value, so two refs to one remote actor compare equal (and key a map as
+// one) without a table of them that would grow with every address seen.
 type remoteRef[T any] struct {
 	sys  *System
 	addr RefAddress
@@ -82,23 +83,16 @@ func ResolveRef[T any](sys *System, a RefAddress) Ref[T] {
 			}
 		}
 	}
-	if r, ok := sys.remotes.Load(typedAddr[T]{a}); ok {
-		return r.(*remoteRef[T])
-	}
-	r, _ := sys.remotes.LoadOrStore(typedAddr[T]{a}, &remoteRef[T]{sys: sys, addr: a})
-	return r.(*remoteRef[T])
+	return remoteRef[T]{sys: sys, addr: a}
 }
 
-// typedAddr keys the remote refs: one per address and message type.
-type typedAddr[T any] struct{ a RefAddress }
-
-func (r *remoteRef[T]) Tell(msg T) {
+func (r remoteRef[T]) Tell(msg T) {
 	if err := r.tell(msg); err != nil {
 		r.sys.remoteFailed(r, msg, err)
 	}
 }
 
-func (r *remoteRef[T]) tell(msg T) error {
+func (r remoteRef[T]) tell(msg T) error {
 	h := r.sys.remote.Load()
 	if h == nil {
 		return errNoRemote
@@ -111,8 +105,8 @@ func (r *remoteRef[T]) tell(msg T) error {
 }
 
 // Path is the actor's path on its instance.
-func (r *remoteRef[T]) Path() string      { return r.addr.Path }
-func (r *remoteRef[T]) target() actorCell { return nil }
+func (r remoteRef[T]) Path() string      { return r.addr.Path }
+func (r remoteRef[T]) target() actorCell { return nil }
 
 // errNoRemote: SetRemote was not called.
 var errNoRemote = errors.New("runtime: no transport to other instances (System.SetRemote)")
@@ -126,7 +120,7 @@ func Address(ref AnyRef) (RefAddress, bool) {
 	return RefAddress{}, false
 }
 
-func (r *remoteRef[T]) address() RefAddress { return r.addr }
+func (r remoteRef[T]) address() RefAddress { return r.addr }
 
 // exposure is a local ref that other instances may send to, with how to
 // decode their messages for it.
@@ -272,7 +266,6 @@ func (p pathRef) target() actorCell { return nil }
 // remoteState is the System's part of remote refs.
 type remoteState struct {
 	remote       atomic.Pointer[remoteHook]
-	remotes      sync.Map // typedAddr[T] -> *remoteRef[T]
 	exposed      sync.Map // name -> *exposure[T]
 	exposedNames sync.Map // local ref -> name
 	exposedBy    sync.Map // actorCell -> []string: the names exposed of each actor
