@@ -438,7 +438,9 @@ func TestE2EDurabilityKill9(t *testing.T) {
 // both.
 func TestE2ETwoInstances(t *testing.T) {
 	t.Parallel()
-	cfg := newServerConfig(t, 2*time.Second)
+	// Each order is confirmed or left to expire right after it is placed,
+	// so its expiry must only outlast a few requests, even on a loaded machine.
+	cfg := newServerConfig(t, 3*time.Second)
 	servers := []*server{startServer(t, cfg), startServer(t, cfg)}
 	c := newClient(t, cfg.adminToken)
 
@@ -448,16 +450,14 @@ func TestE2ETwoInstances(t *testing.T) {
 		on, other *server // where it was placed, and the other instance
 	}
 	orders := make([]order, n)
+	expiring := 0
 	for i := range orders {
 		on, other := servers[i%2], servers[(i+1)%2]
-		orders[i] = order{Order: place(t, c, on.base, "shared-"+strconv.Itoa(i), i+1), on: on, other: other}
+		o := order{Order: place(t, c, on.base, "shared-"+strconv.Itoa(i), i+1), on: on, other: other}
 		// The other instance sees it, and now holds it in memory.
-		if status, got := getOrder(c, other.base, orders[i].Id); status != http.StatusOK || got != orders[i].Order {
-			t.Fatalf("order %d on the other instance: %d %+v, want 200 %+v", i, status, got, orders[i].Order)
+		if status, got := getOrder(c, other.base, o.Id); status != http.StatusOK || got != o.Order {
+			t.Fatalf("order %d on the other instance: %d %+v, want 200 %+v", i, status, got, o.Order)
 		}
-	}
-	expiring := 0
-	for i, o := range orders {
 		switch i % 4 {
 		case 0:
 			// Confirmed on one instance, then cancelled on the other, whose
@@ -470,15 +470,16 @@ func TestE2ETwoInstances(t *testing.T) {
 			if r == nil || json.Unmarshal(r.body, &res) != nil || res.Outcome != contract.OutcomeInvalid {
 				t.Fatalf("cancel %d on the other instance after confirming: %v, want outcome invalid", i, r)
 			}
-			orders[i].Confirmed = true
+			o.Confirmed = true
 		case 1:
 			if r := c.do(http.MethodPost, o.other.base+"/orders/"+o.Id+"/confirm", ""); r == nil || r.status != http.StatusOK {
 				t.Fatalf("confirm %d on the other instance: %v", i, r)
 			}
-			orders[i].Confirmed = true
+			o.Confirmed = true
 		default:
 			expiring++
 		}
+		orders[i] = o
 	}
 
 	eventually(t, cfg.expiry+fireMargin, "every timer has run", func() (bool, string) {
