@@ -12,6 +12,8 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
+	"github.com/trellis-go/trellis/delivery/sharding"
+	"github.com/trellis-go/trellis/delivery/workpulling"
 	"github.com/trellis-go/trellis/internal/remotetest"
 	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/internal/tracing"
@@ -174,4 +176,57 @@ func TestTraceDurableResendAfterRestart(t *testing.T) {
 	if req.SpanContext().TraceID() != resent.SpanContext().TraceID() {
 		t.Fatal("the resent delivery left the request's trace")
 	}
+}
+
+// TestTracePatterns: a message sent with its context through a work-pulling
+// or a sharding producer controller (RequestNext.SendContext), with or
+// without a durable queue, is delivered to its worker or entity in a span
+// that is a child of the sender's.
+func TestTracePatterns(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		durable bool
+		send    func(ctx context.Context, t *testing.T, sys *runtime.System, col *deliverytest.Collector, opts []delivery.ProducerOption[deliverytest.Job])
+	}{
+		{name: "work pulling", send: sendWorkPulling},
+		{name: "work pulling, durable", durable: true, send: sendWorkPulling},
+		{name: "sharding", send: sendSharding},
+		{name: "sharding, durable", durable: true, send: sendSharding},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spans := trellistest.NewSpans(t)
+			tr := spans.Provider.Tracer("test")
+			sys, _ := deliverytest.NewSystem(t, runtime.WithTracer(tr))
+			_, opts := deliverytest.MemoryQueue(tc.durable)
+			col := deliverytest.NewCollector(1)
+			ctx, sender := tr.Start(context.Background(), "sender")
+			tc.send(ctx, t, sys, col, opts)
+			sender.End()
+			wait, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
+			defer cancel()
+			if err := col.Wait(wait); err != nil {
+				t.Fatal(err)
+			}
+			deliver := spans.Wait(t, "deliver *")
+			if deliver.Parent().SpanID() != sender.SpanContext().SpanID() || deliver.SpanContext().TraceID() != sender.SpanContext().TraceID() {
+				t.Fatalf("%s is not a child of the sender's span", deliver.Name())
+			}
+			if got := trace.SpanContextFromContext(col.Deliveries()[0].Context()); !got.Equal(deliver.SpanContext()) {
+				t.Fatal("the Delivery's context does not hold its span")
+			}
+		})
+	}
+}
+
+func sendWorkPulling(ctx context.Context, t *testing.T, sys *runtime.System, col *deliverytest.Collector, opts []delivery.ProducerOption[deliverytest.Job]) {
+	key := runtime.NewServiceKey[delivery.ConsumerCommand[deliverytest.Job]]("traced-workers")
+	deliverytest.SpawnWorker(t, sys, "worker", key, deliverytest.WorkerSpec{Spec: deliverytest.ConsumerSpec{Started: true}}, col)
+	wp := deliverytest.SpawnWP(t, sys, "wp", key, workpulling.Settings{}, opts...)
+	deliverytest.WorkPullingProbe(t, sys, wp).Expect(t).SendContext(ctx, deliverytest.Job{N: 1})
+}
+
+func sendSharding(ctx context.Context, t *testing.T, sys *runtime.System, col *deliverytest.Collector, opts []delivery.ProducerOption[deliverytest.Job]) {
+	region := deliverytest.StartRegion(t, sys, deliverytest.RegionSpec{}, col)
+	sp := deliverytest.SpawnSP(t, sys, "sp", region, sharding.Settings{}, opts...)
+	deliverytest.ShardingProbe(t, sys, sp).Expect(t).SendContext(ctx, sharding.Envelope[deliverytest.Job]{EntityID: "e1", Message: deliverytest.Job{N: 1}})
 }
