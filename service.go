@@ -81,7 +81,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		_ = tr.shutdown(context.Background())
 		return nil, err
 	}
-	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger))
+	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger), runtime.WithTracer(tr.tracer))
 	h.Client = components.NewClient(components.NewRegistry(), components.WithTracer(tr.tracer))
 	var node *clusterNode
 	if cfg.clustered() {

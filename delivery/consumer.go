@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/delivery/internal/slab"
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -121,6 +124,8 @@ type consumer[A any] struct {
 	outFirst       bool
 	outAck         bool
 	outIncarnation uint64
+	outSpan        trace.Span    // the outstanding Delivery's span, when traced
+	tracer         trace.Tracer  // nil: tracing off
 	deliveries     uint64        // Deliveries made: the outstanding one's number
 	stalledOf      uint64        // the delivery the stall time is for
 	stalled        time.Duration // how long it has been outstanding, in retry ticks
@@ -153,6 +158,7 @@ func (c *consumer[A]) OnSignal(ctx *runtime.Context[ConsumerCommand[A]], sig run
 		c.init(ctx)
 		c.registerDrain()
 	case runtime.Stopped:
+		c.endSpan("stopped")
 		if c.undrain != nil {
 			c.undrain()
 		}
@@ -176,6 +182,7 @@ func (c *consumer[A]) sendAck() {
 
 func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
 	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
+	c.tracer = ctx.System().Tracer()
 	registerCodecs[A](ctx.System()) // for a producer controller on another instance
 	c.confirmTo = runtime.DirectAdapter(ctx, func(m Confirmed) ConsumerCommand[A] {
 		confirm := c.confirms.Get()
@@ -255,7 +262,7 @@ func (c *consumer[A]) onStart(m ConsumerStart[A]) {
 		// A consumer that starts again (restarted, or replaced) has lost
 		// the Delivery it was given: give it again.
 		c.stalled = 0
-		c.deliverTo.Tell(c.out)
+		c.redeliver()
 		return
 	}
 	c.drain()
@@ -410,6 +417,35 @@ func (c *consumer[A]) deliver(msg A, m *SequencedMessage[A], first bool) {
 	c.deliveries++
 	c.out = Delivery[A]{Message: msg, ConfirmTo: c.confirmTo, ProducerID: m.ProducerID, SeqNr: m.SeqNr, n: c.deliveries}
 	c.outstanding, c.outFirst, c.outAck, c.outIncarnation = true, first, m.Ack, m.Incarnation
+	if c.tracer != nil {
+		c.startSpan(m)
+	}
+	c.deliverTo.Tell(c.out)
+}
+
+// startSpan opens the span of the Delivery going out for m, when m was
+// sent traced: the Delivery's context holds it until it is confirmed.
+func (c *consumer[A]) startSpan(m *SequencedMessage[A]) {
+	ctx, span, ok := tracing.StartDelivery(c.tracer, m.ProducerID, m.SeqNr, m.Resent, m.TraceContext)
+	if ok {
+		c.out.ctx, c.outSpan = ctx, span
+	}
+}
+
+// endSpan ends the outstanding Delivery's span, if it has one; errType
+// says why it ended unconfirmed ("" when it was confirmed).
+func (c *consumer[A]) endSpan(errType string) {
+	if c.outSpan != nil {
+		tracing.End(c.outSpan, errType)
+		c.outSpan = nil
+	}
+}
+
+// redeliver gives the outstanding Delivery to the consumer again.
+func (c *consumer[A]) redeliver() {
+	if c.outSpan != nil {
+		c.outSpan.AddEvent(tracing.EventRedelivered)
+	}
 	c.deliverTo.Tell(c.out)
 }
 
@@ -418,6 +454,7 @@ func (c *consumer[A]) onConfirmed(n uint64) {
 		return // stale: of a Delivery that came again, or of an earlier one
 	}
 	seqNr, first, ack, ours := c.out.SeqNr, c.outFirst, c.outAck, c.associated && c.outIncarnation == c.incarnation
+	c.endSpan("")
 	c.outstanding, c.out = false, Delivery[A]{}
 	if c.stash.Len() > 0 && c.stash.At(0).Chunk == nil && c.deliverTo != nil {
 		// Deliver the next message before the bookkeeping: the consumer
@@ -560,7 +597,7 @@ func (c *consumer[A]) checkStalled(elapsed time.Duration) {
 		c.log.Warn("delivery unconfirmed; delivering it again", "producerId", c.out.ProducerID,
 			"seqNr", c.out.SeqNr, "unconfirmedFor", c.stalled.String())
 		c.stalled = 0
-		c.deliverTo.Tell(c.out)
+		c.redeliver()
 	}
 }
 

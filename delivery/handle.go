@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -50,7 +53,7 @@ func NewProducer[A any](on runtime.Spawner, name, producerID string, settings Pr
 		return nil, err
 	}
 	p := &Producer[A]{pc: pc, durable: cfg.queue != nil, done: make(chan struct{})}
-	p.ref, err = runtime.Spawn(on, name+"-handle", func() runtime.Behavior[handleCommand[A]] { return &handleActor[A]{p: p} })
+	p.ref, err = runtime.Spawn(on, name+"-handle", func() runtime.Behavior[handleCommand[A]] { return &handleActor[A]{p: p, id: producerID} })
 	if err != nil {
 		return nil, fmt.Errorf("delivery: producer %q: spawn its handle: %w", producerID, err)
 	}
@@ -76,7 +79,7 @@ func (p *Producer[A]) Send(ctx context.Context, msg A) (SeqNr, error) {
 	if err := p.Err(); err != nil {
 		return 0, err
 	}
-	s := &pendingSend[A]{msg: msg, result: make(chan sendResult, 1)}
+	s := &pendingSend[A]{msg: msg, ctx: ctx, result: make(chan sendResult, 1)}
 	p.ref.Tell(s)
 	select {
 	case r := <-s.result:
@@ -124,7 +127,24 @@ type sendResult struct {
 // pendingSend is a Send waiting for demand, or for its store.
 type pendingSend[A any] struct {
 	msg    A
+	ctx    context.Context // the Send's: the parent of its span
 	result chan sendResult
+	// With tracing, the send's span, open until the result, and its
+	// context, carried by the message.
+	span  trace.Span
+	trace string
+}
+
+// finish gives the Send its result and ends its span.
+func (s *pendingSend[A]) finish(r sendResult) {
+	s.result <- r
+	if s.span != nil {
+		errType := ""
+		if r.err != nil {
+			errType = "stopped"
+		}
+		tracing.End(s.span, errType)
+	}
 }
 
 type (
@@ -150,11 +170,14 @@ type handleActor[A any] struct {
 	storing []*pendingSend[A] // handed over, their store's reply to come, in order
 	next    *RequestNext[A]   // unused demand
 	stored  runtime.Ref[SeqNr]
+	tracer  trace.Tracer // nil: tracing off
+	id      string       // the producer id, naming the send spans
 }
 
 func (h *handleActor[A]) OnSignal(ctx *runtime.Context[handleCommand[A]], sig runtime.Signal) {
 	switch s := sig.(type) {
 	case runtime.Started:
+		h.tracer = ctx.System().Tracer()
 		ctx.Watch(h.p.pc)
 		h.stored = runtime.MessageAdapter(ctx, func(n SeqNr) handleCommand[A] { return handleStored[A]{seqNr: n} })
 		h.p.pc.Tell(ProducerStart[A]{Producer: runtime.MessageAdapter(ctx, func(n RequestNext[A]) handleCommand[A] { return handleNext[A]{next: n} })})
@@ -167,7 +190,7 @@ func (h *handleActor[A]) OnSignal(ctx *runtime.Context[handleCommand[A]], sig ru
 		h.p.err = fmt.Errorf("%w: %s", ErrProducerStopped, h.p.pc.Path())
 		h.p.mu.Unlock()
 		for _, s := range append(h.waiting, h.storing...) {
-			s.result <- sendResult{err: fmt.Errorf("delivery: send: %w", h.p.err)}
+			s.finish(sendResult{err: fmt.Errorf("delivery: send: %w", h.p.err)})
 		}
 		close(h.p.done)
 	}
@@ -176,18 +199,27 @@ func (h *handleActor[A]) OnSignal(ctx *runtime.Context[handleCommand[A]], sig ru
 func (h *handleActor[A]) Receive(_ *runtime.Context[handleCommand[A]], msg handleCommand[A]) {
 	switch m := msg.(type) {
 	case *pendingSend[A]:
+		if h.tracer != nil {
+			var sctx context.Context
+			sctx, m.span = tracing.StartSend(m.ctx, h.tracer, h.id)
+			m.trace = tracing.Capture(sctx)
+		}
+		m.ctx = nil
 		h.waiting = append(h.waiting, m)
 	case handleNext[A]:
 		h.next = &m.next
 	case handleStored[A]:
 		if len(h.storing) > 0 {
-			h.storing[0].result <- sendResult{seqNr: m.seqNr}
+			h.storing[0].finish(sendResult{seqNr: m.seqNr})
 			h.storing = h.storing[1:]
 		}
 	case cancelSend[A]:
 		for i, s := range h.waiting {
 			if s == m.s {
 				h.waiting = append(h.waiting[:i], h.waiting[i+1:]...)
+				if s.span != nil {
+					tracing.End(s.span, "not sent")
+				}
 				m.removed <- true
 				return
 			}
@@ -205,10 +237,23 @@ func (h *handleActor[A]) handOver() {
 	s, next := h.waiting[0], h.next
 	h.waiting, h.next = h.waiting[1:], nil
 	if !h.p.durable {
-		next.SendNextTo.Tell(s.msg)
-		s.result <- sendResult{seqNr: next.CurrentSeqNr}
+		h.tell(next, s, nil)
+		s.finish(sendResult{seqNr: next.CurrentSeqNr})
 		return
 	}
 	h.storing = append(h.storing, s)
-	next.AskNextTo.Tell(MessageWithConfirmation[A]{Message: s.msg, ReplyTo: h.stored})
+	h.tell(next, s, h.stored)
+}
+
+// tell hands s's message to the controller on next, with an ask to
+// replyTo when it is not nil, and with its trace context when it has one.
+func (h *handleActor[A]) tell(next *RequestNext[A], s *pendingSend[A], replyTo runtime.Ref[SeqNr]) {
+	switch {
+	case s.trace != "":
+		h.p.pc.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: s.msg, TraceContext: s.trace}, replyTo: replyTo})
+	case replyTo != nil:
+		next.AskNextTo.Tell(MessageWithConfirmation[A]{Message: s.msg, ReplyTo: replyTo})
+	default:
+		next.SendNextTo.Tell(s.msg)
+	}
 }

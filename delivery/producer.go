@@ -70,7 +70,8 @@ type producer[A any] struct {
 	generation  uint64 // see SequencedMessage.Generation
 	sendNext    runtime.Ref[A]
 	askNext     runtime.Ref[MessageWithConfirmation[A]]
-	outgoings   slab.Slab[outgoing[A]] // what sendNext and askNext make
+	traced      runtime.Ref[ProducerCommand[A]] // self when the System traces (see RequestNext.SendContext)
+	outgoings   slab.Slab[outgoing[A]]          // what sendNext and askNext make
 
 	producer runtime.Ref[RequestNext[A]]
 	consumer runtime.Ref[ConsumerCommand[A]]
@@ -155,6 +156,9 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
 	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
 	registerCodecs[A](ctx.System()) // for a consumer controller on another instance
+	if ctx.System().Tracer() != nil {
+		p.traced = p.self
+	}
 	p.sendNext = runtime.DirectAdapter(ctx, func(m A) ProducerCommand[A] {
 		o := p.outgoings.Get()
 		o.sm.Message = m
@@ -319,6 +323,7 @@ func (p *producer[A]) sendRequestNext() {
 		ConfirmedSeqNr: p.confirmedSeqNr,
 		SendNextTo:     p.sendNext,
 		AskNextTo:      p.askNext,
+		traced:         p.traced,
 	})
 }
 
@@ -336,6 +341,11 @@ func (p *producer[A]) onProducerMessage(o *outgoing[A]) {
 			return
 		}
 		p.pending, p.pendingAt = chunks, 0
+		if tc := o.sm.TraceContext; tc != "" {
+			for _, c := range chunks {
+				c.TraceContext = tc
+			}
+		}
 	} else {
 		p.pending, p.pendingAt = append(p.pending[:0], &o.sm), 0
 	}

@@ -82,6 +82,7 @@ func (p *producer[A]) storeSent(m *SequencedMessage[A]) {
 		Chunk:     m.Chunk,
 		Ack:       m.Ack,
 		Qualifier: durable.NoQualifier,
+		Trace:     m.TraceContext,
 		Timestamp: p.dq.Now(),
 	})
 }
@@ -122,6 +123,8 @@ func (p *producer[A]) onLoaded(s durable.State[A]) {
 			ProducerController: p.self,
 			Incarnation:        p.incarnation,
 			Generation:         p.generation,
+			TraceContext:       u.Trace,
+			Resent:             u.Trace != "", // sent, or about to be, before the restart
 		})
 	}
 	p.loaded = true

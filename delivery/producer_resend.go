@@ -41,7 +41,7 @@ func (p *producer[A]) wake() {
 		return
 	}
 	for i := range p.unconfirmed.Len() {
-		m := p.unconfirmed.At(i)
+		m := p.markResent(i)
 		if m.First {
 			c := *m // shared with the consumer side: copy, never modify
 			c.First = false
@@ -55,9 +55,23 @@ func (p *producer[A]) wake() {
 func (p *producer[A]) resend(from SeqNr) {
 	for i := range p.unconfirmed.Len() {
 		if m := p.unconfirmed.At(i); m.SeqNr >= from {
-			p.send(m)
+			p.send(p.markResent(i))
 		}
 	}
+}
+
+// markResent returns the unconfirmed message at i marked as resent, when
+// it is traced and not marked yet: a copy, put in its place, since sent
+// messages are shared with the consumer side.
+func (p *producer[A]) markResent(i int) *SequencedMessage[A] {
+	m := p.unconfirmed.At(i)
+	if m.TraceContext == "" || m.Resent {
+		return m
+	}
+	c := *m
+	c.Resent = true
+	p.unconfirmed.Set(i, &c)
+	return &c
 }
 
 // markHeadFirst starts a new association at the oldest unconfirmed message,
@@ -99,7 +113,7 @@ func (p *producer[A]) stopResendFirst() {
 // producer controller.
 func (p *producer[A]) onResendFirst() {
 	if p.unconfirmed.Len() > 0 && p.unconfirmed.At(0).SeqNr == p.firstSeqNr {
-		p.send(p.unconfirmed.At(0))
+		p.send(p.markResent(0))
 		return
 	}
 	p.stopResendFirst()

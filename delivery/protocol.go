@@ -1,7 +1,10 @@
 package delivery
 
 import (
+	"context"
+
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -60,6 +63,45 @@ type RequestNext[A any] struct {
 	ConfirmedSeqNr SeqNr
 	SendNextTo     runtime.Ref[A]
 	AskNextTo      runtime.Ref[MessageWithConfirmation[A]]
+	// traced is the controller, when its System traces (see
+	// runtime.WithTracer): SendContext and AskContext hand it the
+	// message with its trace context.
+	traced runtime.Ref[ProducerCommand[A]]
+}
+
+// SendContext sends msg as SendNextTo does, carrying the trace context
+// of ctx's span with it when the controller's System traces: the
+// consumer's handling of the message is then a span of that trace (see
+// docs/observability.md). Without tracing, or with no span in ctx, it is
+// SendNextTo.Tell(msg).
+func (r RequestNext[A]) SendContext(ctx context.Context, msg A) {
+	tc := traceContextFor(ctx, r.traced)
+	if tc == "" {
+		r.SendNextTo.Tell(msg)
+		return
+	}
+	r.traced.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: msg, TraceContext: tc}})
+}
+
+// AskContext sends msg with a confirmation to replyTo, as AskNextTo does,
+// carrying the trace context of ctx's span as SendContext does.
+func (r RequestNext[A]) AskContext(ctx context.Context, msg A, replyTo runtime.Ref[SeqNr]) {
+	tc := traceContextFor(ctx, r.traced)
+	if tc == "" {
+		r.AskNextTo.Tell(MessageWithConfirmation[A]{Message: msg, ReplyTo: replyTo})
+		return
+	}
+	r.traced.Tell(&outgoing[A]{sm: SequencedMessage[A]{Message: msg, TraceContext: tc}, replyTo: replyTo})
+}
+
+// traceContextFor is the trace context of ctx to carry in a message to
+// the controller pc: "" when pc is nil (its System does not trace) or ctx
+// holds no span.
+func traceContextFor[A any](ctx context.Context, pc runtime.Ref[ProducerCommand[A]]) string {
+	if pc == nil {
+		return ""
+	}
+	return tracing.Capture(ctx)
 }
 
 // MessageWithConfirmation is a message whose sequence number is sent to
@@ -125,6 +167,20 @@ type Delivery[A any] struct {
 	SeqNr SeqNr
 	// n numbers the controller's deliveries: what Confirm confirms.
 	n uint64
+	// ctx holds the delivery's span, when it is traced.
+	ctx context.Context
+}
+
+// Context is the context of the consumer's handling of this Delivery:
+// when the message was sent traced and the consumer controller's System
+// traces, it holds the delivery's span ("deliver <producer id>", a child
+// of the send, ended when the Delivery is confirmed), under which the
+// consumer can open its own; otherwise context.Background().
+func (d Delivery[A]) Context() context.Context {
+	if d.ctx == nil {
+		return context.Background()
+	}
+	return d.ctx
 }
 
 // Confirm tells the consumer controller that this Delivery was processed.
@@ -191,6 +247,15 @@ type SequencedMessage[A any] struct {
 	// in its Request, Ack and Resend, and the producer controller takes
 	// them only from its current association.
 	Association uint64
+	// TraceContext is the W3C trace context (traceparent, then a newline
+	// and the tracestate when there is one) of the send, when the message
+	// was sent traced; "" otherwise. It travels and is stored with the
+	// message, so that its delivery, however late, joins the send's trace.
+	TraceContext string
+	// Resent marks a traced message that the producer controller sends
+	// again (on a Resend, or after a restart from its durable queue); it
+	// is set only with a TraceContext.
+	Resent bool
 }
 
 // Request is the internal message by which a consumer controller confirms

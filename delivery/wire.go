@@ -40,6 +40,11 @@ const (
 	flagChunk
 	flagChunkFirst
 	flagChunkLast
+	// flagTrace: the trace context follows the association (see
+	// SequencedMessage.TraceContext); an untraced message has no byte of
+	// it.
+	flagTrace
+	flagResent
 )
 
 const (
@@ -88,6 +93,12 @@ func (c consumerCodec[A]) encodeSequenced(m *SequencedMessage[A]) ([]byte, error
 	if m.Ack {
 		flags |= flagAck
 	}
+	if m.TraceContext != "" {
+		flags |= flagTrace
+		if m.Resent {
+			flags |= flagResent
+		}
+	}
 	var body []byte
 	if m.Chunk != nil {
 		flags |= flagChunk
@@ -100,7 +111,7 @@ func (c consumerCodec[A]) encodeSequenced(m *SequencedMessage[A]) ([]byte, error
 	} else if body, err = runtime.CodecFor[A](c.sys).Encode(m.Message); err != nil {
 		return nil, fmt.Errorf("delivery: encode message %d of %q: %w", m.SeqNr, m.ProducerID, err)
 	}
-	b := make([]byte, 0, 48+len(m.ProducerID)+len(pc.Addr)+len(pc.Path)+len(body))
+	b := make([]byte, 0, 48+len(m.ProducerID)+len(pc.Addr)+len(pc.Path)+len(m.TraceContext)+len(body))
 	b = append(b, tagSequenced, flags)
 	b = wirebytes.AppendString(b, m.ProducerID)
 	b = binary.AppendUvarint(b, uint64(m.SeqNr))
@@ -108,6 +119,9 @@ func (c consumerCodec[A]) encodeSequenced(m *SequencedMessage[A]) ([]byte, error
 	b = binary.AppendUvarint(b, m.Incarnation)
 	b = binary.AppendUvarint(b, m.Generation)
 	b = binary.AppendUvarint(b, m.Association)
+	if flags&flagTrace != 0 {
+		b = wirebytes.AppendString(b, m.TraceContext)
+	}
 	if m.Chunk != nil {
 		b = wirebytes.AppendString(b, m.Chunk.Manifest)
 		body = m.Chunk.Data
@@ -138,6 +152,9 @@ func (c consumerCodec[A]) decodeSequenced(r *wirebytes.Reader) (ConsumerCommand[
 	pc := readRef(r)
 	m.Incarnation, m.Generation, m.Association = r.Uvarint(), r.Uvarint(), r.Uvarint()
 	m.First, m.Ack = flags&flagFirst != 0, flags&flagAck != 0
+	if flags&flagTrace != 0 {
+		m.TraceContext, m.Resent = r.String(), flags&flagResent != 0
+	}
 	if flags&flagChunk != 0 {
 		m.Chunk = &durable.Chunk{Manifest: r.String(), First: flags&flagChunkFirst != 0, Last: flags&flagChunkLast != 0}
 		m.Chunk.Data = r.Rest()

@@ -39,6 +39,10 @@ func TestWireRoundTrip(t *testing.T) {
 			ProducerController: pc, Incarnation: 1 << 60, Generation: 3, Association: 2}},
 		{"sequenced chunk", &delivery.SequencedMessage[job]{ProducerID: "p", SeqNr: 8, ProducerController: pc, Incarnation: 9,
 			Chunk: &delivery.ChunkedMessage{Data: []byte("{\"n\":"), First: true, Manifest: "json"}}},
+		{"sequenced traced, resent", &delivery.SequencedMessage[job]{ProducerID: "p", SeqNr: 7, Message: job{N: 7}, ProducerController: pc,
+			Incarnation: 1, TraceContext: traced, Resent: true}},
+		{"sequenced chunk traced", &delivery.SequencedMessage[job]{ProducerID: "p", SeqNr: 8, ProducerController: pc, Incarnation: 9,
+			Chunk: &delivery.ChunkedMessage{Data: []byte("{\"n\":"), First: true, Manifest: "json"}, TraceContext: traced + "\nk=v"}},
 		{"register to", delivery.RegisterToProducerController[job]{ProducerController: pc}},
 		{"deliver then stop", delivery.DeliverThenStop[job]{}},
 		{"request", delivery.Request[job]{ConfirmedSeqNr: 3, RequestUpToSeqNr: 23, SupportResend: true, ViaTimeout: true, Association: 4}},
@@ -89,4 +93,20 @@ func TestWireRoundTrip(t *testing.T) {
 	if _, err := toPC.Decode([]byte{99}); err == nil {
 		t.Fatal("an unknown tag decoded")
 	}
+	// An untraced message carries no byte of tracing; a traced one its
+	// context and its length.
+	plain := &delivery.SequencedMessage[job]{ProducerID: "p", SeqNr: 7, Message: job{N: 7}, ProducerController: pc, Incarnation: 1}
+	withTrace := *plain
+	withTrace.TraceContext = traced
+	a, errA := toCC.Encode(plain)
+	b, errB := toCC.Encode(&withTrace)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	if len(b)-len(a) != 1+len(traced) {
+		t.Fatalf("untraced %d bytes, traced %d: want the difference to be the context and its length", len(a), len(b))
+	}
 }
+
+// traced is a W3C traceparent, as a traced message carries it.
+const traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

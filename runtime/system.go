@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // System runs actors: it owns the dispatcher's workers, the top-level
@@ -21,6 +22,7 @@ type System struct {
 	d         *dispatcher
 	clock     clockwork.Clock
 	log       *slog.Logger
+	tracer    trace.Tracer // nil: tracing off
 	user      *guardian
 	reception receptionist
 	dead      deadLetters
@@ -72,6 +74,11 @@ func WithDeadLetterLogInterval(d time.Duration) Option {
 	return func(s *System) { s.dead.every = d }
 }
 
+// WithTracer sets the tracer the system's actors trace with, such as
+// reliable delivery's controllers; nil (the default) turns their tracing
+// off, at the cost of a nil check.
+func WithTracer(tr trace.Tracer) Option { return func(s *System) { s.tracer = tr } }
+
 // NewSystem starts an actor system: its workers run until Shutdown.
 func NewSystem(name string, opts ...Option) *System {
 	s := &System{
@@ -100,6 +107,9 @@ func (s *System) Clock() clockwork.Clock { return s.clock }
 
 // Logger is the system's logger.
 func (s *System) Logger() *slog.Logger { return s.log }
+
+// Tracer is the tracer of WithTracer: nil when tracing is off.
+func (s *System) Tracer() trace.Tracer { return s.tracer }
 
 // DeadLetters counts the messages that found no actor to handle them.
 func (s *System) DeadLetters() uint64 { return s.dead.count.Load() }

@@ -76,6 +76,11 @@ type MessageSent[A any] struct {
 	Ack       bool
 	Qualifier string
 	Timestamp time.Time
+	// Trace is the W3C trace context of the send (see
+	// delivery.SequencedMessage.TraceContext), "" when it was untraced:
+	// stored with the message, so that a resend after a restart keeps
+	// the trace.
+	Trace string
 }
 
 // Chunk is a piece of a serialized message. A message that fits in one

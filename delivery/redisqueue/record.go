@@ -12,9 +12,13 @@ import (
 
 // A stored message is one binary record:
 //
-//	version byte (1), flags byte (ack, chunk, first, last),
+//	version byte (1), flags byte (ack, chunk, first, last, trace),
 //	uvarint seqNr, varint timestamp (unix ms),
-//	uvarint len + qualifier, [chunk: uvarint len + manifest], payload
+//	uvarint len + qualifier, [trace: uvarint len + trace context],
+//	[chunk: uvarint len + manifest], payload
+//
+// A message stored untraced has no byte of a trace context, as before
+// tracing existed.
 //
 // The payload is the chunk's bytes, or the message encoded by the codec.
 // A chunk is a member of its qualifier's sorted set on its own; the whole
@@ -37,6 +41,7 @@ const (
 	flagChunk
 	flagFirst
 	flagLast
+	flagTrace
 )
 
 var errRecord = errors.New("malformed record")
@@ -50,6 +55,9 @@ func appendRecord[A any](b []byte, codec durable.Codec[A], m durable.MessageSent
 	var payload []byte
 	if m.Ack {
 		flags |= flagAck
+	}
+	if m.Trace != "" {
+		flags |= flagTrace
 	}
 	if c := m.Chunk; c != nil {
 		flags |= flagChunk
@@ -70,6 +78,9 @@ func appendRecord[A any](b []byte, codec durable.Codec[A], m durable.MessageSent
 	b = binary.AppendUvarint(b, uint64(m.SeqNr))
 	b = binary.AppendVarint(b, m.Timestamp.UnixMilli())
 	b = wirebytes.AppendString(b, m.Qualifier)
+	if m.Trace != "" {
+		b = wirebytes.AppendString(b, m.Trace)
+	}
 	if m.Chunk != nil {
 		b = wirebytes.AppendString(b, m.Chunk.Manifest)
 	}
@@ -126,6 +137,9 @@ func decode[A any](codec durable.Codec[A], b []byte) (durable.MessageSent[A], er
 	seqNr := r.Uvarint()
 	ts := r.Varint()
 	m.Qualifier = r.String()
+	if flags&flagTrace != 0 {
+		m.Trace = r.String()
+	}
 	var manifest string
 	if flags&flagChunk != 0 {
 		manifest = r.String()

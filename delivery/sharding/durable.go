@@ -17,7 +17,7 @@ import (
 
 func (p *shardingProducer[A]) store(e *spEntry[A]) {
 	p.storingE = e
-	p.StoreNext(e.msg, e.replyTo != nil, e.entityID)
+	p.StoreNext(e.msg, e.replyTo != nil, e.entityID, e.trace)
 }
 
 // onStored sends the message just stored to its entity, or buffers it for
@@ -58,7 +58,7 @@ func (p *shardingProducer[A]) onLoaded(s durable.State[A]) {
 			p.Fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a sharding one's", u.SeqNr))
 			return
 		}
-		p.accept(&spEntry[A]{entityID: u.Qualifier, msg: u.Message, seqNr: u.SeqNr})
+		p.accept(&spEntry[A]{entityID: u.Qualifier, msg: u.Message, seqNr: u.SeqNr, trace: u.Trace})
 	}
 	p.Loaded = true
 	if n := len(s.Unconfirmed); n > 0 {

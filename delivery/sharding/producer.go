@@ -8,6 +8,7 @@ package sharding
 // entity side in consumer.go.
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -64,6 +66,39 @@ type RequestNext[A any] struct {
 	// BufferedForEntitiesWithoutDemand is how many messages are buffered
 	// for each entity that has some.
 	BufferedForEntitiesWithoutDemand map[string]int
+	// traced is the controller, when its System traces: SendContext and
+	// AskContext hand it the message with its trace context.
+	traced runtime.Ref[Command[A]]
+}
+
+// SendContext sends m as SendNextTo does, carrying the trace context of
+// ctx's span when the controller's System traces, as
+// delivery.RequestNext.SendContext does.
+func (r RequestNext[A]) SendContext(ctx context.Context, m Envelope[A]) {
+	if tc := r.capture(ctx); tc != "" {
+		r.traced.Tell(&spEntry[A]{entityID: m.EntityID, msg: m.Message, trace: tc})
+		return
+	}
+	r.SendNextTo.Tell(m)
+}
+
+// AskContext sends m as AskNextTo does, carrying the trace context of
+// ctx's span as SendContext does.
+func (r RequestNext[A]) AskContext(ctx context.Context, m MessageWithConfirmation[A]) {
+	if tc := r.capture(ctx); tc != "" {
+		r.traced.Tell(&spEntry[A]{entityID: m.EntityID, msg: m.Message, replyTo: m.ReplyTo, trace: tc})
+		return
+	}
+	r.AskNextTo.Tell(m)
+}
+
+// capture is the trace context of ctx to carry: "" when the controller's
+// System does not trace or ctx holds no span.
+func (r RequestNext[A]) capture(ctx context.Context) string {
+	if r.traced == nil {
+		return ""
+	}
+	return tracing.Capture(ctx)
 }
 
 // GetStats asks a sharding producer controller for its
@@ -151,6 +186,7 @@ type spEntry[A any] struct {
 	msg      A
 	replyTo  runtime.Ref[delivery.SeqNr] // the producer's ask, until it is answered
 	seqNr    delivery.SeqNr              // the controller's number (under which it is stored, if durable)
+	trace    string                      // the send's trace context, "" when untraced
 }
 
 func (*spEntry[A]) command(A) {}
@@ -208,6 +244,9 @@ func (p *shardingProducer[A]) OnSignal(ctx *runtime.Context[Command[A]], sig run
 	switch sig.(type) {
 	case runtime.Started:
 		p.Started(ctx, ctx.Log().With("producerId", p.Cfg.ID), func(m durablecalls.Msg[A]) Command[A] { return spDurable[A]{m} })
+		if ctx.System().Tracer() != nil {
+			p.snapshot.traced = ctx.Self()
+		}
 		p.sendNext = runtime.DirectAdapter(ctx, func(m Envelope[A]) Command[A] {
 			return &spEntry[A]{entityID: m.EntityID, msg: m.Message}
 		})

@@ -19,7 +19,7 @@ import (
 // storeFor stores e as the next message, for worker w.
 func (p *workPulling[A]) storeFor(w *worker[A], e *wpEntry[A]) {
 	p.storingE, p.storingW = e, w
-	p.StoreNext(e.msg, e.replyTo != nil, w.key)
+	p.StoreNext(e.msg, e.replyTo != nil, w.key, e.trace)
 }
 
 // onStored sends the message just stored to its worker, or, if that worker
@@ -54,7 +54,7 @@ func (p *workPulling[A]) onLoaded(s durable.State[A]) {
 			p.Fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a work-pulling one's", u.SeqNr))
 			return
 		}
-		p.handovers.Push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier})
+		p.handovers.Push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier, trace: u.Trace})
 	}
 	p.Loaded = true
 	if n := p.handovers.Len(); n > 0 {

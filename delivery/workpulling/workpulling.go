@@ -7,6 +7,7 @@ package workpulling
 // producer controller in delivery/internal/pattern.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/trellis-go/trellis/delivery"
@@ -14,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
+	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -41,6 +43,39 @@ type Start[A any] struct {
 type RequestNext[A any] struct {
 	SendNextTo runtime.Ref[A]
 	AskNextTo  runtime.Ref[delivery.MessageWithConfirmation[A]]
+	// traced is the controller, when its System traces: SendContext and
+	// AskContext hand it the message with its trace context.
+	traced runtime.Ref[Command[A]]
+}
+
+// SendContext sends msg as SendNextTo does, carrying the trace context
+// of ctx's span when the controller's System traces, as
+// delivery.RequestNext.SendContext does.
+func (r RequestNext[A]) SendContext(ctx context.Context, msg A) {
+	if tc := r.capture(ctx); tc != "" {
+		r.traced.Tell(&wpEntry[A]{msg: msg, trace: tc})
+		return
+	}
+	r.SendNextTo.Tell(msg)
+}
+
+// AskContext sends msg with a confirmation to replyTo, as AskNextTo does,
+// carrying the trace context of ctx's span as SendContext does.
+func (r RequestNext[A]) AskContext(ctx context.Context, msg A, replyTo runtime.Ref[delivery.SeqNr]) {
+	if tc := r.capture(ctx); tc != "" {
+		r.traced.Tell(&wpEntry[A]{msg: msg, replyTo: replyTo, trace: tc})
+		return
+	}
+	r.AskNextTo.Tell(delivery.MessageWithConfirmation[A]{Message: msg, ReplyTo: replyTo})
+}
+
+// capture is the trace context of ctx to carry: "" when the controller's
+// System does not trace or ctx holds no span.
+func (r RequestNext[A]) capture(ctx context.Context) string {
+	if r.traced == nil {
+		return ""
+	}
+	return tracing.Capture(ctx)
 }
 
 // GetWorkerStats asks a work-pulling producer controller for its
@@ -122,6 +157,7 @@ type wpEntry[A any] struct {
 	// first, and only then confirmed here.
 	stored    bool
 	qualifier string
+	trace     string // the send's trace context, "" when untraced
 }
 
 func (*wpEntry[A]) command(A) {}
@@ -139,6 +175,7 @@ type workPulling[A any] struct {
 	bufferSize int
 	sendNext   runtime.Ref[A]
 	askNext    runtime.Ref[delivery.MessageWithConfirmation[A]]
+	traced     runtime.Ref[Command[A]] // self when the System traces
 
 	workers   map[runtime.Ref[delivery.ConsumerCommand[A]]]*worker[A]
 	demand    pattern.DemandSet[*worker[A]] // the workers with demand
@@ -163,6 +200,9 @@ func (p *workPulling[A]) OnSignal(ctx *runtime.Context[Command[A]], sig runtime.
 	case runtime.Started:
 		p.Started(ctx, ctx.Log().With("producerId", p.Cfg.ID, "serviceKey", p.key.ID()),
 			func(m durablecalls.Msg[A]) Command[A] { return wpDurable[A]{m} })
+		if ctx.System().Tracer() != nil {
+			p.traced = ctx.Self()
+		}
 		p.sendNext = runtime.DirectAdapter(ctx, func(m A) Command[A] { return &wpEntry[A]{msg: m} })
 		p.askNext = runtime.DirectAdapter(ctx, func(m delivery.MessageWithConfirmation[A]) Command[A] {
 			return &wpEntry[A]{msg: m.Message, replyTo: m.ReplyTo}
@@ -269,5 +309,5 @@ func (p *workPulling[A]) maybeRequestNext() {
 }
 
 func (p *workPulling[A]) sendRequestNext() {
-	p.Producer.Tell(RequestNext[A]{SendNextTo: p.sendNext, AskNextTo: p.askNext})
+	p.Producer.Tell(RequestNext[A]{SendNextTo: p.sendNext, AskNextTo: p.askNext, traced: p.traced})
 }

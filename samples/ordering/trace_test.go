@@ -51,8 +51,9 @@ func TestTraceOfAnOrder(t *testing.T) {
 	if post.SpanContext().TraceID().String() != clientTraceID || post.Parent().SpanID().String() != clientSpanID {
 		t.Fatalf("the request's span %v under %v does not continue the client's trace", post.SpanContext(), post.Parent())
 	}
-	if post.SpanKind() != trace.SpanKindServer || trellistest.SpanAttr(post, "http.route") != "/orders" {
-		t.Fatalf("request span: kind %v, route %q", post.SpanKind(), trellistest.SpanAttr(post, "http.route"))
+	if post.SpanKind() != trace.SpanKindServer || trellistest.SpanAttr(post, "http.route") != "/orders" ||
+		trellistest.SpanAttr(post, "http.response.status_code") != "201" || trellistest.SpanAttr(post, "http.request.method") != "POST" {
+		t.Fatalf("request span: kind %v, attributes %v", post.SpanKind(), post.Attributes())
 	}
 	create := spans.Child(t, post, "timer create")
 	if trellistest.SpanAttr(create, "trellis.timer.name") != ordering.TimerName(placed.Id) {

@@ -52,7 +52,9 @@ type Producer[A, P any] struct {
 	// RequestNext.AskNextTo with replyTo; quiet asks for the reply without
 	// asking the consumer controller to confirm this very message at once
 	// (a confirmation that comes with the next Request is soon enough).
-	Outgoing func(msg A, replyTo runtime.Ref[durable.SeqNr], quiet bool) P
+	// traceContext is the send's W3C trace context, "" when untraced (see
+	// delivery.SequencedMessage.TraceContext).
+	Outgoing func(msg A, traceContext string, replyTo runtime.Ref[durable.SeqNr], quiet bool) P
 	// ResendUnconfirmed makes such a producer controller send again every
 	// unconfirmed message, none marked first: to wake a passivated entity.
 	ResendUnconfirmed P

@@ -157,14 +157,17 @@ func (f *Controller[A, C, N]) SpawnChild(producerID string, consumer runtime.Ref
 
 // StoreNext stores msg in the durable queue under the next sequence number
 // and qualifier (the worker or entity it goes to); ack says the producer
-// asked for a reply. One store at a time: the outcome comes to onDurable.
-func (f *Controller[A, C, N]) StoreNext(msg A, ack bool, qualifier string) {
+// asked for a reply; traceContext is the send's (see
+// durable.MessageSent.Trace). One store at a time: the outcome comes to
+// onDurable.
+func (f *Controller[A, C, N]) StoreNext(msg A, ack bool, qualifier, traceContext string) {
 	f.Dq.StoreSent(durable.MessageSent[A]{
 		SeqNr:     f.CurrentSeqNr,
 		Message:   msg,
 		Ack:       ack,
 		Qualifier: qualifier,
 		Timestamp: f.Dq.Now(),
+		Trace:     traceContext,
 	})
 }
 
