@@ -54,7 +54,6 @@ func saneRequestID(id string) bool {
 // accessLog logs one line per request, after it: method, path, status,
 // bytes, duration (durationMs) and request id. Probes (/healthz, /readyz)
 // and scrapes (/metrics) log at debug, so that they do not drown the rest.
-// The status also goes on the request's span, when it is traced.
 func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +61,6 @@ func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			defer func() {
 				status := statusOf(ww)
-				spanStatus(r, status)
 				level := slog.LevelInfo
 				if quietPath(r.URL.Path) {
 					level = slog.LevelDebug
