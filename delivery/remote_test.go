@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,15 +155,24 @@ func runRemoteP2P(t *testing.T, c remoteCase, seed uint64) {
 	col := deliverytest.NewCollector(c.jobs)
 	deliverytest.SpawnConsumer(t, b.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
 	// The producer sends a job every millisecond or two, so that the run
-	// lasts long enough for dozens of faults.
+	// lasts long enough for dozens of faults; its last tenth waits until
+	// the run has seen the fewest faults it must, however fast the jobs go.
 	pace := rand.New(rand.NewPCG(seed, 2))
+	var injected atomic.Int64
+	sent := 0 // the producer's own count: Delay runs on its actor
 	deliverytest.SpawnProducer(t, a.Sys, "producer", pc, deliverytest.ProducerSpec{Limit: c.jobs, Pad: c.pad,
-		Delay: func() time.Duration { return time.Duration(pace.IntN(3)) * time.Millisecond }})
+		Delay: func() time.Duration {
+			sent++
+			if sent > c.jobs*9/10 && injected.Load() < int64(cmp.Or(c.fewest, minFaults)) {
+				return 20 * time.Millisecond
+			}
+			return time.Duration(pace.IntN(3)) * time.Millisecond
+		}})
 	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{
 		ProducerController: runtime.RemoteRef[delivery.ProducerCommand[deliverytest.Job]](b.Sys, at.Addr, at.Path),
 	})
 
-	counts := injectFaults(t, rand.New(rand.NewPCG(seed, 1)), c.faults, a, b, col)
+	counts := injectFaults(t, rand.New(rand.NewPCG(seed, 1)), c.faults, a, b, col, &injected)
 	got := col.Jobs()
 	for i := range c.jobs {
 		if i >= len(got) || got[i] != i+1 {
@@ -191,9 +201,10 @@ func total(counts map[string]int) (n int) {
 }
 
 // injectFaults breaks the link between a and b with faults drawn by rng,
-// every few milliseconds, until col has every job or a minute passes; it
-// returns how many of each it injected.
-func injectFaults(t *testing.T, rng *rand.Rand, faults []linkFault, a, b *remotetest.Node, col *deliverytest.Collector) map[string]int {
+// every few milliseconds, until col has every job or a minute passes,
+// counting each into injected as it ends; it returns how many of each it
+// injected.
+func injectFaults(t *testing.T, rng *rand.Rand, faults []linkFault, a, b *remotetest.Node, col *deliverytest.Collector, injected *atomic.Int64) map[string]int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -213,6 +224,7 @@ func injectFaults(t *testing.T, rng *rand.Rand, faults []linkFault, a, b *remote
 		defer wg.Done()
 		for wait(time.Duration(5+rng.IntN(40)) * time.Millisecond) {
 			counts[faults[rng.IntN(len(faults))](rng, a, b, wait)]++
+			injected.Add(1)
 		}
 	}()
 	err := col.Wait(ctx)

@@ -19,8 +19,10 @@ import (
 )
 
 // takeoverLease is the queue's owner lease in the takeover tests: how long
-// the standby waits after the owner dies.
-const takeoverLease = 300 * time.Millisecond
+// the standby waits after the owner dies. It is renewed every third of it,
+// so a renewal must be late by two thirds to depose a living owner: long
+// enough for a race-detector build on a loaded machine.
+const takeoverLease = time.Second
 
 // TestTakeoverAfterKill: two instances (two actor systems, each with a
 // Redis client of its own, as two processes have) run the same durable
@@ -113,7 +115,8 @@ func runTakeoverSeed(c deliverytest.LossCase, seed uint64, url string, dupsTotal
 	killAt := c.Messages/5 + r.RNG.IntN(c.Messages/2)
 	for a.col.Count() < killAt {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the owner delivered %d of %d before the kill\n\tlog tail:\n%s", a.col.Count(), killAt, r.Logs.Tail(30))
+			return fmt.Errorf("the owner delivered %d of %d before the kill (the standby %d: more than 0 means the owner's lease lapsed)\n\tlog tail:\n%s",
+				a.col.Count(), killAt, b.col.Count(), r.Logs.Tail(30))
 		}
 		time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 	}
