@@ -260,10 +260,16 @@
 //     unconfirmed messages and sends them to the consumer controller that
 //     registers next (on any instance): up to FlowControlWindow messages
 //     may come twice, as for a replaced consumer controller.
-//   - The producer's instance dies: as the producer's process above
-//     (without a durable queue, what the controller held is lost; with one
-//     in Redis, another instance's controller takes the queue over once the
-//     lease lapses, and the consumer controller must register with it).
+//   - The producer's instance dies: as the producer's process above.
+//     Without a durable queue, what the controller held unconfirmed is
+//     lost: the consumer got a prefix of its stream, in order, each
+//     message once; a new producer controller of the producer id (on any
+//     instance) is a new incarnation, whose stream the consumer controller
+//     takes from its first message once it registers with it. With a
+//     durable queue in Redis, another instance's controller of the id
+//     takes the queue over once the lease lapses, and the consumer
+//     controller must register with it: nothing stored is lost, and only
+//     messages above the confirmation stored at the death may come twice.
 //
 // There is no remote death watch: a controller does not learn that its
 // peer's instance died; the consumer controller keeps asking (its retry
