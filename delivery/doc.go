@@ -248,8 +248,14 @@
 // The transport carries one sender's messages to one instance in order,
 // or loses them (a connection that breaks loses what was in flight; a full
 // queue to a peer, TellQueue, makes a message a dead letter, counted by
-// runtime.System.RemoteDeadLetters). What each fault of the link costs,
-// with resending on:
+// runtime.System.RemoteDeadLetters). A burst past that queue is not
+// silently lost, nor does the sender block: its messages are dead letters
+// that the protocol sends again as it does those lost on the link, at a
+// cost of delay and resends (a window of 100 through a queue of 16 sent
+// each message about four times), so keep the windows of the controllers
+// that send to one instance within its TellQueue (peer.DefaultTellQueue,
+// 1024, against DefaultFlowControlWindow, 50). What each fault of the
+// link costs, with resending on:
 //
 //   - A connection cut, garbled or stalled, or a partition that heals:
 //     nothing lost, nothing twice; the messages lost in flight are asked
