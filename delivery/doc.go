@@ -248,8 +248,14 @@
 // The transport carries one sender's messages to one instance in order,
 // or loses them (a connection that breaks loses what was in flight; a full
 // queue to a peer, TellQueue, makes a message a dead letter, counted by
-// runtime.System.RemoteDeadLetters). What each fault of the link costs,
-// with resending on:
+// runtime.System.RemoteDeadLetters). A burst past that queue is not
+// silently lost, nor does the sender block: its messages are dead letters
+// that the protocol sends again as it does those lost on the link, at a
+// cost of delay and resends (a window of 100 through a queue of 16 sent
+// each message about four times), so keep the windows of the controllers
+// that send to one instance within its TellQueue (peer.DefaultTellQueue,
+// 1024, against DefaultFlowControlWindow, 50). What each fault of the
+// link costs, with resending on:
 //
 //   - A connection cut, garbled or stalled, or a partition that heals:
 //     nothing lost, nothing twice; the messages lost in flight are asked
@@ -260,10 +266,16 @@
 //     unconfirmed messages and sends them to the consumer controller that
 //     registers next (on any instance): up to FlowControlWindow messages
 //     may come twice, as for a replaced consumer controller.
-//   - The producer's instance dies: as the producer's process above
-//     (without a durable queue, what the controller held is lost; with one
-//     in Redis, another instance's controller takes the queue over once the
-//     lease lapses, and the consumer controller must register with it).
+//   - The producer's instance dies: as the producer's process above.
+//     Without a durable queue, what the controller held unconfirmed is
+//     lost: the consumer got a prefix of its stream, in order, each
+//     message once; a new producer controller of the producer id (on any
+//     instance) is a new incarnation, whose stream the consumer controller
+//     takes from its first message once it registers with it. With a
+//     durable queue in Redis, another instance's controller of the id
+//     takes the queue over once the lease lapses, and the consumer
+//     controller must register with it: nothing stored is lost, and only
+//     messages above the confirmation stored at the death may come twice.
 //
 // There is no remote death watch: a controller does not learn that its
 // peer's instance died; the consumer controller keeps asking (its retry

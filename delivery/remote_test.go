@@ -136,41 +136,24 @@ func TestRemoteP2PFaults(t *testing.T) {
 
 func runRemoteP2P(t *testing.T, c remoteCase, seed uint64) {
 	a, b := remotetest.NewNode(t, "producer-side", nil), remotetest.NewNode(t, "consumer-side", nil)
-	pc, err := delivery.SpawnProducerController[deliverytest.Job](a.Sys, "pc", "remote", delivery.ProducerSettings{
-		ChunkLargeMessages: c.chunk, ResendFirstInterval: 50 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := runtime.Expose(a.Sys, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := delivery.SpawnConsumerController[deliverytest.Job](b.Sys, "cc", delivery.ConsumerSettings{
-		FlowControlWindow: 20, ResendIntervalMin: 20 * time.Millisecond, ResendIntervalMax: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	col := deliverytest.NewCollector(c.jobs)
-	deliverytest.SpawnConsumer(t, b.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
 	// The producer sends a job every millisecond or two, so that the run
 	// lasts long enough for dozens of faults; its last tenth waits until
 	// the run has seen the fewest faults it must, however fast the jobs go.
 	pace := rand.New(rand.NewPCG(seed, 2))
 	var injected atomic.Int64
 	sent := 0 // the producer's own count: Delay runs on its actor
-	deliverytest.SpawnProducer(t, a.Sys, "producer", pc, deliverytest.ProducerSpec{Limit: c.jobs, Pad: c.pad,
-		Delay: func() time.Duration {
+	remoteStream(t, a, b, "remote",
+		delivery.ProducerSettings{ChunkLargeMessages: c.chunk, ResendFirstInterval: 50 * time.Millisecond},
+		delivery.ConsumerSettings{FlowControlWindow: 20, ResendIntervalMin: 20 * time.Millisecond, ResendIntervalMax: 200 * time.Millisecond},
+		deliverytest.ProducerSpec{Limit: c.jobs, Pad: c.pad, Delay: func() time.Duration {
 			sent++
 			if sent > c.jobs*9/10 && injected.Load() < int64(cmp.Or(c.fewest, minFaults)) {
 				return 20 * time.Millisecond
 			}
 			return time.Duration(pace.IntN(3)) * time.Millisecond
-		}})
-	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{
-		ProducerController: runtime.RemoteRef[delivery.ProducerCommand[deliverytest.Job]](b.Sys, at.Addr, at.Path),
-	})
+		}},
+		col)
 
 	counts := injectFaults(t, rand.New(rand.NewPCG(seed, 1)), c.faults, a, b, col, &injected)
 	got := col.Jobs()
@@ -236,4 +219,30 @@ func injectFaults(t *testing.T, rng *rand.Rand, faults []linkFault, a, b *remote
 		t.Fatalf("%v (faults %v)", err, counts)
 	}
 	return counts
+}
+
+// remoteStream runs point to point from instance a to instance b: a
+// producer controller of producerID and a producer (spec) on a, exposed; a
+// consumer controller and a consumer collecting into col on b, registered
+// with it over the transport.
+func remoteStream(t *testing.T, a, b *remotetest.Node, producerID string, ps delivery.ProducerSettings, cs delivery.ConsumerSettings,
+	spec deliverytest.ProducerSpec, col *deliverytest.Collector) {
+	t.Helper()
+	pc, err := delivery.SpawnProducerController[deliverytest.Job](a.Sys, "pc", producerID, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := runtime.Expose(a.Sys, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := delivery.SpawnConsumerController[deliverytest.Job](b.Sys, "cc", cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliverytest.SpawnConsumer(t, b.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
+	deliverytest.SpawnProducer(t, a.Sys, "producer", pc, spec)
+	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{
+		ProducerController: runtime.RemoteRef[delivery.ProducerCommand[deliverytest.Job]](b.Sys, at.Addr, at.Path),
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/internal/wirebytes"
@@ -58,12 +59,44 @@ var errShort = errors.New("delivery: wire message cut short")
 // registerCodecs gives sys the codecs of A's protocol messages, unless it
 // has some.
 func registerCodecs[A any](sys *runtime.System) {
-	runtime.RegisterDefaultCodec[ConsumerCommand[A]](sys, consumerCodec[A]{sys})
+	runtime.RegisterDefaultCodec[ConsumerCommand[A]](sys, consumerCodec[A]{sys: sys, last: new(atomic.Pointer[origin[A]])})
 	runtime.RegisterDefaultCodec[ProducerCommand[A]](sys, producerCodec[A]{sys})
 }
 
 // consumerCodec encodes what a consumer controller takes from afar.
-type consumerCodec[A any] struct{ sys *runtime.System }
+type consumerCodec[A any] struct {
+	sys  *runtime.System
+	last *atomic.Pointer[origin[A]] // of the last SequencedMessage decoded
+}
+
+// origin is where a SequencedMessage comes from: its producer id and
+// producer controller. A stream comes from one producer controller, so the
+// decoder keeps the last origin and reuses it while the next messages
+// name the same, making none of its strings or its ref again.
+type origin[A any] struct {
+	producerID string
+	ref        runtime.RefAddress
+	pc         runtime.Ref[ProducerCommand[A]] // nil: resolved each time (a local ref, which may be unexposed)
+}
+
+// originOf returns the origin named by id, addr and path (parts of a
+// message being decoded), the last one if it is the same.
+func (c consumerCodec[A]) originOf(id, addr, path []byte) *origin[A] {
+	if o := c.last.Load(); o != nil && string(id) == o.producerID && string(addr) == o.ref.Addr && string(path) == o.ref.Path {
+		return o
+	}
+	o := &origin[A]{producerID: string(id), ref: runtime.RefAddress{Addr: string(addr), Path: string(path)}}
+	if pc := runtime.ResolveRef[ProducerCommand[A]](c.sys, o.ref); isRemote(pc) {
+		o.pc = pc // a remote ref is a value: it stays right
+	}
+	c.last.Store(o)
+	return o
+}
+
+func isRemote(ref runtime.AnyRef) bool {
+	_, ok := runtime.Address(ref)
+	return ok
+}
 
 func (c consumerCodec[A]) Encode(msg ConsumerCommand[A]) ([]byte, error) {
 	switch m := msg.(type) {
@@ -148,8 +181,9 @@ func (c consumerCodec[A]) Decode(data []byte) (ConsumerCommand[A], error) {
 
 func (c consumerCodec[A]) decodeSequenced(r *wirebytes.Reader) (ConsumerCommand[A], error) {
 	flags := r.Byte()
-	m := &SequencedMessage[A]{ProducerID: r.String(), SeqNr: SeqNr(r.Uvarint())}
-	pc := readRef(r)
+	id, seqNr := r.Bytes(), r.Uvarint()
+	addr, path := r.Bytes(), r.Bytes()
+	m := &SequencedMessage[A]{SeqNr: SeqNr(seqNr)}
 	m.Incarnation, m.Generation, m.Association = r.Uvarint(), r.Uvarint(), r.Uvarint()
 	m.First, m.Ack = flags&flagFirst != 0, flags&flagAck != 0
 	if flags&flagTrace != 0 {
@@ -162,6 +196,11 @@ func (c consumerCodec[A]) decodeSequenced(r *wirebytes.Reader) (ConsumerCommand[
 	if r.Err != nil {
 		return nil, fmt.Errorf("delivery: decode SequencedMessage: %w", r.Err)
 	}
+	o := c.originOf(id, addr, path)
+	m.ProducerID, m.ProducerController = o.producerID, o.pc
+	if o.pc == nil {
+		m.ProducerController = runtime.ResolveRef[ProducerCommand[A]](c.sys, o.ref)
+	}
 	if m.Chunk == nil {
 		msg, err := runtime.CodecFor[A](c.sys).Decode(r.Rest())
 		if err != nil {
@@ -169,7 +208,6 @@ func (c consumerCodec[A]) decodeSequenced(r *wirebytes.Reader) (ConsumerCommand[
 		}
 		m.Message = msg
 	}
-	m.ProducerController = runtime.ResolveRef[ProducerCommand[A]](c.sys, pc)
 	return m, nil
 }
 

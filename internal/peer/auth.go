@@ -95,17 +95,23 @@ type macState struct {
 
 func (s *signer) sign(body []byte, parts ...string) string {
 	m := s.pool.Get().(*macState)
-	m.h.Reset()
 	m.buf = m.buf[:0]
 	for _, p := range parts {
 		m.buf = append(m.buf, p...)
 	}
+	return string(s.finish(nil, m, body))
+}
+
+// finish MACs m's fields (m.buf) and then body, appends the signature
+// (base64url) to dst, and puts m back in the pool.
+func (s *signer) finish(dst []byte, m *macState, body []byte) []byte {
+	m.h.Reset()
 	m.h.Write(m.buf)
 	m.h.Write(body)
 	m.buf = m.h.Sum(m.buf[:0])
-	sig := base64.RawURLEncoding.EncodeToString(m.buf)
+	dst = base64.RawURLEncoding.AppendEncode(dst, m.buf)
 	s.pool.Put(m)
-	return sig
+	return dst
 }
 
 // equal compares a received signature with the expected one in constant

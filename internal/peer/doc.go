@@ -85,9 +85,13 @@
 //	POST /peer/v1/tell/{client id}/{epoch}   Trellis-Time, Trellis-Signature (no body digest: the body is a stream)
 //	{"seq":1,"to":"actor/path","msg":"<base64>","sig":"<HMAC chained to the stream's signature and seq>"}\n ...
 //
-// JSON lines from an encoding/json Encoder, read back with a
-// bufio.Scanner (whose buffer bounds a line) and json.Unmarshal: no
-// framing of our own. A line that fails its signature or comes out of
+// JSON lines, read with a bufio.Scanner (whose buffer bounds a line): no
+// framing of our own. The sender writes each line byte for byte as an
+// encoding/json Encoder would, without reflection (the Encoder itself when
+// the path needs escaping), and the server reads that form directly,
+// handing any other JSON to json.Unmarshal; the signatures are made into
+// reused buffers, so a line costs the sender no allocation and the server
+// only its message. A line that fails its signature or comes out of
 // place ends the stream, so lines cannot be forged, dropped, reordered or
 // replayed within it unseen. The server hands each line to
 // ServerConfig.Receive in order; when a stream breaks, the sender opens a

@@ -3,7 +3,6 @@ package peer
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,12 +61,15 @@ func (s *Server) deliver(r *http.Request, streamSig string, epoch uint64, order 
 	sc := bufio.NewScanner(r.Body)
 	// A line is its message in base64 (4/3 of it) and a few short fields.
 	sc.Buffer(make([]byte, 0, 4<<10), int(s.cfg.MaxBodyBytes/3*4+4<<10))
+	var line tellLine
+	var want []byte // the signature each line must carry
 	for seq := uint64(1); sc.Scan(); seq++ {
-		var line tellLine
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+		sig, err := parseTellLine(sc.Bytes(), &line, line.To)
+		if err != nil {
 			return NewError(KindBadRequest, "", "line %d: %v", seq, err)
 		}
-		if line.Seq != seq || !equal(line.Sig, s.signer.signTell(streamSig, line.Seq, line.To, line.Msg)) {
+		want = s.signer.appendTellSig(want[:0], streamSig, line.Seq, line.To, line.Msg)
+		if line.Seq != seq || !equalSig(sig, want) {
 			s.log.Warn("peer: tell line refused", "remote", r.RemoteAddr, "seq", seq)
 			return NewError(KindUnauthorized, "", "line %d: bad signature or out of place", seq)
 		}

@@ -167,7 +167,9 @@ func (s *sender) failed(err error) {
 type stream struct {
 	pw      *io.PipeWriter
 	bw      *bufio.Writer
-	enc     *json.Encoder
+	enc     *json.Encoder // for a line appendTellLine cannot write
+	buf     []byte        // scratch of appendTellLine
+	sigBuf  []byte        // scratch of appendTellSig
 	signer  *signer
 	sig     string // the stream's request signature, which lines chain to
 	seq     uint64
@@ -249,8 +251,13 @@ func (st *stream) ended() bool {
 // burst goes out in few frames).
 func (st *stream) write(m tellMsg, flush bool) error {
 	st.seq++
-	line := tellLine{Seq: st.seq, To: m.to, Msg: m.msg, Sig: st.signer.signTell(st.sig, st.seq, m.to, m.msg)}
-	if err := st.enc.Encode(&line); err != nil {
+	st.sigBuf = st.signer.appendTellSig(st.sigBuf[:0], st.sig, st.seq, m.to, m.msg)
+	var ok bool
+	if st.buf, ok = appendTellLine(st.buf[:0], st.seq, m.to, m.msg, st.sigBuf); ok {
+		if _, err := st.bw.Write(st.buf); err != nil {
+			return err
+		}
+	} else if err := st.enc.Encode(&tellLine{Seq: st.seq, To: m.to, Msg: m.msg, Sig: string(st.sigBuf)}); err != nil {
 		return err
 	}
 	if flush {

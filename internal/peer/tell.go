@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -38,7 +39,24 @@ type tellLine struct {
 
 // signTell is a line's signature.
 func (s *signer) signTell(streamSig string, seq uint64, to string, msg []byte) string {
-	return s.sign(msg, "trellis-peer/1 tell\n", streamSig, "\n", strconv.FormatUint(seq, 10), "\n", to, "\n")
+	return string(s.appendTellSig(nil, streamSig, seq, to, msg))
+}
+
+// appendTellSig appends a line's signature to dst: what signTell returns,
+// without allocating it.
+func (s *signer) appendTellSig(dst []byte, streamSig string, seq uint64, to string, msg []byte) []byte {
+	m := s.pool.Get().(*macState)
+	m.buf = append(m.buf[:0], "trellis-peer/1 tell\n"...)
+	m.buf = append(append(m.buf, streamSig...), '\n')
+	m.buf = append(strconv.AppendUint(m.buf, seq, 10), '\n')
+	m.buf = append(append(m.buf, to...), '\n')
+	return s.finish(dst, m, msg)
+}
+
+// equalSig compares a received signature with the expected one in
+// constant time, as equal does, without making strings of them.
+func equalSig(got, want []byte) bool {
+	return len(got) == signatureLen && hmac.Equal(got, want)
 }
 
 // newClientID names a client's streams to the servers, so that they keep

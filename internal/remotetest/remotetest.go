@@ -67,22 +67,32 @@ func (n *Node) Addr() string { return n.addr }
 // (System, then client, server and proxy). log may be nil (discard).
 func NewNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime.Option) *Node {
 	tb.Helper()
-	return newNode(tb, name, log, false, opts)
+	return NewNodeWith(tb, name, Config{Log: log, Runtime: opts})
 }
 
 // NewDirectNode is NewNode, except that the others reach it at its server's
 // own address, bypassing the proxy: for benchmarks of the bare transport.
 func NewDirectNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime.Option) *Node {
 	tb.Helper()
-	return newNode(tb, name, log, true, opts)
+	return NewNodeWith(tb, name, Config{Log: log, Direct: true, Runtime: opts})
 }
 
-func newNode(tb testing.TB, name string, log *slog.Logger, direct bool, opts []runtime.Option) *Node {
+// Config is how NewNodeWith makes an instance.
+type Config struct {
+	Log       *slog.Logger     // nil: discard
+	Direct    bool             // reached at its server's address, as NewDirectNode
+	TellQueue int              // its client's peer.ClientConfig.TellQueue (0: the default)
+	Runtime   []runtime.Option // of its System
+}
+
+// NewNodeWith is NewNode with the settings of cfg.
+func NewNodeWith(tb testing.TB, name string, cfg Config) *Node {
 	tb.Helper()
+	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	sys := runtime.NewSystem(name, append([]runtime.Option{runtime.WithLogger(log)}, opts...)...)
+	sys := runtime.NewSystem(name, append([]runtime.Option{runtime.WithLogger(log)}, cfg.Runtime...)...)
 	n := &Node{Sys: sys}
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Receive: sys.ReceiveRemote, Handler: noForwards, Logger: log})
 	if err != nil {
@@ -100,14 +110,14 @@ func newNode(tb testing.TB, name string, log *slog.Logger, direct bool, opts []r
 		}
 	})
 	n.Proxy = peertest.NewProxy(tb, srv.Addr())
-	client, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: log, Health: health})
+	client, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: log, Health: health, TellQueue: cfg.TellQueue})
 	if err != nil {
 		tb.Fatalf("remotetest: %v", err)
 	}
 	n.Client = client
 	tb.Cleanup(func() { _ = client.Close() })
 	n.addr = n.Proxy.Addr()
-	if direct {
+	if cfg.Direct {
 		n.addr = srv.Addr()
 	}
 	sys.SetRemote(n.addr, client)

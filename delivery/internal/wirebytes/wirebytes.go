@@ -68,6 +68,19 @@ func (r *Reader) Varint() int64 {
 	return v
 }
 
+// Bytes reads a byte string after its length, as String does, without
+// copying it: the result is part of B.
+func (r *Reader) Bytes() []byte {
+	n := r.Uvarint()
+	if r.Err != nil || n > uint64(len(r.B)) {
+		r.Fail()
+		return nil
+	}
+	b := r.B[:n:n]
+	r.B = r.B[n:]
+	return b
+}
+
 // String reads a string after its length.
 func (r *Reader) String() string {
 	n := r.Uvarint()
