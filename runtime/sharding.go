@@ -121,6 +121,7 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 		return nil, fmt.Errorf("sharding %q: the entity type is already initialised", e.Key.name)
 	}
 	sys.regions[e.Key.name] = s
+	sys.exposed.Store(s.path(), regionEndpoint[T]{s: s}) // for messages from other instances (Placement)
 	return s, nil
 }
 
@@ -142,14 +143,25 @@ func (s *Sharding[T]) shard(id string) *entityShard[T] {
 	return &s.shards[h%shardCount]
 }
 
-func (s *Sharding[T]) path() string    { return "/system/sharding/" + s.key.name }
+func (s *Sharding[T]) path() string    { return regionPath(s.key.name) }
 func (s *Sharding[T]) system() *System { return s.sys }
 
 // addChild is a no-op: entities are registered by tell.
 func (s *Sharding[T]) addChild(string, actorCell) error { return nil }
 
-// tell delivers msg to entity id, starting it when needed.
+// tell delivers msg to entity id: here, starting it when needed, or on
+// the instance that owns it (see Placement).
 func (s *Sharding[T]) tell(id string, msg T) {
+	if addr, here := s.sys.where(s.key.name, id); !here {
+		s.tellRemote(addr, id, 0, msg)
+		return
+	}
+	s.tellHere(id, msg)
+}
+
+// tellHere delivers msg to entity id on this system, starting it when
+// needed.
+func (s *Sharding[T]) tellHere(id string, msg T) {
 	sh := s.shard(id)
 	sh.mu.Lock()
 	if s.closed.Load() {
