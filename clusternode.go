@@ -164,7 +164,7 @@ func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log,
-		BeforeRelease: n.beforeRelease, Tracer: n.tracer})
+		BeforeRelease: n.beforeRelease, OnServe: n.placement.Serve, Tracer: n.tracer})
 	if err != nil {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)

@@ -29,7 +29,8 @@ type Table interface {
 
 // Placement is a runtime.Placement over a Table. Its BeforeRelease must
 // run before the instance releases a shard (cluster.Hooks.BeforeRelease),
-// so that the shard's entities stop here first.
+// so that the shard's entities stop here first, and its Serve as it
+// starts serving one (cluster.Hooks.OnServe).
 type Placement struct {
 	table Table
 	self  string // this instance's transport address
@@ -38,7 +39,8 @@ type Placement struct {
 	mu sync.RWMutex
 	// releasing holds the shards being handed over, by the epoch of the
 	// fence they were served with: from BeforeRelease on, their entities
-	// are not here (a later acquisition has a new epoch).
+	// are not here, until Serve (a release that failed, the shard
+	// adopted again with the same epoch) or a new epoch (acquired again).
 	releasing map[int]uint64
 }
 
@@ -90,4 +92,13 @@ func (p *Placement) BeforeRelease(_ context.Context, shard int) {
 	p.releasing[shard] = f.Epoch
 	p.mu.Unlock()
 	p.sys.EntitiesLeaving(func(entityType, id string) bool { return cluster.ShardOf(entityType, id) == shard })
+}
+
+// Serve is the hook of a shard this instance starts serving: its entities
+// are here again, even with the epoch of a release that did not happen
+// (its answer was lost, and the shard was adopted again).
+func (p *Placement) Serve(f cluster.Fence) {
+	p.mu.Lock()
+	delete(p.releasing, f.Shard)
+	p.mu.Unlock()
 }

@@ -39,7 +39,7 @@ func (n *Node) JoinCluster(tb testing.TB, client redis.UniversalClient, prefix s
 	cm.Rebalancer = cluster.NewRebalancer(m, cluster.Hooks{BeforeRelease: func(ctx context.Context, shard int) error {
 		cm.Placement.BeforeRelease(ctx, shard)
 		return nil
-	}})
+	}, OnServe: func(f cluster.Fence) { cm.Placement.Serve(f) }})
 	cm.Placement = clusterplacement.New(n.Sys, cm.Rebalancer, n.addr)
 	n.member = cm
 	cm.Rebalancer.Start()
