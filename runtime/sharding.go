@@ -58,6 +58,11 @@ type PassivationGuard interface {
 // (or is stopped by its supervision) is started again the same way by the
 // messages sent after it began to stop; those already in its mailbox then
 // are dead letters.
+//
+// With a [Placement] (a cluster instance's), the entities are spread over
+// the instances, each on the one that owns it now, and every instance's
+// Sharding of the type reaches every entity: see Placement for what
+// crosses instances and what is lost on the way.
 type Sharding[T any] struct {
 	sys            *System
 	key            EntityTypeKey[T]
