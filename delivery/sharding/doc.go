@@ -63,8 +63,8 @@
 //     the same window bound.
 //   - the producer's instance killed: as a producer's process dying (go
 //     doc ./delivery): only a durable queue keeps its messages.
-//   - a lost or reordered message on the link: resent by the protocol,
-//     as between two instances point to point.
+//   - a connection cut (what was in flight lost): nothing lost, nothing
+//     twice, order kept: resent by the protocol, as point to point.
 //
 // TestRemoteSharding (remote_test.go) runs these over three real systems
 // and Redis, 20 seeds per case (-delivery.remoteseeds=1000 for a long run).

@@ -39,7 +39,9 @@ type remoteShardCase struct {
 	entities int
 	// fault is what happens to the cluster mid-run: "" nothing; "leave"
 	// one instance leaves gracefully, then a new one joins; "kill" the
-	// instance hosting entities is killed (kill -9 as the others see it).
+	// instance hosting entities is killed (kill -9 as the others see it);
+	// "cut" the connections into b and c are reset every few milliseconds
+	// (what was in flight on them is lost), while the shards stay put.
 	fault string
 }
 
@@ -59,6 +61,7 @@ func TestRemoteSharding(t *testing.T) {
 		{name: "steady", jobs: 400, entities: 30},
 		{name: "leave and join", jobs: 800, entities: 30, fault: "leave"},
 		{name: "kill", jobs: 800, entities: 30, fault: "kill"},
+		{name: "cuts", jobs: 800, entities: 30, fault: "cut"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,6 +135,13 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 		remotetest.WaitShards(t, 4*remoteLease, a.member, cc.member)
 		moves = 1
 	}
+	cuts := 0
+	if c.fault == "cut" {
+		cuts = cutUntilDone(rng, col, b, cc)
+		if cuts < 5 {
+			t.Fatalf("seed %d: only %d cuts before every job was in: the run proves nothing", seed, cuts)
+		}
+	}
 	waitRemote(t, col, sp, []*shardNode{a, b, cc}, c.entities)
 
 	ds := col.Deliveries()
@@ -150,8 +160,8 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 			t.Fatalf("seed %d: no entity ran on %s: the entities were not spread", seed, n.Sys.Name())
 		}
 	}
-	t.Logf("seed %d: %d jobs to %d entities, %d delivered twice (%d moves); dead letters a %d, b %d, c %d", seed, c.jobs, c.entities,
-		twice, moves, a.Sys.RemoteDeadLetters(), b.Sys.RemoteDeadLetters(), cc.Sys.RemoteDeadLetters())
+	t.Logf("seed %d: %d jobs to %d entities, %d delivered twice (%d moves, %d cuts); dead letters a %d, b %d, c %d", seed, c.jobs, c.entities,
+		twice, moves, cuts, a.Sys.RemoteDeadLetters(), b.Sys.RemoteDeadLetters(), cc.Sys.RemoteDeadLetters())
 }
 
 // waitRemote waits until every job of col has arrived; if they do not,
@@ -183,4 +193,27 @@ func waitRemote(t *testing.T, col *deliverytest.Collector, sp runtime.Ref[shardi
 		t.Logf("entity %s misses %d jobs from %d; placed%s", id, len(jobs), jobs[0], where)
 	}
 	t.Fatalf("%v; stats %+v", err, shardingStats(t, sp))
+}
+
+// cutUntilDone resets the connections into one of nodes, drawn by rng,
+// every 5 to 30 ms until col has every job (or remoteLimit passes), and
+// returns how many times.
+func cutUntilDone(rng *rand.Rand, col *deliverytest.Collector, nodes ...*shardNode) int {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteLimit)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		_ = col.Wait(ctx)
+		close(done)
+	}()
+	cuts := 0
+	for {
+		select {
+		case <-done:
+			return cuts
+		case <-time.After(time.Duration(5+rng.IntN(25)) * time.Millisecond):
+			nodes[rng.IntN(len(nodes))].Proxy.Cut()
+			cuts++
+		}
+	}
 }
