@@ -43,6 +43,9 @@ type remoteShardCase struct {
 	// "cut" the connections into b and c are reset every few milliseconds
 	// (what was in flight on them is lost), while the shards stay put.
 	fault string
+	// cleanup is the sharding producer controller's CleanupUnusedAfter
+	// (0: its default, longer than a run).
+	cleanup time.Duration
 }
 
 // TestRemoteSharding runs a sharding producer controller on instance A and
@@ -62,6 +65,10 @@ func TestRemoteSharding(t *testing.T) {
 		{name: "leave and join", jobs: 800, entities: 30, fault: "leave"},
 		{name: "kill", jobs: 800, entities: 30, fault: "kill"},
 		{name: "cuts", jobs: 800, entities: 30, fault: "cut"},
+		// The entities' producer controllers are cleaned up and made again
+		// all along: the entities on other instances see no watch fire,
+		// and take the new ones' messages.
+		{name: "cleanup", jobs: 400, entities: 30, cleanup: 20 * time.Millisecond},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -100,7 +107,8 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 	a, b, cc := start("a"), start("b"), start("c")
 	remotetest.WaitShards(t, 4*remoteLease, a.member, b.member, cc.member)
 
-	sp := deliverytest.SpawnSP(t, a.Sys, "sp", a.region, sharding.Settings{ResendFirstUnconfirmedIdleTimeout: 200 * time.Millisecond})
+	sp := deliverytest.SpawnSP(t, a.Sys, "sp", a.region, sharding.Settings{ResendFirstUnconfirmedIdleTimeout: 200 * time.Millisecond,
+		CleanupUnusedAfter: c.cleanup})
 	pace := rand.New(rand.NewPCG(seed, 8))
 	deliverytest.SpawnProducer(t, a.Sys, "producer", nil, deliverytest.ProducerSpec{Limit: c.jobs,
 		Connect: deliverytest.ShardingConnect(sp), Entity: deliverytest.EntityOf(c.entities),
