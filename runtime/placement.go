@@ -56,8 +56,9 @@ func (s *System) where(entityType, id string) (string, bool) {
 // placement calls it as a shard leaves, once Where no longer reports them
 // here, so that the messages sent meanwhile go to the new owner (or are
 // dead letters) rather than start them again. Their mailboxes are dead
-// letters; what they had not confirmed, reliable delivery sends again to
-// the new owner. It returns once each has been told to stop, without
+// letters, but what waited for the next incarnation of one that was being
+// passivated goes to the new owner; what they had not confirmed, reliable
+// delivery sends again to the new owner. It returns once each has been told to stop, without
 // waiting.
 func (s *System) EntitiesLeaving(leaving func(entityType, id string) bool) {
 	s.mu.Lock()

@@ -239,6 +239,19 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 		sh.mu.Unlock()
 		return
 	}
+	addr, here := s.sys.where(s.key.name, id)
+	if len(e.buffer) > 0 && !s.closed.Load() && !here {
+		// The entity left this instance while it was stopping: what waited
+		// for its next incarnation goes to the new owner.
+		delete(sh.entries, id)
+		buffered := e.buffer
+		sh.mu.Unlock()
+		for _, msg := range buffered {
+			s.tellRemote(addr, id, maxHops-1, msg)
+		}
+		s.entityGone()
+		return
+	}
 	if len(e.buffer) > 0 && !s.closed.Load() {
 		buffered := e.buffer
 		e.cell, e.stopping, e.buffer = s.startEntity(id), false, nil
@@ -254,6 +267,11 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 	for _, msg := range buffered {
 		s.sys.deadLetter(&entityRef[T]{s: s, id: id}, msg)
 	}
+	s.entityGone()
+}
+
+// entityGone counts an entity that stopped for good.
+func (s *Sharding[T]) entityGone() {
 	if s.live.Add(-1) == 0 && s.closed.Load() {
 		s.doneOnce.Do(func() { close(s.done) })
 	}
