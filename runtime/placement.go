@@ -22,7 +22,9 @@ import (
 // are at most once, like any remote tell: reliable delivery resends.
 //
 // The placement tells the system when entities move away, with
-// [System.EntitiesLeaving], which stops those that run here.
+// [System.EntitiesLeaving], which stops those that run here. An entity
+// type with [Entity.Local] set is not placed: a layer that routes to the
+// owner itself (package entities) keeps its entities where it tells them.
 type Placement interface {
 	// Where reports whether entity id of entityType runs here now, and if
 	// not, the transport address of the instance that owns it ("" when no
@@ -147,7 +149,7 @@ func (e regionEndpoint[T]) deliver(sys *System, b []byte) {
 		sys.remoteFailed(&entityRef[T]{s: s, id: id}, raw, codecError[T]("decode", err))
 		return
 	}
-	addr, here := sys.where(s.key.name, id)
+	addr, here := s.where(id)
 	switch {
 	case here:
 		s.tellHere(id, msg)
@@ -165,6 +167,9 @@ func (e regionEndpoint[T]) exposed() AnyRef { return pathRef(e.s.path()) }
 
 // stopLeaving stops the entities of s for which leaving reports true.
 func (s *Sharding[T]) stopLeaving(leaving func(entityType, id string) bool) {
+	if s.local {
+		return // its layer stops its entities as it hands them over
+	}
 	var stop []*cell[T]
 	for i := range s.shards {
 		sh := &s.shards[i]

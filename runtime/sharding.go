@@ -38,6 +38,10 @@ type Entity[T any] struct {
 	// Dispatcher runs the entities' mailboxes; nil is the system's default.
 	// Entities that block on storage want one of their own.
 	Dispatcher *Dispatcher
+	// Local keeps every entity of the type on this system, whatever the
+	// system's Placement: for a layer that routes to the owning instance
+	// itself and hands each entity its messages there (package entities).
+	Local bool
 }
 
 // PassivationGuard is implemented by an entity's behavior that can hold
@@ -70,6 +74,7 @@ type Sharding[T any] struct {
 	passivateAfter time.Duration
 	super          *Supervision
 	dispatcher     *Dispatcher
+	local          bool // Entity.Local: the Placement is not asked
 	shards         [shardCount]entityShard[T]
 	closed         atomic.Bool
 	live           atomic.Int64
@@ -106,6 +111,7 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 		passivateAfter: e.PassivateAfter,
 		super:          e.Supervision,
 		dispatcher:     e.Dispatcher,
+		local:          e.Local,
 		done:           make(chan struct{}),
 	}
 	if s.passivateAfter == 0 {
@@ -126,7 +132,9 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 		return nil, fmt.Errorf("sharding %q: the entity type is already initialised", e.Key.name)
 	}
 	sys.regions[e.Key.name] = s
-	sys.exposed.Store(s.path(), regionEndpoint[T]{s: s}) // for messages from other instances (Placement)
+	if !s.local {
+		sys.exposed.Store(s.path(), regionEndpoint[T]{s: s}) // for messages from other instances (Placement)
+	}
 	return s, nil
 }
 
@@ -157,11 +165,20 @@ func (s *Sharding[T]) addChild(string, actorCell) error { return nil }
 // tell delivers msg to entity id: here, starting it when needed, or on
 // the instance that owns it (see Placement).
 func (s *Sharding[T]) tell(id string, msg T) {
-	if addr, here := s.sys.where(s.key.name, id); !here {
+	if addr, here := s.where(id); !here {
 		s.tellRemote(addr, id, 0, msg)
 		return
 	}
 	s.tellHere(id, msg)
+}
+
+// where is the Placement's answer for entity id: always here for a Local
+// type.
+func (s *Sharding[T]) where(id string) (string, bool) {
+	if s.local {
+		return "", true
+	}
+	return s.sys.where(s.key.name, id)
 }
 
 // tellHere delivers msg to entity id on this system, starting it when
@@ -239,7 +256,7 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 		sh.mu.Unlock()
 		return
 	}
-	addr, here := s.sys.where(s.key.name, id)
+	addr, here := s.where(id)
 	if len(e.buffer) > 0 && !s.closed.Load() && !here {
 		// The entity left this instance while it was stopping: what waited
 		// for its next incarnation goes to the new owner.
