@@ -21,6 +21,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/clusterplacement"
 	"github.com/trellis-go/trellis/internal/directory"
 	"github.com/trellis-go/trellis/internal/faults"
 	"github.com/trellis-go/trellis/internal/keyspace"
@@ -58,6 +59,9 @@ type clusterNode struct {
 	peers  *peer.Client
 	dir    *directory.Directory // the cluster-wide receptionist's registrations
 	join   cluster.Config
+	// placement runs each sharded entity (runtime.InitSharding) on the
+	// instance that serves its shard.
+	placement *clusterplacement.Placement
 
 	// consumers is the service's consumer runner, which stops consuming
 	// a shard before it is released (set before start).
@@ -160,7 +164,7 @@ func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log,
-		BeforeRelease: n.beforeRelease, Tracer: n.tracer})
+		BeforeRelease: n.beforeRelease, OnServe: n.placement.Serve, Tracer: n.tracer})
 	if err != nil {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)
@@ -226,17 +230,21 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	n.server, n.peers = server, peers
 	n.sys.SetRemote(advertise, peers) // refs to other instances' actors travel over peers
 	n.sys.SetDirectory(n.dir)         // the receptionist lists every instance's registrations
+	n.placement = clusterplacement.New(n.sys, n, advertise)
 	n.join = cluster.Config{Client: n.redis, Prefix: n.cfg.RedisPrefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.ClusterLease, Logger: n.log}
 	return nil
 }
 
 // beforeRelease stops the consumers of shard before it is released:
-// before its commands drain, since a handler may call its entities.
+// before its commands drain, since a handler may call its entities. Then
+// the shard's sharded entities (runtime.Sharding) stop here: their
+// messages go to the next owner.
 func (n *clusterNode) beforeRelease(ctx context.Context, shard int) {
 	if n.consumers != nil {
 		n.consumers().BeforeRelease(ctx, shard)
 	}
+	n.placement.BeforeRelease(ctx, shard)
 }
 
 // Serving is consumers.Shards: whether this instance serves shard now,
@@ -247,6 +255,16 @@ func (n *clusterNode) Serving(shard int) (cluster.Fence, bool) {
 		return cluster.Fence{}, false
 	}
 	return m.host.Rebalancer().Serving(shard)
+}
+
+// Owner is clusterplacement.Table's: the owner of shard in the table of
+// the membership of the moment.
+func (n *clusterNode) Owner(shard int) (cluster.Ownership, bool) {
+	m := n.cur.Load()
+	if m == nil {
+		return cluster.Ownership{}, false
+	}
+	return m.host.Rebalancer().Owner(shard)
 }
 
 // advertised is the address the other instances dial: the advertise

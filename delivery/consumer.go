@@ -183,7 +183,7 @@ func (c *consumer[A]) sendAck() {
 func (c *consumer[A]) init(ctx *runtime.Context[ConsumerCommand[A]]) {
 	c.ctx, c.self, c.log = ctx, ctx.Self(), ctx.Log()
 	c.tracer = ctx.System().Tracer()
-	registerCodecs[A](ctx.System()) // for a producer controller on another instance
+	RegisterCodecs[A](ctx.System()) // for a producer controller on another instance
 	c.confirmTo = runtime.DirectAdapter(ctx, func(m Confirmed) ConsumerCommand[A] {
 		confirm := c.confirms.Get()
 		confirm.delivery = m.delivery

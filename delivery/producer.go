@@ -155,7 +155,7 @@ func (p *producer[A]) OnSignal(ctx *runtime.Context[ProducerCommand[A]], sig run
 
 func (p *producer[A]) init(ctx *runtime.Context[ProducerCommand[A]]) {
 	p.ctx, p.self, p.log = ctx, ctx.Self(), ctx.Log().With("producerId", p.cfg.id)
-	registerCodecs[A](ctx.System()) // for a consumer controller on another instance
+	RegisterCodecs[A](ctx.System()) // for a consumer controller on another instance
 	if ctx.System().Tracer() != nil {
 		p.traced = p.self
 	}

@@ -21,7 +21,7 @@ import (
 // the bound docs/delivery.md gives.
 func TestRemoteConsumerInstanceKilled(t *testing.T) {
 	const jobs, window = 600, 20
-	for _, seed := range remoteSeeds() {
+	for _, seed := range deliverytest.RemoteSeeds() {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			a := remotetest.NewNode(t, "producer-side", nil)

@@ -48,7 +48,7 @@ func TestRemoteProducerInstanceKilled(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, seed := range remoteSeeds() {
+			for _, seed := range deliverytest.RemoteSeeds() {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
 					run := producerKill{t: t, seed: seed, url: url}
 					if c.durable {

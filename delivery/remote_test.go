@@ -3,7 +3,6 @@ package delivery_test
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -17,25 +16,6 @@ import (
 	"github.com/trellis-go/trellis/internal/remotetest"
 	"github.com/trellis-go/trellis/runtime"
 )
-
-var (
-	flagRemoteSeeds = flag.Int("delivery.remoteseeds", 20, "seeds per case of the tests across instances (1000 for a long run)")
-	flagRemoteSeed  = flag.Uint64("delivery.remoteseed", 0, "run the cases across instances with this seed only")
-)
-
-// remoteSeeds are the seeds of a case across instances: the one of
-// -delivery.remoteseed, or -delivery.remoteseeds of them.
-func remoteSeeds() []uint64 {
-	if *flagRemoteSeed != 0 {
-		return []uint64{*flagRemoteSeed}
-	}
-	base := uint64(time.Now().UnixNano())
-	seeds := make([]uint64, 0, *flagRemoteSeeds)
-	for i := range *flagRemoteSeeds {
-		seeds = append(seeds, base+uint64(i)*0x9e3779b97f4a7c15)
-	}
-	return seeds
-}
 
 // linkFault breaks the link between two instances in one way, at the
 // connection level (see peertest.Proxy), and says what it did.
@@ -124,7 +104,7 @@ func TestRemoteP2PFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, seed := range remoteSeeds() {
+			for _, seed := range deliverytest.RemoteSeeds() {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
 					t.Parallel() // each seed on instances and proxies of its own
 					runRemoteP2P(t, c, seed)

@@ -56,9 +56,12 @@ const (
 // errShort: a message ended before its fields did.
 var errShort = errors.New("delivery: wire message cut short")
 
-// registerCodecs gives sys the codecs of A's protocol messages, unless it
-// has some.
-func registerCodecs[A any](sys *runtime.System) {
+// RegisterCodecs gives sys the codecs of A's protocol messages, unless it
+// has some already. A controller of A registers them as it starts; an
+// instance whose first controller of A starts on a message from another
+// instance (a sharded entity reached through a runtime.Placement, whose
+// consumer controller the message starts) must register them before.
+func RegisterCodecs[A any](sys *runtime.System) {
 	runtime.RegisterDefaultCodec[ConsumerCommand[A]](sys, consumerCodec[A]{sys: sys, last: new(atomic.Pointer[origin[A]])})
 	runtime.RegisterDefaultCodec[ProducerCommand[A]](sys, producerCodec[A]{sys})
 }

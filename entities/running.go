@@ -84,6 +84,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		Create:         func(id string) runtime.Behavior[envelope[S]] { return &entityActor[S]{r: r, id: id} },
 		PassivateAfter: h.PassivateAfter,
 		Dispatcher:     h.Dispatcher,
+		Local:          true, // commands are routed to the owner (route) before they reach it
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start entity %q: %w", id, err)

@@ -271,5 +271,6 @@ type remoteState struct {
 	exposedBy    sync.Map // actorCell -> []string: the names exposed of each actor
 	exposeMu     sync.Mutex
 	codecs       sync.Map // reflect.Type -> Codec[T]
+	placement    atomic.Pointer[Placement]
 	remoteDead   atomic.Uint64
 }

@@ -38,6 +38,10 @@ type Entity[T any] struct {
 	// Dispatcher runs the entities' mailboxes; nil is the system's default.
 	// Entities that block on storage want one of their own.
 	Dispatcher *Dispatcher
+	// Local keeps every entity of the type on this system, whatever the
+	// system's Placement: for a layer that routes to the owning instance
+	// itself and hands each entity its messages there (package entities).
+	Local bool
 }
 
 // PassivationGuard is implemented by an entity's behavior that can hold
@@ -58,6 +62,11 @@ type PassivationGuard interface {
 // (or is stopped by its supervision) is started again the same way by the
 // messages sent after it began to stop; those already in its mailbox then
 // are dead letters.
+//
+// With a [Placement] (a cluster instance's), the entities are spread over
+// the instances, each on the one that owns it now, and every instance's
+// Sharding of the type reaches every entity: see Placement for what
+// crosses instances and what is lost on the way.
 type Sharding[T any] struct {
 	sys            *System
 	key            EntityTypeKey[T]
@@ -65,6 +74,7 @@ type Sharding[T any] struct {
 	passivateAfter time.Duration
 	super          *Supervision
 	dispatcher     *Dispatcher
+	local          bool // Entity.Local: the Placement is not asked
 	shards         [shardCount]entityShard[T]
 	closed         atomic.Bool
 	live           atomic.Int64
@@ -101,6 +111,7 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 		passivateAfter: e.PassivateAfter,
 		super:          e.Supervision,
 		dispatcher:     e.Dispatcher,
+		local:          e.Local,
 		done:           make(chan struct{}),
 	}
 	if s.passivateAfter == 0 {
@@ -121,6 +132,9 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 		return nil, fmt.Errorf("sharding %q: the entity type is already initialised", e.Key.name)
 	}
 	sys.regions[e.Key.name] = s
+	if !s.local {
+		sys.exposed.Store(s.path(), regionEndpoint[T]{s: s}) // for messages from other instances (Placement)
+	}
 	return s, nil
 }
 
@@ -142,14 +156,34 @@ func (s *Sharding[T]) shard(id string) *entityShard[T] {
 	return &s.shards[h%shardCount]
 }
 
-func (s *Sharding[T]) path() string    { return "/system/sharding/" + s.key.name }
+func (s *Sharding[T]) path() string    { return regionPath(s.key.name) }
 func (s *Sharding[T]) system() *System { return s.sys }
 
 // addChild is a no-op: entities are registered by tell.
 func (s *Sharding[T]) addChild(string, actorCell) error { return nil }
 
-// tell delivers msg to entity id, starting it when needed.
+// tell delivers msg to entity id: here, starting it when needed, or on
+// the instance that owns it (see Placement).
 func (s *Sharding[T]) tell(id string, msg T) {
+	if addr, here := s.where(id); !here {
+		s.tellRemote(addr, id, 0, msg)
+		return
+	}
+	s.tellHere(id, msg)
+}
+
+// where is the Placement's answer for entity id: always here for a Local
+// type.
+func (s *Sharding[T]) where(id string) (string, bool) {
+	if s.local {
+		return "", true
+	}
+	return s.sys.where(s.key.name, id)
+}
+
+// tellHere delivers msg to entity id on this system, starting it when
+// needed.
+func (s *Sharding[T]) tellHere(id string, msg T) {
 	sh := s.shard(id)
 	sh.mu.Lock()
 	if s.closed.Load() {
@@ -222,6 +256,19 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 		sh.mu.Unlock()
 		return
 	}
+	addr, here := s.where(id)
+	if len(e.buffer) > 0 && !s.closed.Load() && !here {
+		// The entity left this instance while it was stopping: what waited
+		// for its next incarnation goes to the new owner.
+		delete(sh.entries, id)
+		buffered := e.buffer
+		sh.mu.Unlock()
+		for _, msg := range buffered {
+			s.tellRemote(addr, id, maxHops-1, msg)
+		}
+		s.entityGone()
+		return
+	}
 	if len(e.buffer) > 0 && !s.closed.Load() {
 		buffered := e.buffer
 		e.cell, e.stopping, e.buffer = s.startEntity(id), false, nil
@@ -237,6 +284,11 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 	for _, msg := range buffered {
 		s.sys.deadLetter(&entityRef[T]{s: s, id: id}, msg)
 	}
+	s.entityGone()
+}
+
+// entityGone counts an entity that stopped for good.
+func (s *Sharding[T]) entityGone() {
 	if s.live.Add(-1) == 0 && s.closed.Load() {
 		s.doneOnce.Do(func() { close(s.done) })
 	}

@@ -247,6 +247,7 @@ func (c *cell[T]) start() {
 // region is a parent with many children that Shutdown stops as a whole.
 type region interface {
 	stopAll() <-chan struct{}
+	stopLeaving(leaving func(entityType, id string) bool)
 }
 
 // guardian is the parent of top-level actors.

@@ -21,6 +21,10 @@ type Hooks struct {
 	// may run twice for one shard (a release whose answer was lost is
 	// tried again), so it must be idempotent. Releases run one at a time.
 	BeforeRelease func(ctx context.Context, shard int) error
+	// OnServe, when set, is called as the member starts serving a shard:
+	// acquired, or adopted again after a release whose answer was lost
+	// (then with the epoch it had). Never with a lock held.
+	OnServe func(Fence)
 	// OnChange is called with every shard whose entry in the local table
 	// changed, from the goroutine that changed it (the loop, or a caller
 	// of Refresh), never with a lock held.
@@ -207,7 +211,7 @@ func (r *Rebalancer) pass(ctx context.Context) {
 		}
 		return
 	}
-	r.reconcileOwned(recs)
+	r.served(r.reconcileOwned(recs)...)
 	r.notify(r.updateTable(members, recs))
 	if me, listed := members[r.m.ID()]; !listed || me.Incarnation != r.m.inc || me.Leaving || !r.m.lease.Serving() {
 		return // not surely a member, or leaving: make no moves
@@ -269,8 +273,9 @@ func (r *Rebalancer) updateTable(members map[string]MemberInfo, recs []Record) [
 // reconcileOwned drops the owned shards whose record moved on (another
 // member took them: this member's lease had run out) and adopts the
 // records that name this incarnation but are not owned (a release whose
-// answer was lost; the next pass releases them again if due).
-func (r *Rebalancer) reconcileOwned(recs []Record) {
+// answer was lost; the next pass releases them again if due). It returns
+// the fences adopted.
+func (r *Rebalancer) reconcileOwned(recs []Record) (adopted []Fence) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for s, rec := range recs {
@@ -282,8 +287,20 @@ func (r *Rebalancer) reconcileOwned(recs []Record) {
 			r.log.Warn("cluster: shard lost", "shard", s, "epoch", f.Epoch, "owner", rec.Owner, "owner_epoch", rec.Epoch)
 		case !owned && mine && !r.leaving:
 			r.owned[s] = Fence{Shard: s, Incarnation: r.m.inc, Epoch: rec.Epoch}
+			adopted = append(adopted, r.owned[s])
 			r.log.Info("cluster: shard adopted", "shard", s, "epoch", rec.Epoch)
 		}
+	}
+	return adopted
+}
+
+// served calls OnServe with each fence (never with r.mu held).
+func (r *Rebalancer) served(fences ...Fence) {
+	if r.hooks.OnServe == nil {
+		return
+	}
+	for _, f := range fences {
+		r.hooks.OnServe(f)
 	}
 }
 
@@ -333,6 +350,7 @@ func (r *Rebalancer) acquire(ctx context.Context, shard int) bool {
 	r.mu.Lock()
 	r.owned[shard] = f
 	r.mu.Unlock()
+	r.served(f)
 	r.log.Debug("cluster: shard acquired", "shard", shard, "epoch", f.Epoch)
 	r.notify(r.setEntry(Ownership{Shard: shard, Owner: r.m.ID(), Addr: r.m.Addr(), Epoch: f.Epoch}))
 	return true

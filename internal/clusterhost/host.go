@@ -54,6 +54,9 @@ type Config struct {
 	// the shard's commands drain: the service's consumers stop consuming
 	// the shard there (their handlers may call its entities).
 	BeforeRelease func(ctx context.Context, shard int)
+	// OnServe, when set, is the rebalancer's cluster.Hooks.OnServe: called
+	// as this instance starts serving a shard.
+	OnServe func(cluster.Fence)
 	// Tracer makes a span of each forward and of each forwarded command
 	// run here (the caller's trace continues over the transport); nil:
 	// tracing is off.
@@ -85,7 +88,7 @@ func New(cfg Config) (*Host, error) {
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
 	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
-	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease})
+	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease, OnServe: cfg.OnServe})
 	h.gate.serving = h.reb.Serving
 	return h, nil
 }

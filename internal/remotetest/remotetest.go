@@ -37,6 +37,8 @@ type Node struct {
 	Proxy  *peertest.Proxy
 	addr   string
 	dir    *directory.Directory
+	member *Member // JoinCluster's
+	log    *slog.Logger
 }
 
 // JoinDirectory makes the instance's receptionist cluster-wide: a
@@ -93,7 +95,7 @@ func NewNodeWith(tb testing.TB, name string, cfg Config) *Node {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	sys := runtime.NewSystem(name, append([]runtime.Option{runtime.WithLogger(log)}, cfg.Runtime...)...)
-	n := &Node{Sys: sys}
+	n := &Node{Sys: sys, log: log}
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Receive: sys.ReceiveRemote, Handler: noForwards, Logger: log})
 	if err != nil {
 		tb.Fatalf("remotetest: %v", err)
@@ -138,12 +140,16 @@ func noForwards(context.Context, peer.Call) (peer.Reply, error) {
 
 // Kill ends the instance at once, as kill -9 would for the others: its
 // proxy resets every connection and turns new ones away, its client drops
-// what it still queues, its directory stops renewing. Its System keeps
+// what it still queues, its directory and its cluster membership stop
+// renewing (the others take its shards once its lease runs out). Its System keeps
 // running until the test ends (the test's actors on it are cut off, not
 // stopped).
 func (n *Node) Kill() {
 	if n.dir != nil {
 		n.dir.Abandon() // its registrations lapse with the lease
+	}
+	if n.member != nil {
+		n.member.abandon()
 	}
 	n.Proxy.Refuse(true)
 	n.Proxy.Cut()

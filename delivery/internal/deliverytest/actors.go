@@ -248,6 +248,9 @@ func (c *Collector) Deliveries() []delivery.Delivery[Job] {
 	return append([]delivery.Delivery[Job](nil), c.got...)
 }
 
+// Want is the number of the last job wanted.
+func (c *Collector) Want() int { return c.want }
+
 // Distinct is the number of different jobs 1..want delivered so far.
 func (c *Collector) Distinct() int {
 	c.Mu.Lock()
