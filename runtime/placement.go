@@ -60,8 +60,8 @@ func (s *System) where(entityType, id string) (string, bool) {
 // dead letters) rather than start them again. Their mailboxes are dead
 // letters, but what waited for the next incarnation of one that was being
 // passivated goes to the new owner; what they had not confirmed, reliable
-// delivery sends again to the new owner. It returns once each has been told to stop, without
-// waiting.
+// delivery sends again to the new owner. It returns once each has been
+// told to stop, without waiting.
 func (s *System) EntitiesLeaving(leaving func(entityType, id string) bool) {
 	s.mu.Lock()
 	regions := make([]region, 0, len(s.regions))

@@ -57,8 +57,9 @@ func New(sys *runtime.System, table Table, self string) *Placement {
 
 // Where implements runtime.Placement: here while this instance serves the
 // entity's shard (and is not handing it over), else the owner the local
-// table names ("" when none is live, or the table still names this
-// instance: it is stale, and the rebalancer is asked to read it again).
+// table names ("" when none is live, or when the table still names this
+// instance, which no longer serves the shard: a stale entry, until the
+// rebalancer's next read of the records).
 func (p *Placement) Where(entityType, id string) (string, bool) {
 	shard := cluster.ShardOf(entityType, id)
 	if f, ok := p.table.Serving(shard); ok && !p.isReleasing(shard, f.Epoch) {
