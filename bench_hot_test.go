@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -28,9 +29,11 @@ const (
 // BenchmarkClusterHotCounters sends increases of a few hot counters to a
 // cluster of three instances (each request to a random one) and to one
 // instance alone, taking turns in the same run, all on one Redis and this
-// machine's cores. It reports the three's throughput against the one's,
-// and the cost of a forward: the latency of the requests that reached the
-// counter's owner against those the receiving instance forwarded.
+// machine's cores. It reports the three's throughput against the one's;
+// the cost of a forward: the latency of the requests that reached the
+// counter's owner against those the receiving instance forwarded; and the
+// process's CPU per request and cores kept busy on each side, which say
+// whether a side was bound by the processors or by waiting.
 //
 //	go test -run '^$' -bench ClusterHotCounters -benchtime 1x .
 func BenchmarkClusterHotCounters(b *testing.B) {
@@ -74,23 +77,31 @@ func BenchmarkClusterHotCounters(b *testing.B) {
 	b.ReportMetric(ms(quantile(threeRes.local, 0.5)), "local-p50-ms")
 	b.ReportMetric(ms(quantile(threeRes.forwarded, 0.5)), "forwarded-p50-ms")
 	b.ReportMetric(ms(quantile(threeRes.forwarded, 0.99)), "forwarded-p99-ms")
+	b.ReportMetric(oneRes.cpuPerReq(), "one-cpu-us/req")
+	b.ReportMetric(threeRes.cpuPerReq(), "three-cpu-us/req")
+	b.ReportMetric(oneRes.cores(), "one-cores")
+	b.ReportMetric(threeRes.cores(), "three-cores")
 	b.Logf("%d clients, %d counters: one instance %.0f req/s (p50 %v, p99 %v); three %.0f req/s (p50 %v, p99 %v): %.2fx; "+
 		"of the three's, %d reached the owner (p50 %v, p99 %v), %d were forwarded (p50 %v, p99 %v)",
 		hotWorkers, hotCounters, oneRes.rps(), quantile(oneRes.all(), 0.5), quantile(oneRes.all(), 0.99),
 		threeRes.rps(), quantile(threeRes.all(), 0.5), quantile(threeRes.all(), 0.99), threeRes.rps()/oneRes.rps(),
 		len(threeRes.local), quantile(threeRes.local, 0.5), quantile(threeRes.local, 0.99),
 		len(threeRes.forwarded), quantile(threeRes.forwarded, 0.5), quantile(threeRes.forwarded, 0.99))
+	b.Logf("the process's CPU: one instance %.1f µs per request, %.2f cores busy; three %.1f µs per request, %.2f cores busy",
+		oneRes.cpuPerReq(), oneRes.cores(), threeRes.cpuPerReq(), threeRes.cores())
 }
 
 // hotResult is what hot-counter runs measured: the latencies of the
 // requests that reached the counter's owner and of those forwarded.
 type hotResult struct {
 	elapsed          time.Duration
+	cpu              time.Duration // the process's CPU time: clients and instances
 	local, forwarded []time.Duration
 }
 
 func (r *hotResult) merge(o hotResult) {
 	r.elapsed += o.elapsed
+	r.cpu += o.cpu
 	r.local = append(r.local, o.local...)
 	r.forwarded = append(r.forwarded, o.forwarded...)
 }
@@ -101,6 +112,15 @@ func (r *hotResult) rps() float64 {
 	return float64(len(r.local)+len(r.forwarded)) / r.elapsed.Seconds()
 }
 
+// cpuPerReq is the process's CPU time per request, in µs.
+func (r *hotResult) cpuPerReq() float64 {
+	return float64(r.cpu.Microseconds()) / float64(max(len(r.local)+len(r.forwarded), 1))
+}
+
+// cores is how many of the machine's cores the process kept busy on
+// average: whether the run was bound by processors or by waiting.
+func (r *hotResult) cores() float64 { return r.cpu.Seconds() / r.elapsed.Seconds() }
+
 // hotLoad sends n increases from hotWorkers clients, each to a random
 // counter on a random instance of cluster.
 func hotLoad(client *http.Client, cluster []*trellistest.Service, n int) (hotResult, error) {
@@ -108,7 +128,7 @@ func hotLoad(client *http.Client, cluster []*trellistest.Service, n int) (hotRes
 	results := make([]hotResult, hotWorkers)
 	errs := make([]error, hotWorkers)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu := time.Now(), testenv.ProcessCPU()
 	for w := range hotWorkers {
 		wg.Go(func() {
 			r := &results[w]
@@ -134,7 +154,7 @@ func hotLoad(client *http.Client, cluster []*trellistest.Service, n int) (hotRes
 	for _, r := range results {
 		out.merge(r)
 	}
-	out.elapsed = time.Since(start)
+	out.elapsed, out.cpu = time.Since(start), testenv.ProcessCPU()-cpu
 	for _, err := range errs {
 		if err != nil {
 			return out, err
