@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"io"
 	"log/slog"
-	"net/http"
 	"testing"
 
 	"github.com/trellis-go/trellis"
@@ -33,8 +32,8 @@ func BenchmarkClusterHTTPEntityRoundTrip(b *testing.B) {
 		trellistest.WithConfig(func(c *trellis.Config) { c.RedisClusterURL = url }))
 	stats := cl.Client(b)
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
-	b.Cleanup(client.CloseIdleConnections)
+	client := newLoadClient()
+	b.Cleanup(client.Close)
 	for _, base := range []string{one.URL, onCluster.URL} {
 		if _, err := runLoad(client, base, benchWorkers*4, false); err != nil {
 			b.Fatal(err)

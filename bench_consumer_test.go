@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -47,8 +46,8 @@ func BenchmarkConsumerHTTPEntityRoundTrip(b *testing.B) {
 	trellistest.WaitSettled(b, none)
 	trellistest.WaitSettled(b, with)
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
-	b.Cleanup(client.CloseIdleConnections)
+	client := newLoadClient()
+	b.Cleanup(client.Close)
 	for _, base := range []string{none.URL, with.URL} {
 		if _, err := runLoad(client, base, benchWorkers*4, false); err != nil {
 			b.Fatal(err)

@@ -44,8 +44,8 @@ func BenchmarkClusterHotCounters(b *testing.B) {
 	trellistest.WaitSettled(b, one...)
 	trellistest.WaitSettled(b, three...)
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 4 * hotWorkers, MaxIdleConnsPerHost: hotWorkers}}
-	b.Cleanup(client.CloseIdleConnections)
+	client := newLoadClient()
+	b.Cleanup(client.Close)
 	for _, c := range [][]*trellistest.Service{one, three} { // warm up
 		if _, err := hotLoad(client, c, hotWorkers*8); err != nil {
 			b.Fatal(err)
@@ -123,7 +123,7 @@ func (r *hotResult) cores() float64 { return r.cpu.Seconds() / r.elapsed.Seconds
 
 // hotLoad sends n increases from hotWorkers clients, each to a random
 // counter on a random instance of cluster.
-func hotLoad(client *http.Client, cluster []*trellistest.Service, n int) (hotResult, error) {
+func hotLoad(client *loadClient, cluster []*trellistest.Service, n int) (hotResult, error) {
 	per := n / hotWorkers
 	results := make([]hotResult, hotWorkers)
 	errs := make([]error, hotWorkers)
@@ -137,7 +137,7 @@ func hotLoad(client *http.Client, cluster []*trellistest.Service, n int) (hotRes
 				id := fmt.Sprintf("hot-%d", rand.IntN(hotCounters))
 				owner := ts.Serves("counter", id)
 				t0 := time.Now()
-				if err := do(client, http.MethodPost, ts.URL+"/counters/"+id+"/increase", `{"by":1}`); err != nil {
+				if err := client.do(w, http.MethodPost, ts.URL+"/counters/"+id+"/increase", `{"by":1}`); err != nil {
 					errs[w] = err
 					return
 				}

@@ -1,11 +1,9 @@
 package trellis_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -80,8 +78,8 @@ func benchStacks(b *testing.B, readOnly bool) {
 func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service, readOnly bool) {
 	bareURL := startBare(b, url)
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
-	b.Cleanup(client.CloseIdleConnections)
+	client := newLoadClient()
+	b.Cleanup(client.Close)
 	// Warm up: connections, entity activation, script loading.
 	for _, base := range []string{bareURL, stack.URL} {
 		if _, err := runLoad(client, base, benchWorkers*4, false); err != nil {
@@ -109,7 +107,7 @@ func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service, readOn
 // takeTurns loads the two servers at bases in turns, benchSlices short
 // slices each per iteration, the first of each pair alternating, and
 // returns what each measured.
-func takeTurns(b *testing.B, client *http.Client, bases [2]string, readOnly bool) (first, second loadResult) {
+func takeTurns(b *testing.B, client *loadClient, bases [2]string, readOnly bool) (first, second loadResult) {
 	turn := 0
 	for b.Loop() {
 		for range benchSlices {
@@ -158,11 +156,10 @@ func (r *loadResult) p99() time.Duration {
 	return s[len(s)*99/100]
 }
 
-// runLoad makes roundTrips POST increase + GET pairs against base from
-// benchWorkers goroutines, worker w on counter "bench-w".
 // runLoad sends roundTrips POST increase + GET pairs to base from
-// benchWorkers clients, or, with readOnly, pairs of GETs.
-func runLoad(client *http.Client, base string, roundTrips int, readOnly bool) (loadResult, error) {
+// benchWorkers clients, client w on counter "bench-w", or, with
+// readOnly, pairs of GETs.
+func runLoad(client *loadClient, base string, roundTrips int, readOnly bool) (loadResult, error) {
 	per := (roundTrips + benchWorkers - 1) / benchWorkers
 	lat := make([][]time.Duration, benchWorkers)
 	errs := make(chan error, benchWorkers)
@@ -176,10 +173,10 @@ func runLoad(client *http.Client, base string, roundTrips int, readOnly bool) (l
 			for range per {
 				t0 := time.Now()
 				if readOnly {
-					err := do(client, http.MethodGet, get, "")
+					err := client.do(w, http.MethodGet, get, "")
 					t1 := time.Now()
 					if err == nil {
-						err = do(client, http.MethodGet, get, "")
+						err = client.do(w, http.MethodGet, get, "")
 					}
 					if err != nil {
 						errs <- err
@@ -188,12 +185,12 @@ func runLoad(client *http.Client, base string, roundTrips int, readOnly bool) (l
 					l = append(l, t1.Sub(t0), time.Since(t1))
 					continue
 				}
-				if err := do(client, http.MethodPost, post, `{"by":1}`); err != nil {
+				if err := client.do(w, http.MethodPost, post, `{"by":1}`); err != nil {
 					errs <- err
 					return
 				}
 				t1 := time.Now()
-				if err := do(client, http.MethodGet, get, ""); err != nil {
+				if err := client.do(w, http.MethodGet, get, ""); err != nil {
 					errs <- err
 					return
 				}
@@ -212,30 +209,6 @@ func runLoad(client *http.Client, base string, roundTrips int, readOnly bool) (l
 		res.latencies = append(res.latencies, l...)
 	}
 	return res, nil
-}
-
-func do(client *http.Client, method, url, body string) error {
-	var rd io.Reader
-	if body != "" {
-		rd = bytes.NewReader([]byte(body))
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("%s %s: status %d", method, url, resp.StatusCode)
-	}
-	return err
 }
 
 // startBare serves the bare baseline on a loopback port: chi and go-redis

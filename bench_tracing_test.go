@@ -39,8 +39,8 @@ func BenchmarkHTTPEntityRoundTripTracing(b *testing.B) {
 	b.Setenv("OTEL_TRACES_SAMPLER", "always_on")
 	on := start()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * benchWorkers, MaxIdleConnsPerHost: 2 * benchWorkers}}
-	b.Cleanup(client.CloseIdleConnections)
+	client := newLoadClient()
+	b.Cleanup(client.Close)
 	for _, s := range []*trellistest.Service{off, on} {
 		if _, err := runLoad(client, s.URL, benchWorkers*4, false); err != nil {
 			b.Fatal(err)
