@@ -113,6 +113,7 @@ func (s *sender) run(stop <-chan struct{}) {
 			continue
 		}
 		if st != nil && st.ended() {
+			s.failed(st.why) // what was written since it ended is lost
 			st.close()
 			st = nil
 		}
@@ -159,6 +160,7 @@ func (s *sender) forget() bool {
 
 func (s *sender) failed(err error) {
 	s.lastErr.Store(err)
+	s.c.streamFailures.Add(1)
 	s.c.cfg.Logger.Debug("peer: tell stream failed", "addr", s.addr, "err", err)
 }
 
@@ -175,6 +177,7 @@ type stream struct {
 	seq     uint64
 	cancel  context.CancelFunc
 	watched chan struct{} // closed when the response has ended
+	why     error         // why it ended, once watched is closed
 }
 
 // open starts a stream and waits until the server has answered its
@@ -233,6 +236,7 @@ func (st *stream) watch(resp *http.Response, pr *io.PipeReader, s *sender) {
 	} else if len(body) > 0 {
 		why = decodeWireError(http.StatusOK, body)
 	}
+	st.why = why
 	pr.CloseWithError(why)
 }
 
