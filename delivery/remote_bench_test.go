@@ -73,13 +73,17 @@ func remoteBare(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	deadline := time.Now().Add(waitLimit)
 	for i := 1; i <= n; i++ {
 		msg := strconv.AppendInt(nil, int64(i), 10) // what runtime.JSONCodec[int] writes
-		for a.Client.Tell(at.Addr, at.Path, msg) != nil {
+		for err := a.Client.Tell(at.Addr, at.Path, msg); err != nil; err = a.Client.Tell(at.Addr, at.Path, msg) {
+			if time.Now().After(deadline) {
+				b.Fatalf("the bare stream: message %d not taken within %v: %v", i, waitLimit, err)
+			}
 			goruntime.Gosched() // the queue is full: the bare stream's only flow control
 		}
 	}
-	waitAll(b, done, "the bare stream")
+	waitAll(b, done, "the bare stream", a)
 }
 
 // remoteP2P sends n ints from a producer on one instance to a consumer on
@@ -130,16 +134,29 @@ func remoteP2P(b *testing.B, n int) {
 	}
 	cc.Tell(delivery.ConsumerStart[int]{DeliverTo: consumer})
 	cc.Tell(delivery.RegisterToProducerController[int]{ProducerController: runtime.RemoteRef[delivery.ProducerCommand[int]](c.Sys, at.Addr, at.Path)})
-	waitAll(b, done, "point to point")
+	waitAll(b, done, "point to point", a, c)
 }
 
+// waitLimit bounds each part of a run.
+const waitLimit = time.Minute
+
 // waitAll waits for the last message of a run. The bare stream has no
-// resends: a stream the transport broke (a health check that timed out on
-// a loaded machine) loses messages, and the run fails instead of hanging.
-func waitAll(b *testing.B, done chan struct{}, what string) {
+// resends: a stream the transport broke loses messages, and the run fails
+// instead of hanging; point to point resends them, and the run is slower.
+// Either way the benchmark fails when a stream of the nodes broke.
+func waitAll(b *testing.B, done chan struct{}, what string, nodes ...*remotetest.Node) {
+	broken := func() (n uint64) {
+		for _, node := range nodes {
+			n += node.Client.StreamFailures()
+		}
+		return n
+	}
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
-		b.Fatalf("%s: not every message arrived within a minute (a broken transport stream loses what was in flight)", what)
+	case <-time.After(waitLimit):
+		b.Fatalf("%s: not every message arrived within %v; %d tell streams broke", what, waitLimit, broken())
+	}
+	if n := broken(); n > 0 {
+		b.Fatalf("%s: %d tell streams broke during the run: the figures would not be the transport's", what, n)
 	}
 }

@@ -65,6 +65,8 @@ type Client struct {
 	mu      sync.Mutex         // guards senders
 	senders map[string]*sender // by peer address
 	wg      sync.WaitGroup     // the senders
+
+	streamFailures atomic.Uint64 // see StreamFailures
 }
 
 // NewClient checks cfg and makes a client. A secret of 1 to
@@ -214,6 +216,11 @@ func transportError(ctx context.Context, err error) *Error {
 	}
 	return e
 }
+
+// StreamFailures counts the tell streams that could not be opened, that
+// broke, or that the peer ended (each may have lost what was in flight on
+// it), to every peer since the client was made.
+func (c *Client) StreamFailures() uint64 { return c.streamFailures.Load() }
 
 // Close makes later calls fail with ErrUnavailable, stops the senders
 // (what they still queue is dropped; what they wrote may still arrive)

@@ -1,11 +1,9 @@
 package peer
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -78,7 +76,8 @@ type tellMsg struct {
 
 // sender writes one peer's queue on a stream, opening a new one when the
 // last broke (with backoff while the peer cannot be reached), and ends
-// when the client closes or after senderIdle without messages.
+// when the client closes or after senderIdle (to twice that) without
+// messages.
 type sender struct {
 	c     *Client
 	addr  string
@@ -98,21 +97,29 @@ func (s *sender) run(stop <-chan struct{}) {
 	}()
 	idle := time.NewTimer(senderIdle)
 	defer idle.Stop()
+	busy := false // a message was taken since the idle timer last fired
 	backoff := minBackoff
 	for {
 		var m tellMsg
 		select {
-		case m = <-s.queue:
-		case <-stop:
-			return
-		case <-idle.C:
-			if s.forget() {
+		case m = <-s.queue: // the next while busy, without the full select
+		default:
+			select {
+			case m = <-s.queue:
+			case <-stop:
 				return
+			case <-idle.C:
+				if !busy && s.forget() {
+					return
+				}
+				busy = false
+				idle.Reset(senderIdle)
+				continue
 			}
-			idle.Reset(senderIdle)
-			continue
 		}
+		busy = true
 		if st != nil && st.ended() {
+			s.failed(st.why) // what was written since it ended is lost
 			st.close()
 			st = nil
 		}
@@ -134,13 +141,12 @@ func (s *sender) run(stop <-chan struct{}) {
 			st.close()
 			st = nil
 		}
-		idle.Reset(senderIdle)
 	}
 }
 
 // The sender's timings.
 var (
-	senderIdle = 10 * time.Minute // a sender without messages for this long ends
+	senderIdle = 10 * time.Minute // a sender without messages for this long (to twice that) ends
 	minBackoff = 50 * time.Millisecond
 	maxBackoff = 5 * time.Second
 )
@@ -159,14 +165,14 @@ func (s *sender) forget() bool {
 
 func (s *sender) failed(err error) {
 	s.lastErr.Store(err)
+	s.c.streamFailures.Add(1)
 	s.c.cfg.Logger.Debug("peer: tell stream failed", "addr", s.addr, "err", err)
 }
 
-// stream is one open tell stream: the lines go through a pipe into the
-// request body; watch reads the response until the server ends it.
+// stream is one open tell stream: the lines go through a linePipe into
+// the request body; watch reads the response until the server ends it.
 type stream struct {
-	pw      *io.PipeWriter
-	bw      *bufio.Writer
+	pipe    *linePipe
 	enc     *json.Encoder // for a line appendTellLine cannot write
 	buf     []byte        // scratch of appendTellLine
 	sigBuf  []byte        // scratch of appendTellSig
@@ -175,6 +181,7 @@ type stream struct {
 	seq     uint64
 	cancel  context.CancelFunc
 	watched chan struct{} // closed when the response has ended
+	why     error         // why it ended, once watched is closed
 }
 
 // open starts a stream and waits until the server has answered its
@@ -182,8 +189,8 @@ type stream struct {
 func (s *sender) open() (*stream, error) {
 	s.epoch++
 	ctx, cancel := context.WithCancel(s.c.ctx) // Close cancels it
-	pr, pw := io.Pipe()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.addr+tellPath(s.c.id, s.epoch), pr)
+	pipe := newLinePipe()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.addr+tellPath(s.c.id, s.epoch), pipe)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -211,19 +218,18 @@ func (s *sender) open() (*stream, error) {
 	}
 	if err != nil {
 		cancel()
-		_ = pw.Close()
+		pipe.closeWrite()
 		return nil, err
 	}
-	bw := bufio.NewWriter(pw)
-	st := &stream{pw: pw, bw: bw, enc: json.NewEncoder(bw), signer: s.c.signer, sig: sig, cancel: cancel, watched: make(chan struct{})}
-	go st.watch(resp, pr, s)
+	st := &stream{pipe: pipe, enc: json.NewEncoder(pipe), signer: s.c.signer, sig: sig, cancel: cancel, watched: make(chan struct{})}
+	go st.watch(resp)
 	return st, nil
 }
 
 // watch reads the response to its end (the server writes why it ended
 // the stream, if it did) and then breaks the pipe, failing the next
 // write.
-func (st *stream) watch(resp *http.Response, pr *io.PipeReader, s *sender) {
+func (st *stream) watch(resp *http.Response) {
 	defer close(st.watched)
 	body, err := readAll(resp.Body, -1, 64<<10, "stream's end")
 	resp.Body.Close()
@@ -233,7 +239,8 @@ func (st *stream) watch(resp *http.Response, pr *io.PipeReader, s *sender) {
 	} else if len(body) > 0 {
 		why = decodeWireError(http.StatusOK, body)
 	}
-	pr.CloseWithError(why)
+	st.why = why
+	st.pipe.CloseWithError(why)
 }
 
 // ended reports whether the server has ended the stream.
@@ -246,22 +253,22 @@ func (st *stream) ended() bool {
 	}
 }
 
-// write encodes m as the stream's next line; flush hands what is buffered
-// to the connection (the sender flushes when its queue is empty, so a
+// write encodes m as the stream's next line; flush wakes the transport to
+// send what is written (the sender flushes when its queue is empty, so a
 // burst goes out in few frames).
 func (st *stream) write(m tellMsg, flush bool) error {
 	st.seq++
 	st.sigBuf = st.signer.appendTellSig(st.sigBuf[:0], st.sig, st.seq, m.to, m.msg)
 	var ok bool
 	if st.buf, ok = appendTellLine(st.buf[:0], st.seq, m.to, m.msg, st.sigBuf); ok {
-		if _, err := st.bw.Write(st.buf); err != nil {
+		if _, err := st.pipe.Write(st.buf); err != nil {
 			return err
 		}
 	} else if err := st.enc.Encode(&tellLine{Seq: st.seq, To: m.to, Msg: m.msg, Sig: string(st.sigBuf)}); err != nil {
 		return err
 	}
 	if flush {
-		return st.bw.Flush()
+		st.pipe.flush()
 	}
 	return nil
 }
@@ -270,8 +277,7 @@ func (st *stream) write(m tellMsg, flush bool) error {
 // and ends the stream; past a bound, or when the stream is broken, it
 // cancels it.
 func (st *stream) close() {
-	_ = st.bw.Flush() // the stream is ending: its reader sees what arrived
-	_ = st.pw.Close()
+	st.pipe.closeWrite() // the stream is ending: its reader sees what arrived
 	select {
 	case <-st.watched:
 	case <-time.After(closeGrace):

@@ -50,7 +50,8 @@ func TestTellInOrder(t *testing.T) {
 }
 
 // TestTellAcrossCut: after a cut, the sender opens a new stream; what
-// arrives keeps the order told, though what was in flight may be lost.
+// arrives keeps the order told, though what was in flight may be lost,
+// and StreamFailures counts the broken stream.
 func TestTellAcrossCut(t *testing.T) {
 	s, got := receiving(t, nil)
 	p := peertest.NewProxy(t, s.Addr())
@@ -75,6 +76,9 @@ func TestTellAcrossCut(t *testing.T) {
 			t.Fatalf("message %d did not arrive", i)
 		}
 	}
+	if n := c.StreamFailures(); n != 0 {
+		t.Fatalf("%d stream failures before the cut", n)
+	}
 	p.Cut()
 	for i := 10; last < 10; i++ { // tell on until one arrives over a new stream
 		if i > 1000 {
@@ -85,6 +89,9 @@ func TestTellAcrossCut(t *testing.T) {
 	}
 	if p.Accepted() != 2 {
 		t.Fatalf("%d connections, want 2", p.Accepted())
+	}
+	if n := c.StreamFailures(); n == 0 {
+		t.Fatal("no stream failure counted after the cut")
 	}
 }
 

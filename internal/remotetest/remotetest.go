@@ -25,7 +25,11 @@ import (
 var secret = []byte("remotetest: a secret of at least thirty-two bytes")
 
 // health finds a blackholed connection within a fraction of a second, so
-// tests of partitions need not wait the production default.
+// tests of partitions need not wait the production default. A direct node
+// (benchmarks, no proxy to blackhole it) keeps the production default: on
+// a loaded machine a ping may go unanswered for 200 ms, and the health
+// check would then break a connection that works, losing what was in
+// flight on its streams.
 var health = peer.Health{Idle: 100 * time.Millisecond, Timeout: 200 * time.Millisecond}
 
 // Node is one instance: its System, the transport's server and client, and
@@ -73,7 +77,9 @@ func NewNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime.Optio
 }
 
 // NewDirectNode is NewNode, except that the others reach it at its server's
-// own address, bypassing the proxy: for benchmarks of the bare transport.
+// own address, bypassing the proxy, and its connections have the
+// production health check (peer.DefaultHealth): for benchmarks of the bare
+// transport.
 func NewDirectNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime.Option) *Node {
 	tb.Helper()
 	return NewNodeWith(tb, name, Config{Log: log, Direct: true, Runtime: opts})
@@ -82,7 +88,7 @@ func NewDirectNode(tb testing.TB, name string, log *slog.Logger, opts ...runtime
 // Config is how NewNodeWith makes an instance.
 type Config struct {
 	Log       *slog.Logger     // nil: discard
-	Direct    bool             // reached at its server's address, as NewDirectNode
+	Direct    bool             // reached at its server's address, with the production health check, as NewDirectNode
 	TellQueue int              // its client's peer.ClientConfig.TellQueue (0: the default)
 	Runtime   []runtime.Option // of its System
 }
@@ -112,7 +118,11 @@ func NewNodeWith(tb testing.TB, name string, cfg Config) *Node {
 		}
 	})
 	n.Proxy = peertest.NewProxy(tb, srv.Addr())
-	client, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: log, Health: health, TellQueue: cfg.TellQueue})
+	h := health
+	if cfg.Direct {
+		h = peer.DefaultHealth
+	}
+	client, err := peer.NewClient(peer.ClientConfig{Secret: secret, Logger: log, Health: h, TellQueue: cfg.TellQueue})
 	if err != nil {
 		tb.Fatalf("remotetest: %v", err)
 	}
