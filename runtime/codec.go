@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 )
 
 // Codec turns messages of type T into bytes and back, for refs to actors
@@ -20,66 +19,13 @@ type Codec[T any] interface {
 type JSONCodec[T any] struct{}
 
 // Encode is json.Marshal.
-func (JSONCodec[T]) Encode(msg T) ([]byte, error) {
-	if b, ok := encodeInt(msg); ok {
-		return b, nil
-	}
-	return json.Marshal(msg)
-}
+func (JSONCodec[T]) Encode(msg T) ([]byte, error) { return json.Marshal(msg) }
 
 // Decode is json.Unmarshal into a new T.
 func (JSONCodec[T]) Decode(data []byte) (T, error) {
 	var msg T
-	if decodeInt(data, &msg) {
-		return msg, nil
-	}
 	err := json.Unmarshal(data, &msg)
 	return msg, err
-}
-
-// encodeInt writes an int or int64 as json.Marshal does, without its
-// reflection; false for any other type (a named one may marshal itself).
-func encodeInt(msg any) ([]byte, bool) {
-	switch v := msg.(type) {
-	case int:
-		return strconv.AppendInt(make([]byte, 0, 8), int64(v), 10), true
-	case int64:
-		return strconv.AppendInt(make([]byte, 0, 8), v, 10), true
-	}
-	return nil, false
-}
-
-// decodeInt reads into an *int or *int64 the JSON integer that data holds
-// and nothing else, as json.Unmarshal does; false for any other type or
-// text (json.Unmarshal then reads it, or says why not).
-func decodeInt(data []byte, ptr any) bool {
-	digits := data
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' { // JSON has no leading zeros
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	switch p := ptr.(type) {
-	case *int:
-		v, err := strconv.ParseInt(string(data), 10, strconv.IntSize)
-		if err == nil {
-			*p = int(v)
-		}
-		return err == nil
-	case *int64:
-		v, err := strconv.ParseInt(string(data), 10, 64)
-		if err == nil {
-			*p = v
-		}
-		return err == nil
-	}
-	return false
 }
 
 // RegisterCodec sets the codec of the messages of type T that sys sends to
