@@ -12,12 +12,14 @@ import (
 )
 
 // failFastWithin is how soon a route must answer while the store is
-// frozen, with the default request timeout (30 s) and Redis URL: go-redis's
-// read timeout (5 s) twice, since a connection dialled during the freeze
-// first waits for the answer to its HELLO, plus what a loaded machine
-// needs. Before the client's retries were turned off, a pipelined read
-// (the admin routes') was sent four times and hit the 30 s timeout.
-const failFastWithin = 13 * time.Second
+// frozen, with the default request timeout (30 s) and Redis URL: at worst
+// a wait for a free connection (go-redis's pool timeout, its read timeout
+// plus 1 s: 6 s) while the others hang on the frozen store, then a new
+// connection's HELLO and the command itself, each up to the read timeout
+// (5 s), plus what a loaded machine needs. Before the client's retries
+// were turned off, a pipelined read (the admin routes') was sent four
+// times and hit the 30 s timeout.
+const failFastWithin = 18 * time.Second
 
 // failFastRoutes are one route per entity or timer read (an entity runs
 // its commands one at a time, so a second route on the same one would
