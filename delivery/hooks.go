@@ -45,8 +45,9 @@ func (*SequencedMessage[A]) hooks() any {
 					child.id, child.queue, child.queueSet, child.generation = id, nil, false, generation
 					return func() runtime.Behavior[ProducerCommand[A]] { return newProducer(&child) }
 				},
-				Outgoing: func(msg A, traceContext string, replyTo runtime.Ref[SeqNr], quiet bool) ProducerCommand[A] {
-					return &outgoing[A]{sm: SequencedMessage[A]{Message: msg, TraceContext: traceContext}, replyTo: replyTo, quiet: quiet}
+				Outgoing: func(msg A, traceContext string, resent bool, replyTo runtime.Ref[SeqNr], quiet bool) ProducerCommand[A] {
+					sm := SequencedMessage[A]{Message: msg, TraceContext: traceContext, Resent: resent && traceContext != ""}
+					return &outgoing[A]{sm: sm, replyTo: replyTo, quiet: quiet}
 				},
 				ResendUnconfirmed: resendUnconfirmed[A]{},
 			}, nil

@@ -343,7 +343,7 @@ func (p *producer[A]) onProducerMessage(o *outgoing[A]) {
 		p.pending, p.pendingAt = chunks, 0
 		if tc := o.sm.TraceContext; tc != "" {
 			for _, c := range chunks {
-				c.TraceContext = tc
+				c.TraceContext, c.Resent = tc, o.sm.Resent
 			}
 		}
 	} else {

@@ -253,8 +253,9 @@ type SequencedMessage[A any] struct {
 	// message, so that its delivery, however late, joins the send's trace.
 	TraceContext string
 	// Resent marks a traced message that the producer controller sends
-	// again (on a Resend, or after a restart from its durable queue); it
-	// is set only with a TraceContext.
+	// again (on a Resend, or after a restart from its durable queue, its
+	// own or its work-pulling or sharding controller's); it is set only
+	// with a TraceContext.
 	Resent bool
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/delivery"
+	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
 	"github.com/trellis-go/trellis/delivery/sharding"
@@ -229,4 +230,54 @@ func sendSharding(ctx context.Context, t *testing.T, sys *runtime.System, col *d
 	region := deliverytest.StartRegion(t, sys, deliverytest.RegionSpec{}, col)
 	sp := deliverytest.SpawnSP(t, sys, "sp", region, sharding.Settings{}, opts...)
 	deliverytest.ShardingProbe(t, sys, sp).Expect(t).SendContext(ctx, sharding.Envelope[deliverytest.Job]{EntityID: "e1", Message: deliverytest.Job{N: 1}})
+}
+
+// TestTracePatternReplayMarkedResent: a message a work-pulling or sharding
+// producer controller finds unconfirmed in its durable queue when it
+// starts (an earlier controller of the queue sent it, or was about to)
+// is delivered in a span that is a child of the send's stored context,
+// marked resent.
+func TestTracePatternReplayMarkedResent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		qualifier string
+		start     func(t *testing.T, sys *runtime.System, col *deliverytest.Collector, opts []delivery.ProducerOption[deliverytest.Job])
+	}{
+		{name: "work pulling", qualifier: "a-worker-of-before", start: func(t *testing.T, sys *runtime.System, col *deliverytest.Collector, opts []delivery.ProducerOption[deliverytest.Job]) {
+			key := runtime.NewServiceKey[delivery.ConsumerCommand[deliverytest.Job]]("replayed-workers")
+			deliverytest.SpawnWorker(t, sys, "worker", key, deliverytest.WorkerSpec{Spec: deliverytest.ConsumerSpec{Started: true}}, col)
+			deliverytest.SpawnWP(t, sys, "wp", key, workpulling.Settings{}, opts...)
+		}},
+		{name: "sharding", qualifier: "e1", start: func(t *testing.T, sys *runtime.System, col *deliverytest.Collector, opts []delivery.ProducerOption[deliverytest.Job]) {
+			region := deliverytest.StartRegion(t, sys, deliverytest.RegionSpec{}, col)
+			deliverytest.SpawnSP(t, sys, "sp", region, sharding.Settings{}, opts...)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spans := trellistest.NewSpans(t)
+			tr := spans.Provider.Tracer("test")
+			sys, _ := deliverytest.NewSystem(t, runtime.WithTracer(tr))
+			q, opts := deliverytest.MemoryQueue(true)
+			ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
+			defer cancel()
+			sendCtx, send := tr.Start(ctx, "send before")
+			send.End()
+			if err := q.StoreMessageSent(ctx, durable.MessageSent[deliverytest.Job]{SeqNr: 1, Message: deliverytest.Job{N: 1},
+				Qualifier: tc.qualifier, Timestamp: time.Now(), Trace: tracing.Capture(sendCtx)}); err != nil {
+				t.Fatal(err)
+			}
+			col := deliverytest.NewCollector(1)
+			tc.start(t, sys, col, opts)
+			if err := col.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			deliver := spans.Wait(t, "deliver *")
+			if deliver.Parent().SpanID() != send.SpanContext().SpanID() || deliver.SpanContext().TraceID() != send.SpanContext().TraceID() {
+				t.Fatalf("%s is not a child of the stored send", deliver.Name())
+			}
+			if got := trellistest.SpanAttr(deliver, string(tracing.AttrResent)); got != "true" {
+				t.Fatalf("the replayed delivery has %s=%q, want true", tracing.AttrResent, got)
+			}
+		})
+	}
 }

@@ -76,8 +76,8 @@ type Change struct {
 	At time.Time
 	// TraceContext is the W3C trace context of the write (the entity's
 	// store span, in tracing.Capture's form), which the consumer's
-	// handling links to; "" when the write was not traced, and for a
-	// current state.
+	// handling links to; "" when the write was not traced (or not
+	// sampled), and for a current state.
 	TraceContext string
 }
 

@@ -193,12 +193,13 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 			return 0, err
 		}
 	}
-	r, err := s.run(ctx, script, keys, f, entityType, id, expected, data, floor)
+	traceCtx := tracing.Capture(ctx)
+	r, err := s.run(ctx, script, keys, f, entityType, id, expected, data, floor, traceCtx)
 	if err == nil && r.code == scriptAbsent {
 		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
 			return 0, err
 		}
-		r, err = s.run(ctx, script, keys, f, entityType, id, 0, data, floor)
+		r, err = s.run(ctx, script, keys, f, entityType, id, 0, data, floor, traceCtx)
 	}
 	if err != nil {
 		return 0, redisWriteErr(s.client, op, entityType, id, err)
@@ -214,7 +215,7 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 	}
 	if r.seq != 0 {
 		c := Change{Seq: r.seq, EntityType: entityType, EntityID: id, Revision: r.rev, Deleted: script == shardedDelete, At: r.at,
-			TraceContext: tracing.Capture(ctx)}
+			TraceContext: traceCtx}
 		if !c.Deleted {
 			c.Data = cloneData(data)
 		}
@@ -276,15 +277,16 @@ type scriptReply struct {
 	at   time.Time
 }
 
-// run runs a fenced script and decodes its {code, revision[, seq, at]}
-// reply.
+// run runs a fenced script, with the write's trace context
+// (tracing.Capture's form) for the change it logs, and decodes its
+// {code, revision[, seq, at]} reply.
 func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f cluster.Fence,
-	entityType, id string, expected uint64, data []byte, floor string) (scriptReply, error) {
+	entityType, id string, expected uint64, data []byte, floor, traceCtx string) (scriptReply, error) {
 	args := append(f.Args(), strconv.FormatUint(expected, 10))
 	if script == shardedSave {
 		args = append(args, data)
 	}
-	args = append(args, floor, entityType, id, s.limit, tracing.Capture(ctx))
+	args = append(args, floor, entityType, id, s.limit, traceCtx)
 	res, err := script.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		return scriptReply{}, err

@@ -58,7 +58,7 @@ func (p *shardingProducer[A]) onLoaded(s durable.State[A]) {
 			p.Fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a sharding one's", u.SeqNr))
 			return
 		}
-		p.accept(&spEntry[A]{entityID: u.Qualifier, msg: u.Message, seqNr: u.SeqNr, trace: u.Trace})
+		p.accept(&spEntry[A]{entityID: u.Qualifier, msg: u.Message, seqNr: u.SeqNr, trace: u.Trace, replayed: true})
 	}
 	p.Loaded = true
 	if n := len(s.Unconfirmed); n > 0 {

@@ -93,7 +93,7 @@ func (p *shardingProducer[A]) sendTo(e *entityOut[A], m *spEntry[A]) {
 	e.lastActivity = p.now()
 	// The producer's ask wants its reply soon: only then is the entity
 	// asked to confirm this very message at once.
-	e.pc.Tell(p.Cfg.Outgoing(m.msg, m.trace, e.replyTo, m.replyTo == nil))
+	e.pc.Tell(p.Cfg.Outgoing(m.msg, m.trace, m.replayed, e.replyTo, m.replyTo == nil))
 }
 
 // onEntityDemand takes the RequestNext of an entity's producer controller:

@@ -187,6 +187,9 @@ type spEntry[A any] struct {
 	replyTo  runtime.Ref[delivery.SeqNr] // the producer's ask, until it is answered
 	seqNr    delivery.SeqNr              // the controller's number (under which it is stored, if durable)
 	trace    string                      // the send's trace context, "" when untraced
+	// replayed says that the message was loaded from the durable queue:
+	// an earlier controller of the queue sent it, or was about to.
+	replayed bool
 }
 
 func (*spEntry[A]) command(A) {}

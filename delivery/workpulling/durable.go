@@ -54,7 +54,7 @@ func (p *workPulling[A]) onLoaded(s durable.State[A]) {
 			p.Fail(fmt.Errorf("durable queue: load state: message %d is a chunk: the queue holds a point-to-point producer's messages, not a work-pulling one's", u.SeqNr))
 			return
 		}
-		p.handovers.Push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier, trace: u.Trace})
+		p.handovers.Push(&wpEntry[A]{msg: u.Message, seqNr: u.SeqNr, stored: true, qualifier: u.Qualifier, trace: u.Trace, replayed: true})
 	}
 	p.Loaded = true
 	if n := p.handovers.Len(); n > 0 {

@@ -121,7 +121,7 @@ func (p *workPulling[A]) sendTo(w *worker[A], e *wpEntry[A]) {
 	w.unconfirmed.Push(e)
 	// The producer's ask wants its reply soon: only then is the worker
 	// asked to confirm this very message at once.
-	w.pc.Tell(p.Cfg.Outgoing(e.msg, e.trace, w.replyTo, e.replyTo == nil))
+	w.pc.Tell(p.Cfg.Outgoing(e.msg, e.trace, e.replayed, w.replyTo, e.replyTo == nil))
 }
 
 // onWorkerConfirmed takes the confirmation of the oldest message sent to w.

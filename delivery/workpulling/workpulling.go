@@ -158,6 +158,9 @@ type wpEntry[A any] struct {
 	stored    bool
 	qualifier string
 	trace     string // the send's trace context, "" when untraced
+	// replayed says that the message was loaded from the durable queue:
+	// an earlier controller of the queue sent it, or was about to.
+	replayed bool
 }
 
 func (*wpEntry[A]) command(A) {}

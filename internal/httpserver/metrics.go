@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -53,7 +55,22 @@ type seriesKey struct {
 type seriesPair struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
+	// spanName names the requests' spans: "METHOD /route/{pattern}".
+	spanName string
+	// exemplarAt is when each bucket of duration (the last one +Inf)
+	// last got an exemplar from these requests, in Unix nanoseconds.
+	exemplarAt []atomic.Int64
 }
+
+// durationBuckets are the request-duration histogram's upper bounds.
+var durationBuckets = prometheus.DefBuckets
+
+// exemplarEvery is the least time between two exemplars of one bucket of
+// one series. A scrape sees only the newest exemplar of each bucket, so
+// that one a second keeps every bucket leading to a recent trace, while
+// an exemplar on every sampled request (each one allocating its labels)
+// was a good part of what tracing cost a request.
+const exemplarEvery = time.Second
 
 // seriesFor returns the series of one label set, made on first use.
 func (m *Metrics) seriesFor(method, route string, code int) *seriesPair {
@@ -62,8 +79,10 @@ func (m *Metrics) seriesFor(method, route string, code int) *seriesPair {
 		return p.(*seriesPair)
 	}
 	p := &seriesPair{
-		requests: m.requests.WithLabelValues(method, route, strconv.Itoa(code)),
-		duration: m.duration.WithLabelValues(method, route),
+		requests:   m.requests.WithLabelValues(method, route, strconv.Itoa(code)),
+		duration:   m.duration.WithLabelValues(method, route),
+		spanName:   method + " " + route,
+		exemplarAt: make([]atomic.Int64, len(durationBuckets)+1),
 	}
 	actual, _ := m.series.LoadOrStore(key, p)
 	return actual.(*seriesPair)
@@ -81,7 +100,7 @@ func NewMetrics(own ...prometheus.Collector) (*Metrics, error) {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "trellis", Subsystem: "http", Name: "request_duration_seconds",
 			Help:    "Time to serve HTTP requests, by method and route pattern.",
-			Buckets: prometheus.DefBuckets,
+			Buckets: durationBuckets,
 		}, []string{"method", "route"}),
 		shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "trellis", Subsystem: "http", Name: "connections_shed_total",
@@ -119,23 +138,33 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 			method, route := methodLabel(r.Method), routeLabel(r)
 			s := m.seriesFor(method, route, statusOf(ww))
 			s.requests.Inc()
-			observe(r.Context(), s.duration, time.Since(start).Seconds())
-			nameSpan(r, method, route)
+			now := time.Now()
+			s.observe(r.Context(), now.Sub(start).Seconds(), now)
+			nameSpan(r, s.spanName, route)
 		}()
 		next.ServeHTTP(ww, r)
 	})
 }
 
-// observe records v in o, with the request's trace id as its exemplar
-// when the request is traced and sampled, so that a slow bucket leads to
-// a trace.
-func observe(ctx context.Context, o prometheus.Observer, v float64) {
+// observe records v in the request durations, with the request's trace
+// id as its exemplar when the request is traced and sampled and its
+// bucket is due one (exemplarEvery), so that a slow bucket leads to a
+// trace.
+func (s *seriesPair) observe(ctx context.Context, v float64, now time.Time) {
 	sc := trace.SpanContextFromContext(ctx)
-	if eo, ok := o.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
+	if eo, ok := s.duration.(prometheus.ExemplarObserver); ok && sc.IsSampled() && s.exemplarDue(v, now) {
 		eo.ObserveWithExemplar(v, prometheus.Labels{tracing.LogTraceID: sc.TraceID().String()})
 		return
 	}
-	o.Observe(v)
+	s.duration.Observe(v)
+}
+
+// exemplarDue says whether v's bucket has had no exemplar for
+// exemplarEvery, and if so counts it as having one now.
+func (s *seriesPair) exemplarDue(v float64, now time.Time) bool {
+	at := &s.exemplarAt[sort.SearchFloat64s(durationBuckets, v)]
+	last, t := at.Load(), now.UnixNano()
+	return t-last >= int64(exemplarEvery) && at.CompareAndSwap(last, t)
 }
 
 // routeLabel is the pattern of the route r matched, or unmatchedRoute.

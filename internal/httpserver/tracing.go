@@ -27,15 +27,16 @@ func traceRequests(tp trace.TracerProvider) func(http.Handler) http.Handler {
 	)
 }
 
-// nameSpan names the request's span "METHOD /route/{pattern}" and sets
-// its http.route, once the route is known: chi routes inside the
-// middleware, so the name otelhttp gave at the start had no route yet.
-func nameSpan(r *http.Request, method, route string) {
+// nameSpan gives the request's span its name ("METHOD /route/{pattern}")
+// and sets its http.route, once the route is known: chi routes inside
+// the middleware, so the name otelhttp gave at the start had no route
+// yet.
+func nameSpan(r *http.Request, name, route string) {
 	span := trace.SpanFromContext(r.Context())
 	if !span.IsRecording() {
 		return
 	}
-	span.SetName(method + " " + route)
+	span.SetName(name)
 	span.SetAttributes(attribute.String("http.route", route))
 }
 

@@ -45,7 +45,7 @@ func StartDelivery(tr trace.Tracer, producerID string, seqNr int64, resent bool,
 	if !ok {
 		return nil, nil, false
 	}
-	attrs := []attribute.KeyValue{AttrProducerID.String(producerID), AttrSeqNr.Int64(seqNr)}
+	attrs := append(make([]attribute.KeyValue, 0, 3), AttrProducerID.String(producerID), AttrSeqNr.Int64(seqNr))
 	if resent {
 		attrs = append(attrs, AttrResent.Bool(true))
 	}

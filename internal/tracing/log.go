@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/trace"
@@ -25,10 +26,19 @@ func (l logHandler) Enabled(ctx context.Context, level slog.Level) bool {
 
 func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		tid, sid := sc.TraceID(), sc.SpanID()
 		r = r.Clone()
-		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+		r.AddAttrs(slog.String(LogTraceID, hexString(tid[:])), slog.String(LogSpanID, hexString(sid[:])))
 	}
 	return l.next.Handle(ctx, r)
+}
+
+// hexString is id in lower-case hex, in one allocation (the ids' String
+// methods take two).
+func hexString(id []byte) string {
+	var buf [2 * len(trace.TraceID{})]byte
+	n := hex.Encode(buf[:], id)
+	return string(buf[:n])
 }
 
 func (l logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

@@ -44,17 +44,18 @@ func Extract(ctx context.Context, h http.Header) context.Context {
 
 // Capture is the trace context of ctx's span as one string to store: the
 // traceparent, then a newline and the tracestate when there is one
-// (tracestate holds no newline). "" when ctx holds no span.
+// (tracestate holds no newline). "" when ctx holds no sampled span: a
+// link or a parent that no backend received leads nowhere, and storing
+// it would cost every untraced write its bytes.
 func Capture(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	Propagator.Inject(ctx, c)
-	s := c[HeaderTraceparent]
-	if ts := c[HeaderTracestate]; ts != "" && len(s)+1+len(ts) <= MaxContextLen {
-		s += "\n" + ts
+	var c storedCarrier
+	Propagator.Inject(ctx, &c)
+	s := c.traceparent
+	if c.tracestate != "" && len(s)+1+len(c.tracestate) <= MaxContextLen {
+		s += "\n" + c.tracestate
 	}
 	return s
 }
@@ -65,14 +66,37 @@ func Restore(stored string) (sc trace.SpanContext, ok bool) {
 	if stored == "" {
 		return trace.SpanContext{}, false
 	}
-	tp, ts, _ := strings.Cut(stored, "\n")
-	c := propagation.MapCarrier{HeaderTraceparent: tp}
-	if ts != "" {
-		c[HeaderTracestate] = ts
-	}
-	sc = trace.SpanContextFromContext(Propagator.Extract(context.Background(), c))
+	var c storedCarrier
+	c.traceparent, c.tracestate, _ = strings.Cut(stored, "\n")
+	sc = trace.SpanContextFromContext(Propagator.Extract(context.Background(), &c))
 	return sc, sc.IsValid()
 }
+
+// storedCarrier carries the two W3C headers in fields: a map, as
+// propagation.MapCarrier, costs allocations on every span that stores
+// its context.
+type storedCarrier struct{ traceparent, tracestate string }
+
+func (c *storedCarrier) Get(key string) string {
+	switch key {
+	case HeaderTraceparent:
+		return c.traceparent
+	case HeaderTracestate:
+		return c.tracestate
+	}
+	return ""
+}
+
+func (c *storedCarrier) Set(key, value string) {
+	switch key {
+	case HeaderTraceparent:
+		c.traceparent = value
+	case HeaderTracestate:
+		c.tracestate = value
+	}
+}
+
+func (c *storedCarrier) Keys() []string { return []string{HeaderTraceparent, HeaderTracestate} }
 
 // LinkTo is the option that links a new span to the stored context, if
 // it names one.

@@ -47,6 +47,10 @@ func TestCaptureRestore(t *testing.T) {
 	if Capture(context.Background()) != "" {
 		t.Fatal("a context without a span captured something")
 	}
+	unsampled := trace.SpanContextFromContext(remoteCtx(t, "")).WithTraceFlags(0)
+	if got := Capture(trace.ContextWithSpanContext(context.Background(), unsampled)); got != "" {
+		t.Fatalf("an unsampled span captured %q", got)
+	}
 	if _, ok := Restore("00-garbage"); ok {
 		t.Fatal("a bad traceparent restored")
 	}

@@ -49,7 +49,7 @@ func StartCall(ctx context.Context, tr trace.Tracer, prefix, component, method, 
 		return ctx, noSpan
 	}
 	name := prefix + component + "." + method
-	attrs := []attribute.KeyValue{AttrComponent.String(component), AttrMethod.String(method)}
+	attrs := append(make([]attribute.KeyValue, 0, 3), AttrComponent.String(component), AttrMethod.String(method))
 	if entityID != "" {
 		attrs = append(attrs, AttrEntityID.String(entityID))
 	}

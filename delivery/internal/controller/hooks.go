@@ -53,8 +53,10 @@ type Producer[A, P any] struct {
 	// asking the consumer controller to confirm this very message at once
 	// (a confirmation that comes with the next Request is soon enough).
 	// traceContext is the send's W3C trace context, "" when untraced (see
-	// delivery.SequencedMessage.TraceContext).
-	Outgoing func(msg A, traceContext string, replyTo runtime.Ref[durable.SeqNr], quiet bool) P
+	// delivery.SequencedMessage.TraceContext); resent says that the
+	// message was sent before, by an earlier incarnation of the pattern
+	// controller: it is replayed from the durable queue.
+	Outgoing func(msg A, traceContext string, resent bool, replyTo runtime.Ref[durable.SeqNr], quiet bool) P
 	// ResendUnconfirmed makes such a producer controller send again every
 	// unconfirmed message, none marked first: to wake a passivated entity.
 	ResendUnconfirmed P
