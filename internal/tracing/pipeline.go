@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -31,19 +30,18 @@ type Pipeline struct {
 }
 
 // NewPipeline makes the pipeline the settings describe, with its OTLP
-// exporter (the SDK's OTLP client, which reads its endpoint, headers,
-// timeout, compression and TLS from the OTEL_EXPORTER_OTLP_* variables,
-// fed by protoExporter) and a resource named
+// exporter (which reads its endpoint, headers, timeout, compression and
+// TLS from the OTEL_EXPORTER_OTLP_* variables) and a resource named
 // serviceName unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES)
 // names it. Making the exporter does not reach the collector.
 func NewPipeline(ctx context.Context, s Settings, serviceName string) (*Pipeline, error) {
-	var client otlptrace.Client
+	var exp sdktrace.SpanExporter
+	var err error
 	if s.Protocol == ProtocolGRPC {
-		client = otlptracegrpc.NewClient()
+		exp, err = otlptracegrpc.New(ctx)
 	} else {
-		client = otlptracehttp.NewClient()
+		exp, err = otlptracehttp.New(ctx)
 	}
-	exp, err := newProtoExporter(ctx, client)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: make the OTLP exporter: %w", err)
 	}
