@@ -24,7 +24,16 @@ func (h Health) withDefaults() Health {
 	return Health{Idle: positiveOr(h.Idle, DefaultHealth.Idle), Timeout: positiveOr(h.Timeout, DefaultHealth.Timeout)}
 }
 
-// http2Config is the health check as net/http's HTTP/2 settings.
+// http2Config is the health check as net/http's HTTP/2 settings, with
+// header compression that indexes nothing (see noHeaderIndexing).
 func (h Health) http2Config() *http.HTTP2Config {
-	return &http.HTTP2Config{SendPingTimeout: h.Idle, PingTimeout: h.Timeout}
+	return &http.HTTP2Config{SendPingTimeout: h.Idle, PingTimeout: h.Timeout, MaxEncoderHeaderTableSize: noHeaderIndexing}
 }
+
+// noHeaderIndexing is the size of the table in which each side's HPACK
+// encoder keeps the headers it sent, to send them again as an index: too
+// small for any header, so none is kept. Every call's signature and time
+// are new values, and with the default table (4 KiB) each went into it
+// and pushed the oldest out, which cost more CPU than the bytes it saved
+// on the connection between two instances.
+const noHeaderIndexing = 1
