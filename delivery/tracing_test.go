@@ -7,6 +7,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/delivery"
@@ -45,14 +46,11 @@ func checkDelivered(t *testing.T, deliver, send sdktrace.ReadOnlySpan, by string
 	}
 }
 
-// TestTraceDeliveryAcrossInstances: a message sent through a producer
-// handle on one instance, inside a span, is delivered on another over the
-// real transport, and the delivery's span is a child of the send's, which
-// is a child of the sender's: one trace across both instances. A message
-// sent with no span in its context starts a trace of its own at its send.
-func TestTraceDeliveryAcrossInstances(t *testing.T) {
-	spans := trellistest.NewSpans(t)
-	sender, receiver := spans.Provider.Tracer("sender"), spans.Provider.Tracer("receiver")
+// tracedAcrossInstances starts a producer on an instance tracing with
+// sender and, on another tracing with receiver, a consumer that collects
+// want deliveries, connected over the real transport.
+func tracedAcrossInstances(t *testing.T, sender, receiver trace.Tracer, want int) (*delivery.Producer[deliverytest.Job], *deliverytest.Collector) {
+	t.Helper()
 	a := remotetest.NewNode(t, "sender", nil, runtime.WithTracer(sender))
 	b := remotetest.NewNode(t, "receiver", nil, runtime.WithTracer(receiver))
 	p, err := delivery.NewProducer[deliverytest.Job](a.Sys, "pc", "traced", delivery.ProducerSettings{})
@@ -67,11 +65,53 @@ func TestTraceDeliveryAcrossInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := deliverytest.NewCollector(2)
+	col := deliverytest.NewCollector(want)
 	deliverytest.SpawnConsumer(t, b.Sys, "consumer", cc, deliverytest.ConsumerSpec{}, col)
 	cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{
 		ProducerController: runtime.RemoteRef[delivery.ProducerCommand[deliverytest.Job]](b.Sys, at.Addr, at.Path),
 	})
+	return p, col
+}
+
+// TestTraceUnsampledDeliveryFollowsItsSend: with a parent-based sampler,
+// a message sent inside a span that was not sampled is delivered with
+// that span's trace in the Delivery's context, unsampled, so that what
+// the consumer does under it is not sampled either; no span of it is
+// recorded on either instance.
+func TestTraceUnsampledDeliveryFollowsItsSend(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	p, col := tracedAcrossInstances(t, tp.Tracer("sender"), tp.Tracer("receiver"), 1)
+
+	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
+	defer cancel()
+	unsampled := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 1}, Remote: true})
+	if _, err := p.Send(trace.ContextWithRemoteSpanContext(ctx, unsampled), deliverytest.Job{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := col.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := trace.SpanContextFromContext(col.Deliveries()[0].Context())
+	if !got.IsValid() || got.IsSampled() || got.TraceID() != unsampled.TraceID() {
+		t.Fatalf("the Delivery's context holds %v (sampled %v), want a span of trace %v, unsampled", got.TraceID(), got.IsSampled(), unsampled.TraceID())
+	}
+	if ended := rec.Ended(); len(ended) != 0 {
+		t.Fatalf("%d spans recorded of an unsampled trace, the first %q", len(ended), ended[0].Name())
+	}
+}
+
+// TestTraceDeliveryAcrossInstances: a message sent through a producer
+// handle on one instance, inside a span, is delivered on another over the
+// real transport, and the delivery's span is a child of the send's, which
+// is a child of the sender's: one trace across both instances. A message
+// sent with no span in its context starts a trace of its own at its send.
+func TestTraceDeliveryAcrossInstances(t *testing.T) {
+	spans := trellistest.NewSpans(t)
+	sender := spans.Provider.Tracer("sender")
+	p, col := tracedAcrossInstances(t, sender, spans.Provider.Tracer("receiver"), 2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), deliverytest.WaitLimit)
 	defer cancel()

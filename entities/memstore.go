@@ -77,7 +77,7 @@ func (s *MemoryStore) Save(ctx context.Context, entityType, id string, data []by
 	// Copy before taking the lock to keep the critical section short.
 	data = cloneData(data)
 	key := memKey{entityType, id}
-	tc := tracing.Capture(ctx)
+	tc := tracing.CaptureForLink(ctx)
 
 	s.mu.Lock()
 	if found := s.docs[key].Revision; found != expected {
@@ -99,7 +99,7 @@ func (s *MemoryStore) Delete(ctx context.Context, entityType, id string, expecte
 		return opErr("delete", entityType, id, err)
 	}
 	key := memKey{entityType, id}
-	tc := tracing.Capture(ctx)
+	tc := tracing.CaptureForLink(ctx)
 
 	s.mu.Lock()
 	if found := s.docs[key].Revision; found != expected {

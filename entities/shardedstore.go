@@ -193,7 +193,7 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 			return 0, err
 		}
 	}
-	traceCtx := tracing.Capture(ctx)
+	traceCtx := tracing.CaptureForLink(ctx)
 	r, err := s.run(ctx, script, keys, f, entityType, id, expected, data, floor, traceCtx)
 	if err == nil && r.code == scriptAbsent {
 		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {

@@ -70,7 +70,7 @@ func (s *Scheduler) CreateRecurring(ctx context.Context, name string, schedule S
 	}
 	run, _ := p.after(s.clk.Now().Add(-time.Nanosecond))
 	ctx, span := tracing.StartTimer(ctx, s.tracer, "timer create", name)
-	t, err := s.putRecurringAt(ctx, name, call, o.maxRetries, &Recurrence{Schedule: p.s, Run: run}, time.Time{}, 0, tracing.Capture(ctx))
+	t, err := s.putRecurringAt(ctx, name, call, o.maxRetries, &Recurrence{Schedule: p.s, Run: run}, time.Time{}, 0, tracing.CaptureForLink(ctx))
 	tracing.End(span, components.ErrorType(err))
 	return t, err
 }

@@ -104,7 +104,7 @@ func (s *Scheduler) Create(ctx context.Context, name string, delay time.Duration
 	ctx, span := tracing.StartTimer(ctx, s.tracer, "timer create", name)
 	t, err := s.store.create(ctx, createRequest{
 		name: name, delay: delay, call: call, maxRetries: o.maxRetries, maxActive: s.cfg.MaxActive,
-		traceCtx: tracing.Capture(ctx),
+		traceCtx: tracing.CaptureForLink(ctx),
 	})
 	tracing.End(span, components.ErrorType(err))
 	if err != nil {

@@ -105,7 +105,7 @@ type createRequest struct {
 	// generation (ErrChanged otherwise, ErrNotFound when there is none).
 	ifGen uint64
 	// traceCtx is the W3C trace context the timer is created in
-	// (tracing.Capture), kept with it; "" for none.
+	// (tracing.CaptureForLink), kept with it; "" for none or an unsampled one.
 	traceCtx string
 }
 

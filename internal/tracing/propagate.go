@@ -42,15 +42,31 @@ func Extract(ctx context.Context, h http.Header) context.Context {
 	return Propagator.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
-// Capture is the trace context of ctx's span as one string to store: the
+// Capture is the trace context of ctx's span as one string to carry with
+// a message that continues the trace (reliable delivery): the
 // traceparent, then a newline and the tracestate when there is one
-// (tracestate holds no newline). "" when ctx holds no sampled span: a
-// link or a parent that no backend received leads nowhere, and storing
-// it would cost every untraced write its bytes.
+// (tracestate holds no newline). "" when ctx holds no span. An unsampled
+// span's context is carried too, so that the spans that continue it
+// follow its sampling decision rather than start traces of their own.
 func Capture(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	return capture(ctx)
+}
+
+// CaptureForLink is Capture for a context stored to be linked to later (a
+// timer's runs, the consumers of an entity's change): "" unless ctx's
+// span is sampled, since a link to a span no backend received leads
+// nowhere, and storing it would cost every such write its bytes.
+func CaptureForLink(ctx context.Context) string {
 	if !trace.SpanContextFromContext(ctx).IsSampled() {
 		return ""
 	}
+	return capture(ctx)
+}
+
+func capture(ctx context.Context) string {
 	var c storedCarrier
 	Propagator.Inject(ctx, &c)
 	s := c.traceparent
@@ -60,7 +76,7 @@ func Capture(ctx context.Context) string {
 	return s
 }
 
-// Restore reads a context written by Capture: the span context it names,
+// Restore reads a context written by Capture or CaptureForLink: the span context it names,
 // remote; ok is false for "" or one that does not parse.
 func Restore(stored string) (sc trace.SpanContext, ok bool) {
 	if stored == "" {

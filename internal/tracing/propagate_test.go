@@ -47,9 +47,15 @@ func TestCaptureRestore(t *testing.T) {
 	if Capture(context.Background()) != "" {
 		t.Fatal("a context without a span captured something")
 	}
-	unsampled := trace.SpanContextFromContext(remoteCtx(t, "")).WithTraceFlags(0)
-	if got := Capture(trace.ContextWithSpanContext(context.Background(), unsampled)); got != "" {
-		t.Fatalf("an unsampled span captured %q", got)
+	unsampled := trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(remoteCtx(t, "")).WithTraceFlags(0))
+	if got := Capture(unsampled); !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00") {
+		t.Fatalf("an unsampled span captured %q, want its context, to carry its sampling decision", got)
+	}
+	if got := CaptureForLink(unsampled); got != "" {
+		t.Fatalf("an unsampled span captured %q for a link", got)
+	}
+	if got := CaptureForLink(remoteCtx(t, "")); !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") {
+		t.Fatalf("a sampled span captured %q for a link", got)
 	}
 	if _, ok := Restore("00-garbage"); ok {
 		t.Fatal("a bad traceparent restored")
