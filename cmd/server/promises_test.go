@@ -162,10 +162,7 @@ func TestFrozenStoreAnswersKeepPromises(t *testing.T) {
 	// The increases that answered 503 did nothing; each that answered 2xx,
 	// or 504 and then 2xx to its retry, did it once.
 	for id, want := range increases {
-		resp, err := ts.Call(context.Background(), http.MethodGet, "/counters/"+id, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := read(t, ts, "/counters/"+id)
 		var c contract.Counter
 		if err := json.Unmarshal(resp.Body, &c); err != nil || c.Value != want {
 			t.Errorf("counter %s: %d %s; want the value %d, one per increase that took effect", id, resp.Status, resp.Body, want)
@@ -218,10 +215,7 @@ func checkEffect(t *testing.T, ts *trellistest.Service, a answer, done bool) {
 	if a.op == increase {
 		return
 	}
-	resp, err := ts.Call(context.Background(), http.MethodGet, "/orders/"+a.order, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := read(t, ts, "/orders/"+a.order)
 	var o contract.Order
 	_ = json.Unmarshal(resp.Body, &o)
 	there := resp.Status == http.StatusOK && (a.op != confirm || o.Confirmed)
@@ -229,6 +223,24 @@ func checkEffect(t *testing.T, ts *trellistest.Service, a answer, done bool) {
 		t.Errorf("answer %d to %s (key %s): the order is %d %s; its effect there = %v, want %v",
 			a.status, a.op, a.key, resp.Status, resp.Body, there, done)
 	}
+}
+
+// read GETs path as a client would that must know the state: again while
+// the answer is 503 or 504 (the instance taking its shards back after
+// Redis restarted), for up to 15 s. Those answers say nothing of the
+// state, which is what the checks read.
+func read(t *testing.T, ts *trellistest.Service, path string) *trellistest.Response {
+	t.Helper()
+	var resp *trellistest.Response
+	trellistest.Eventually(t, 15*time.Second, "an answer to GET "+path+" other than 503 or 504", func() bool {
+		r, err := ts.Call(context.Background(), http.MethodGet, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp = r
+		return r.Status != http.StatusServiceUnavailable && r.Status != http.StatusGatewayTimeout
+	})
+	return resp
 }
 
 // send sends a's request with its key and returns a with the answer; a
