@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
@@ -32,12 +31,7 @@ import (
 // controller is the one that delivers. With the cluster mode off
 // (TRELLIS_CLUSTER_ADDR=off) there is no transport between the instances:
 // Send on one that does not own the queue waits until it does.
-// Send on an instance that does not own the queue sends through the owner
-// it last sent through, and reads the owner from the store (one round
-// trip) only when there is none yet or that one no longer takes it; on
-// the owner every Send reads the store, so that a deposed owner never
-// waits on its standby controller for a message another instance would
-// store at once.
+// Send reads the queue's owner from the store (one round trip) each time.
 type DurableProducer[A any] struct {
 	id     string
 	local  *delivery.Producer[A]
@@ -45,9 +39,6 @@ type DurableProducer[A any] struct {
 	queue  *redisqueue.Queue[A] // nil with the embedded store
 	node   *clusterNode         // nil without a cluster: Send is local
 	holder string               // this instance's name as the queue's holder
-	// owner is the address of the other instance the last Send went
-	// through (nil: none, or it refused the message).
-	owner atomic.Pointer[string]
 }
 
 // NewDurableProducer starts, on h's actor system, the producer controller
@@ -116,13 +107,6 @@ func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, e
 	if err != nil {
 		return 0, fmt.Errorf("trellis: durable producer %q: encode: %w", p.id, err)
 	}
-	if addr := p.owner.Load(); addr != nil {
-		seqNr, err := p.sendThrough(ctx, *addr, arg)
-		if !errors.Is(err, delivery.ErrNotSent) {
-			return seqNr, err
-		}
-		p.owner.CompareAndSwap(addr, nil)
-	}
 	for wait := sendRetryMin; ; wait = min(2*wait, sendRetryMax) {
 		holder, held, err := p.queue.Holder(ctx)
 		if err != nil {
@@ -138,9 +122,6 @@ func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, e
 			_, addr, _ := strings.Cut(holder, " ")
 			seqNr, err := p.sendThrough(ctx, addr, arg)
 			if !errors.Is(err, delivery.ErrNotSent) {
-				if err == nil {
-					p.owner.Store(&addr)
-				}
 				return seqNr, err
 			}
 		}
