@@ -76,8 +76,9 @@ func capture(ctx context.Context) string {
 	return s
 }
 
-// Restore reads a context written by Capture or CaptureForLink: the span context it names,
-// remote; ok is false for "" or one that does not parse.
+// Restore reads a context written by Capture or CaptureForLink: the span
+// context it names, remote; ok is false for "" or one that does not
+// parse.
 func Restore(stored string) (sc trace.SpanContext, ok bool) {
 	if stored == "" {
 		return trace.SpanContext{}, false
