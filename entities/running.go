@@ -135,10 +135,17 @@ func (r *Running[S]) command(entityID, method string) (*command[S], error) {
 	return cmd, nil
 }
 
-// runHere runs cmd on this instance's actor of the entity and waits.
+// runHere runs cmd on this instance's actor of the entity and waits. An
+// idle entity runs it on this goroutine (runtime.Sharding.Run): a handler
+// does no I/O of its own, and the store's calls end with ctx.
 func (r *Running[S]) runHere(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
 	reply := make(chan outcome, 1)
-	r.sharding.Tell(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
+	r.sharding.Run(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
+	select {
+	case out := <-reply: // run on this goroutine, or quick: the answer, even if ctx ended meanwhile
+		return out.value, out.err
+	default:
+	}
 	select {
 	case out := <-reply:
 		return out.value, out.err

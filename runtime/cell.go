@@ -119,7 +119,10 @@ func (c *cell[T]) Tell(msg T) {
 // tellAlive is Tell, except that it returns false instead of making msg a
 // dead letter when the actor is stopping or stopped. Checking isAlive
 // before Tell would not do: the actor may begin to stop in between.
-func (c *cell[T]) tellAlive(msg T) bool { return c.tellWaking(msg, wakeSchedule) }
+func (c *cell[T]) tellAlive(msg T) bool {
+	ok, _ := c.tellWaking(msg, wakeSchedule)
+	return ok
+}
 
 // wake is how a message wakes an idle actor.
 type wake uint8
@@ -127,33 +130,59 @@ type wake uint8
 const (
 	wakeSchedule wake = iota // Tell: schedule the mailbox on the dispatcher
 	wakeDirect               // DirectAdapter: run it on the sender's goroutine
+	wakeClaim                // Sharding.Run: leave it to the sender, who calls runClaimed
 )
 
 // tellWaking queues msg and, if nothing runs the mailbox, wakes the actor
-// as how says; false means the actor is stopping or stopped.
-func (c *cell[T]) tellWaking(msg T, how wake) bool {
+// as how says; ok false means the actor is stopping or stopped. claimed
+// says that wakeClaim left the idle mailbox to the caller, who must run
+// it (runClaimed).
+func (c *cell[T]) tellWaking(msg T, how wake) (ok, claimed bool) {
 	c.mu.Lock()
 	if c.state != alive {
 		c.mu.Unlock()
-		return false
+		return false, false
 	}
 	c.inbox = append(c.inbox, msg)
 	if c.scheduled || c.suspended {
 		c.mu.Unlock()
-		return true
+		return true, false
 	}
 	c.scheduled = true
-	if how == wakeDirect {
-		if c.next >= len(c.batch) && len(c.sysq) == 0 && !c.heldReady() {
-			c.swapInbox(0) // saves runDirect's first take a lock
-		}
+	if how != wakeSchedule && c.next >= len(c.batch) && len(c.sysq) == 0 && !c.heldReady() {
+		c.swapInbox(0) // saves the caller's first take a lock
+	}
+	switch how {
+	case wakeClaim:
+		c.mu.Unlock()
+		return true, true
+	case wakeDirect:
 		c.mu.Unlock()
 		c.runDirect()
-		return true
+		return true, false
 	}
 	c.mu.Unlock()
 	c.d.schedule(c)
-	return true
+	return true, false
+}
+
+// runClaimed runs one message of a mailbox that tellWaking left to the
+// caller (wakeClaim), on the caller's goroutine, and leaves the rest to
+// the dispatcher, or the mailbox idle when there is none.
+func (c *cell[T]) runClaimed() {
+	if !c.runOne() {
+		return
+	}
+	if c.next >= len(c.batch) && (c.x == nil || c.x.unext >= len(c.x.unstashed)) {
+		c.mu.Lock()
+		if c.state == alive && len(c.inbox) == 0 && c.sysLen.Load() == 0 && !c.heldReady() {
+			c.scheduled = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+	c.d.schedule(c)
 }
 
 // runDirect runs the mailbox on the caller's goroutine, for a mailbox the

@@ -152,7 +152,7 @@ func (e regionEndpoint[T]) deliver(sys *System, b []byte) {
 	addr, here := s.where(id)
 	switch {
 	case here:
-		s.tellHere(id, msg)
+		s.tellHere(id, msg, false)
 	case hops+1 < maxHops:
 		s.tellRemote(addr, id, hops+1, msg)
 	default:

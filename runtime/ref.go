@@ -40,7 +40,8 @@ func (a *adapterRef[U, T]) Tell(msg U) {
 	if a.direct {
 		how = wakeDirect
 	}
-	if m := a.adapt(msg); !a.to.tellWaking(m, how) {
+	m := a.adapt(msg)
+	if ok, _ := a.to.tellWaking(m, how); !ok {
 		a.to.sys.deadLetter(a.to, m)
 	}
 }

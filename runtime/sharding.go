@@ -143,7 +143,16 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 func (s *Sharding[T]) EntityRef(id string) Ref[T] { return &entityRef[T]{s: s, id: id} }
 
 // Tell sends msg to entity id: EntityRef(id).Tell(msg) without making a ref.
-func (s *Sharding[T]) Tell(id string, msg T) { s.tell(id, msg) }
+func (s *Sharding[T]) Tell(id string, msg T) { s.send(id, msg, false) }
+
+// Run is Tell for a caller that is about to wait for the entity's answer:
+// when the entity's actor is here and idle, Run handles msg at once on
+// the caller's goroutine and returns after it (mail that comes meanwhile
+// is left to the dispatcher), which saves two hand-offs between
+// goroutines: to a worker and back. Otherwise it is Tell. Order and
+// one-at-a-time handling are kept, and a failure is the actor's, as
+// always. For entities whose handlers do not block for long.
+func (s *Sharding[T]) Run(id string, msg T) { s.send(id, msg, true) }
 
 // Active is the number of entities with a running actor.
 func (s *Sharding[T]) Active() int { return int(s.live.Load()) }
@@ -162,14 +171,15 @@ func (s *Sharding[T]) system() *System { return s.sys }
 // addChild is a no-op: entities are registered by tell.
 func (s *Sharding[T]) addChild(string, actorCell) error { return nil }
 
-// tell delivers msg to entity id: here, starting it when needed, or on
-// the instance that owns it (see Placement).
-func (s *Sharding[T]) tell(id string, msg T) {
+// send delivers msg to entity id: here, starting it when needed, or on
+// the instance that owns it (see Placement). With run, an idle entity
+// here handles it on the caller's goroutine.
+func (s *Sharding[T]) send(id string, msg T, run bool) {
 	if addr, here := s.where(id); !here {
 		s.tellRemote(addr, id, 0, msg)
 		return
 	}
-	s.tellHere(id, msg)
+	s.tellHere(id, msg, run)
 }
 
 // where is the Placement's answer for entity id: always here for a Local
@@ -182,8 +192,8 @@ func (s *Sharding[T]) where(id string) (string, bool) {
 }
 
 // tellHere delivers msg to entity id on this system, starting it when
-// needed.
-func (s *Sharding[T]) tellHere(id string, msg T) {
+// needed; with run, an idle entity handles it on the caller's goroutine.
+func (s *Sharding[T]) tellHere(id string, msg T, run bool) {
 	sh := s.shard(id)
 	sh.mu.Lock()
 	if s.closed.Load() {
@@ -197,21 +207,35 @@ func (s *Sharding[T]) tellHere(id string, msg T) {
 		sh.entries[id] = e
 		s.live.Add(1)
 	}
-	e.send(msg)
+	claimed := e.send(msg, run)
 	sh.mu.Unlock()
+	if claimed != nil {
+		claimed.runClaimed()
+	}
 }
 
 // send queues msg for the entity's actor or, once that actor has begun to
-// stop, for its next incarnation, which childStopped starts. The caller
-// holds the shard's lock.
-func (e *entityEntry[T]) send(msg T) {
-	if !e.stopping && e.cell.tellAlive(msg) {
-		return
+// stop, for its next incarnation, which childStopped starts. With run, an
+// idle actor's mailbox is claimed for the caller, who must run it
+// (cell.runClaimed) once it lets go of the shard's lock, which it holds.
+func (e *entityEntry[T]) send(msg T, run bool) (claimed *cell[T]) {
+	how := wakeSchedule
+	if run {
+		how = wakeClaim
+	}
+	if !e.stopping {
+		if ok, mine := e.cell.tellWaking(msg, how); ok {
+			if mine {
+				return e.cell
+			}
+			return nil
+		}
 	}
 	// Passivating, or the actor stopped itself: cell.Tell would make msg a
 	// dead letter.
 	e.stopping = true
 	e.buffer = append(e.buffer, msg)
+	return nil
 }
 
 func (s *Sharding[T]) startEntity(id string) *cell[T] {
@@ -273,7 +297,7 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 		buffered := e.buffer
 		e.cell, e.stopping, e.buffer = s.startEntity(id), false, nil
 		for _, msg := range buffered {
-			e.send(msg) // the new actor may stop itself in Started already
+			e.send(msg, false) // the new actor may stop itself in Started already
 		}
 		sh.mu.Unlock()
 		return
@@ -320,7 +344,7 @@ type entityRef[T any] struct {
 	id string
 }
 
-func (r *entityRef[T]) Tell(msg T)        { r.s.tell(r.id, msg) }
+func (r *entityRef[T]) Tell(msg T)        { r.s.send(r.id, msg, false) }
 func (r *entityRef[T]) Path() string      { return r.s.path() + "/" + r.id }
 func (r *entityRef[T]) target() actorCell { return nil }
 
