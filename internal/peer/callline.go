@@ -6,8 +6,10 @@ import (
 
 // Forwards on a call stream: the lines both ways, and their signatures.
 //
-// A client opens one call stream per peer, POST /peer/v1/calls?max_reply=N
-// (its request signed as any request, N being the client's MaxBodyBytes),
+// A client opens one call stream per peer, POST
+// /peer/v1/calls?client={id}&stream={n}&max_reply={MaxBodyBytes} (its
+// request signed as any request; the client's id and the stream's number
+// make the stream's signature unique),
 // and writes call lines (and cancel lines) on the request body; the
 // server answers reply lines, and at most one end line, on the response
 // body, in the order the calls finish. Every line is one JSON object and

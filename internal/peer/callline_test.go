@@ -20,6 +20,9 @@ type rawCalls struct {
 	resp *http.Response
 }
 
+// rawStreams numbers the streams openRawCalls opens.
+var rawStreams atomic.Uint64
+
 // openRawCalls opens a call stream to addr, signed with the test secret.
 func openRawCalls(t *testing.T, addr string) *rawCalls {
 	t.Helper()
@@ -27,7 +30,7 @@ func openRawCalls(t *testing.T, addr string) *rawCalls {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uri := callsPath + "?max_reply=1024"
+	uri := callsPath + "?client=test&stream=" + strconv.FormatUint(rawStreams.Add(1), 10) + "&max_reply=1024"
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	pr, pw := io.Pipe()
 	req, err := http.NewRequestWithContext(within(t, 5*time.Second), http.MethodPost, "http://"+addr+uri, pr)

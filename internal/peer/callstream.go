@@ -58,7 +58,10 @@ type callOutcome struct {
 func (c *Client) openStream(addr string) (*callStream, *Error) {
 	ctx, cancel := context.WithCancel(c.ctx) // Close cancels it
 	pipe := newLinePipe()
-	uri := callsPath + "?max_reply=" + strconv.FormatInt(c.cfg.MaxBodyBytes, 10)
+	// The client's id and the stream's number make each stream's
+	// signature, which its lines chain to, its own.
+	uri := callsPath + "?client=" + c.id + "&stream=" + strconv.FormatUint(c.streams.Add(1), 10) +
+		"&max_reply=" + strconv.FormatInt(c.cfg.MaxBodyBytes, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+uri, pipe)
 	if err != nil {
 		cancel()
@@ -349,6 +352,7 @@ func (st *callStream) idleCheck() {
 	st.mu.Unlock()
 	if idle {
 		st.retire()
+		st.c.forget(st)
 	}
 }
 

@@ -68,6 +68,7 @@ type Client struct {
 	wg      sync.WaitGroup       // the senders and the call streams' readers
 
 	streamFailures atomic.Uint64 // see StreamFailures
+	streams        atomic.Uint64 // call streams opened, which numbers them
 }
 
 // NewClient checks cfg and makes a client. A secret of 1 to
@@ -242,6 +243,22 @@ func (c *Client) stream(ctx context.Context, addr string) (*callStream, *Error) 
 		return nil, &e
 	}
 	return p.st, nil
+}
+
+// forget drops the entry of a peer whose stream st was retired for
+// idleness, unless a newer stream or an opening took its place.
+func (c *Client) forget(st *callStream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.calls[st.addr]
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.st == st && p.opening == nil {
+		delete(c.calls, st.addr)
+	}
 }
 
 // transportError is the *Error of a request that got no (whole) answer:

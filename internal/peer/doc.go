@@ -26,10 +26,11 @@
 // Forwards go on a call stream, one long-lived full-duplex HTTP/2 stream
 // per client and peer, opened on the first call and again after it ends:
 //
-//	POST /peer/v1/calls?max_reply=<the client's MaxBodyBytes>   Trellis-Time, Trellis-Signature (no body digest: the body is a stream)
+//	POST /peer/v1/calls?client={client id}&stream={n}&max_reply={the client's MaxBodyBytes}   Trellis-Time, Trellis-Signature (no body digest: the body is a stream)
 //
-// answered 200 with Trellis-Signature at once (the client writes nothing
-// before), after which the request body carries call lines and the
+// (the client's id and the stream's number make each stream's signature,
+// which its lines chain to, its own), answered 200 with
+// Trellis-Signature at once (the client writes nothing before), after which the request body carries call lines and the
 // response body reply lines, JSON lines read with a bufio.Scanner (whose
 // buffer bounds a line), no framing of our own:
 //
