@@ -98,8 +98,11 @@ func (c *Client) openStream(addr string) (*callStream, *Error) {
 	}
 	if !equal(resp.Header.Get(headerSignature), c.signer.signReply(sig, resp.StatusCode, body)) {
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized { // refused before running
+		switch resp.StatusCode {
+		case http.StatusUnauthorized: // refused before running
 			return fail(decodeWireError(resp.StatusCode, body))
+		case http.StatusNotFound: // a peer without call streams, or not a peer: a request will tell
+			return fail(&Error{Kind: KindNotFound, Message: "the peer has no call streams", cause: errNoCallStream})
 		}
 		return fail(&Error{Kind: KindUnauthorized, OutcomeUnknown: true,
 			Message: "HTTP " + strconv.Itoa(resp.StatusCode) + " without a valid signature: not a peer of this cluster"})
@@ -129,6 +132,11 @@ func (c *Client) openStream(addr string) (*callStream, *Error) {
 // stream.
 var errStreamEnded = errors.New("the call stream ended")
 
+// errNoCallStream is the cause of an opening answered 404 without a
+// signature: a peer of a version without call streams (a rolling
+// upgrade), to which calls go as requests of their own.
+var errNoCallStream = errors.New("the peer has no call streams")
+
 // streamIdle is how long a call stream without calls stays open (to
 // twice that).
 var streamIdle = 10 * time.Minute
@@ -143,7 +151,7 @@ func (st *callStream) call(ctx context.Context, l *callLine) ([]byte, *Error) {
 	case <-ctx.Done():
 		return nil, contextError(ctx, false)
 	case <-st.done:
-		return nil, &Error{Kind: KindUnavailable, Message: "the call stream ended"}
+		return nil, &Error{Kind: KindUnavailable, Message: "the call stream ended", cause: errStreamEnded}
 	}
 	p := &pendingCall{done: make(chan callOutcome, 1)}
 	if err := st.write(l, p); err != nil {

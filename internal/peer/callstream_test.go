@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,5 +300,32 @@ func TestCallStreamIdleRetired(t *testing.T) {
 			defer c.mu.Unlock()
 			return len(c.calls) == 0
 		})
+	}
+}
+
+// TestForwardToPeerWithoutCallStreams: a peer that answers a stream's
+// opening 404 (a version without call streams) gets the call as a
+// request of its own.
+func TestForwardToPeerWithoutCallStreams(t *testing.T) {
+	s, err := NewServer(ServerConfig{Secret: testSecret, Handler: echo, Logger: (&logBuffer{}).logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := s.srv.Handler
+	s.srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == callsPath {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(within(t, 5*time.Second)) })
+	c := newClient(t, ClientConfig{})
+	reply, err := c.Forward(within(t, 5*time.Second), s.Addr(), Call{ComponentID: "c", Method: "m", Argument: json.RawMessage(`7`)})
+	if err != nil || string(reply.Value) != "7" {
+		t.Fatalf("Forward: %s, %v", reply.Value, err)
 	}
 }

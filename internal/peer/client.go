@@ -132,7 +132,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 //
 // The call goes as a line on the client's call stream to the peer
 // (opened on first use, and again after it ends); a call whose line
-// would exceed callLineMax goes as a request of its own.
+// would exceed callLineMax, or to a peer without call streams (an older
+// version, during a rolling upgrade), goes as a request of its own.
 func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, error) {
 	fail := func(e *Error) (Reply, error) {
 		e.Op, e.Addr = "forward "+call.String(), addr
@@ -159,17 +160,22 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 		return fail(&Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded})
 	}
 	trace := tracing.Capture(ctx)
-	if callLineLen(path, trace, call.Argument) > callLineMax {
+	request := func() (Reply, error) {
 		reply, e := c.forwardRequest(ctx, addr, path, left, call.Argument)
 		if e != nil {
 			return fail(e)
 		}
 		return reply, nil
 	}
+	if callLineLen(path, trace, call.Argument) > callLineMax {
+		return request()
+	}
 	line := callLine{Path: path, Timeout: left.String(), Trace: trace, Arg: call.Argument}
 	for first := true; ; first = false {
 		st, e := c.stream(ctx, addr)
-		if e != nil {
+		if e != nil && e.cause == errNoCallStream {
+			return request()
+		} else if e != nil {
 			return fail(e)
 		}
 		reply, e := st.call(ctx, &line)

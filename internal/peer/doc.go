@@ -63,7 +63,9 @@
 //
 // A call whose line would exceed 64 KiB (a large argument) goes as a
 // request of its own instead, so that it does not hold up the calls
-// queued behind it on the stream:
+// queued behind it on the stream; so does a call to a peer that answers
+// a stream's opening 404 (a version without call streams, during a
+// rolling upgrade):
 //
 //	POST /peer/v1/forward/{component}/{method}/{entity}   (each path-escaped)
 //	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Signature: <base64url>  [traceparent, tracestate]
