@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -171,18 +172,21 @@ func TestAuthShortSecretRefused(t *testing.T) {
 }
 
 // TestAuthReplyMustBeSigned: an answer that does not carry the cluster's
-// signature (a stranger at the address) fails with ErrUnauthorized, and
+// signature (a stranger at the address), to a call stream's opening or
+// to a call sent as a request of its own, fails with ErrUnauthorized, and
 // the outcome is unknown; a redirect is not followed.
 func TestAuthReplyMustBeSigned(t *testing.T) {
-	var redirected atomic.Int32
+	var redirected, redirect atomic.Int32
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		if r.URL.Path != callsPath { // a call stream's body never ends
+			io.Copy(io.Discard, r.Body)
+		}
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/elsewhere"):
 			redirected.Add(1)
-		case strings.Contains(r.URL.Path, "/redirect/"):
+		case redirect.Load() == 1:
 			http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 			return
 		}
@@ -197,10 +201,24 @@ func TestAuthReplyMustBeSigned(t *testing.T) {
 	defer func() { srv.Close(); <-done }()
 
 	c := newClient(t, ClientConfig{})
-	for _, method := range []string{"answer", "redirect"} {
-		_, err = c.Forward(within(t, 5*time.Second), ln.Addr().String(), Call{ComponentID: "c", Method: method})
+	big := json.RawMessage(`"` + strings.Repeat("b", callLineMax) + `"`) // goes as a request of its own
+	for _, tc := range []struct {
+		name     string
+		redirect bool
+		arg      json.RawMessage
+	}{
+		{"stream answer", false, nil},
+		{"stream redirect", true, nil},
+		{"request answer", false, big},
+		{"request redirect", true, big},
+	} {
+		redirect.Store(0)
+		if tc.redirect {
+			redirect.Store(1)
+		}
+		_, err = c.Forward(within(t, 5*time.Second), ln.Addr().String(), Call{ComponentID: "c", Method: "m", Argument: tc.arg})
 		if !errors.Is(err, ErrUnauthorized) || !errors.Is(err, ErrOutcomeUnknown) {
-			t.Errorf("%s from a stranger: %v", method, err)
+			t.Errorf("%s from a stranger: %v", tc.name, err)
 		}
 	}
 	if redirected.Load() != 0 {

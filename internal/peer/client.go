@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -10,10 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // DefaultTimeout bounds a forward whose context has no deadline.
@@ -49,8 +49,8 @@ type ClientConfig struct {
 }
 
 // Client forwards calls to peers: one HTTP/2 connection per peer address,
-// multiplexing every call to it, dialed on first use and again after it
-// breaks. It is safe for concurrent use; one per instance.
+// dialed on first use and again after it breaks, carrying a call stream
+// (every forward a line on it) and a tell stream. It is safe for concurrent use; one per instance.
 type Client struct {
 	cfg    ClientConfig
 	signer *signer
@@ -62,11 +62,13 @@ type Client struct {
 	cancel context.CancelFunc
 	closed atomic.Bool
 
-	mu      sync.Mutex         // guards senders
-	senders map[string]*sender // by peer address
-	wg      sync.WaitGroup     // the senders
+	mu      sync.Mutex           // guards senders and calls
+	senders map[string]*sender   // by peer address
+	calls   map[string]*callPeer // by peer address
+	wg      sync.WaitGroup       // the senders and the call streams' readers
 
 	streamFailures atomic.Uint64 // see StreamFailures
+	streams        atomic.Uint64 // call streams opened, which numbers them
 }
 
 // NewClient checks cfg and makes a client. A secret of 1 to
@@ -118,7 +120,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return &Client{cfg: cfg, signer: sg, tr: tr, hc: hc, id: newClientID(),
-		ctx: ctx, cancel: cancel, senders: map[string]*sender{}}, nil
+		ctx: ctx, cancel: cancel, senders: map[string]*sender{}, calls: map[string]*callPeer{}}, nil
 }
 
 // Forward sends call to the peer at addr ("host:port") and returns its
@@ -127,6 +129,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // test it with errors.Is and a sentinel (ErrMoved: re-route once;
 // ErrUnavailable without ErrOutcomeUnknown: it did not run, safe to
 // retry; ErrOutcomeUnknown: it may have run).
+//
+// The call goes as a line on the client's call stream to the peer
+// (opened on first use, and again after it ends); a call whose line
+// would exceed callLineMax, or to a peer without call streams (an older
+// version, during a rolling upgrade), goes as a request of its own.
 func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, error) {
 	fail := func(e *Error) (Reply, error) {
 		e.Op, e.Addr = "forward "+call.String(), addr
@@ -135,7 +142,6 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 	if c.closed.Load() {
 		return fail(&Error{Kind: KindUnavailable, Message: "the client is closed"})
 	}
-	defer c.closeIdleIfClosed() // a call that was in flight at Close hangs up after it
 	if !c.signer.enabled {
 		return fail(&Error{Kind: KindUnauthorized, Message: errNoSecret.Error()})
 	}
@@ -153,46 +159,112 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 	if left <= 0 {
 		return fail(&Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded})
 	}
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(call.Argument))
-	if err != nil {
-		return fail(&Error{Kind: KindBadRequest, Message: "bad peer address: " + err.Error(), cause: err})
-	}
-	ts, timeout := strconv.FormatInt(c.cfg.Now().UnixMilli(), 10), left.String()
-	req.Header = http.Header{
-		"Content-Type": {"application/json"},
-		headerTime:     {ts},
-		headerTimeout:  {timeout},
-	}
-	tc := injectTrace(ctx, req.Header)
-	sig := c.signer.signTracedRequest(http.MethodPost, req.URL.RequestURI(), ts, timeout, tc, call.Argument)
-	req.Header[headerSignature] = []string{sig}
-
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fail(transportError(ctx, err))
-	}
-	defer resp.Body.Close()
-	body, err := readAll(resp.Body, resp.ContentLength, c.cfg.MaxBodyBytes, "reply")
-	if err != nil {
-		var e *Error
-		if !errors.As(err, &e) {
-			e = transportError(ctx, err)
+	trace := tracing.Capture(ctx)
+	request := func() (Reply, error) {
+		reply, e := c.forwardRequest(ctx, addr, path, left, call.Argument)
+		if e != nil {
+			return fail(e)
 		}
-		e.OutcomeUnknown = true
-		return fail(e)
+		return reply, nil
 	}
-	if !equal(resp.Header.Get(headerSignature), c.signer.signReply(sig, resp.StatusCode, body)) {
-		if resp.StatusCode == http.StatusUnauthorized { // refused before running
-			return fail(decodeWireError(resp.StatusCode, body))
+	if callLineLen(path, trace, call.Argument) > callLineMax {
+		return request()
+	}
+	line := callLine{Path: path, Timeout: left.String(), Trace: trace, Arg: call.Argument}
+	for first := true; ; first = false {
+		st, e := c.stream(ctx, addr)
+		if e != nil && e.cause == errNoCallStream {
+			return request()
+		} else if e != nil {
+			return fail(e)
 		}
-		return fail(&Error{Kind: KindUnauthorized, OutcomeUnknown: true,
-			Message: fmt.Sprintf("HTTP %d without a valid signature: not a peer of this cluster", resp.StatusCode)})
+		reply, e := st.call(ctx, &line)
+		switch {
+		case e == nil:
+			return Reply{Value: reply}, nil
+		case first && e.cause == errStreamEnded: // unwritten: once more, on a new stream
+			line.Seq, line.Sig = 0, ""
+		default:
+			return fail(e)
+		}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fail(decodeWireError(resp.StatusCode, body))
+}
+
+// callPeer holds the call stream to one peer, and the opening of the
+// next one, which the calls that find none wait for.
+type callPeer struct {
+	mu      sync.Mutex
+	st      *callStream
+	opening chan struct{} // closed when the opening under way is done
+	openErr *Error        // why the last opening failed
+}
+
+// stream is the open call stream to addr. When there is none it starts
+// opening one in the background (one at a time) and waits for it within
+// ctx, so that a peer slow to answer holds a call no longer than its
+// deadline.
+func (c *Client) stream(ctx context.Context, addr string) (*callStream, *Error) {
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return nil, &Error{Kind: KindUnavailable, Message: "the client is closed"}
 	}
-	return Reply{Value: body}, nil
+	p := c.calls[addr]
+	if p == nil {
+		p = &callPeer{}
+		c.calls[addr] = p
+	}
+	p.mu.Lock()
+	if p.st != nil && !p.st.isEnded() {
+		st := p.st
+		p.mu.Unlock()
+		c.mu.Unlock()
+		return st, nil
+	}
+	if p.opening == nil {
+		opening := make(chan struct{})
+		p.opening = opening
+		c.wg.Add(1) // under c.mu: Close has not begun waiting
+		go func() {
+			defer c.wg.Done()
+			st, e := c.openStream(addr)
+			p.mu.Lock()
+			p.st, p.openErr, p.opening = st, e, nil
+			p.mu.Unlock()
+			close(opening)
+		}()
+	}
+	opening := p.opening
+	p.mu.Unlock()
+	c.mu.Unlock()
+	select {
+	case <-opening:
+	case <-ctx.Done():
+		return nil, contextError(ctx, false)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.st == nil {
+		e := *p.openErr // each caller's own copy, which Forward names
+		return nil, &e
+	}
+	return p.st, nil
+}
+
+// forget drops the entry of a peer whose stream st was retired for
+// idleness, unless a newer stream or an opening took its place.
+func (c *Client) forget(st *callStream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.calls[st.addr]
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.st == st && p.opening == nil {
+		delete(c.calls, st.addr)
+	}
 }
 
 // transportError is the *Error of a request that got no (whole) answer:
@@ -223,13 +295,31 @@ func transportError(ctx context.Context, err error) *Error {
 func (c *Client) StreamFailures() uint64 { return c.streamFailures.Load() }
 
 // Close makes later calls fail with ErrUnavailable, stops the senders
-// (what they still queue is dropped; what they wrote may still arrive)
-// and closes the idle connections; forwards in flight finish first, and
-// the last of them on a connection closes it.
+// (what they still queue is dropped; what they wrote may still arrive),
+// ends the call streams and closes the connections. The forwards in
+// flight on a stream get their replies first, for up to closeGrace; then
+// the stream is canceled (they fail, their outcome unknown) and Close
+// returns.
 func (c *Client) Close() error {
 	c.mu.Lock() // no Tell is between its check and its queuing
 	c.closed.Store(true)
+	peers := make([]*callPeer, 0, len(c.calls))
+	for _, p := range c.calls {
+		peers = append(peers, p)
+	}
 	c.mu.Unlock()
+	var streams []*callStream
+	for _, p := range peers { // no stream opens from here on
+		p.mu.Lock()
+		if p.st != nil {
+			p.st.retire()
+			streams = append(streams, p.st)
+		}
+		p.mu.Unlock()
+	}
+	for _, st := range streams {
+		<-st.done // its calls answered, or closeGrace passed
+	}
 	c.cancel()
 	c.wg.Wait()
 	c.tr.CloseIdleConnections()

@@ -19,21 +19,61 @@
 // # Wire
 //
 // Cleartext HTTP/2 with prior knowledge (h2c), from net/http alone: one
-// long-lived connection per peer, every call a stream on it, so calls do
-// not wait for each other and a slow one does not hold a connection.
-// HTTP/2 PINGs find a connection that stopped carrying anything
-// ([Health]); the next call dials again. A forward is
+// long-lived connection per peer. HTTP/2 PINGs find a connection that
+// stopped carrying anything ([Health]); it is closed, which ends the
+// streams on it, and the next call dials again.
 //
-//	POST /peer/v1/forward/{component}/{method}/{entity}   (each path-escaped; entity may be empty)
-//	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Signature: <base64url>
+// Forwards go on a call stream, one long-lived full-duplex HTTP/2 stream
+// per client and peer, opened on the first call and again after it ends:
+//
+//	POST /peer/v1/calls?client={client id}&stream={n}&max_reply={the client's MaxBodyBytes}   Trellis-Time, Trellis-Signature (no body digest: the body is a stream)
+//
+// (the client's id and the stream's number make each stream's signature,
+// which its lines chain to, its own), answered 200 with
+// Trellis-Signature at once (the client writes nothing before), after which the request body carries call lines and the
+// response body reply lines, JSON lines read with a bufio.Scanner (whose
+// buffer bounds a line), no framing of our own:
+//
+//	→ {"seq":1,"path":"/peer/v1/forward/{component}/{method}/{entity}","timeout":"1.5s","trace":"<traceparent>\n<tracestate>","arg":"<base64>","sig":"…"}
+//	→ {"seq":2,"cancel":1,"sig":"…"}                 the caller of call 1 canceled
+//	← {"seq":1,"status":200,"body":"<base64 of the reply's JSON>","sig":"…"}
+//	← {"seq":1,"status":422,"body":"<base64 of {\"kind\",\"code\",\"message\"}>","sig":"…"}
+//	← {"seq":7,"end":true,"status":503,"body":"<base64 of the error>","sig":"…"}   no line past 7 was read
+//
+// The client numbers its lines 1, 2, ... in the order written; names are
+// path-escaped as in a request's path (entity may be empty); trace, from
+// the caller's span, and arg may be absent. The deadline travels as the
+// time left, not as an instant, so the peers' clocks need not agree for
+// it; the server applies it to the handler's context. A caller that
+// cancels writes a cancel line, which cancels the handler's context (one
+// whose deadline passes writes none: the server's deadline ends the
+// handler); a connection that breaks cancels every handler on it. The server runs
+// the calls concurrently (a slow one holds up no other) and answers each
+// with a reply line of the same seq when it finishes, so replies come in
+// the order the calls finish. A stream carries at most 250 calls without
+// a reply: past that a forward waits for a slot within its deadline, and
+// a server that reads more stops reading, which HTTP/2 flow control turns
+// into backpressure on the client. A reply over max_reply is answered
+// {"kind":"too_large",...,"outcome_unknown":true} instead. When the server stops
+// reading before the client ended the body (Shutdown, or a line that
+// fails its check) it writes an end line naming the last line it read:
+// the calls after it did not run. It then lets the calls it read finish
+// and answer, and ends the response. Client.Close ends the request body:
+// the server answers what it runs, then ends the response.
+//
+// A call whose line would exceed 64 KiB (a large argument) goes as a
+// request of its own instead, so that it does not hold up the calls
+// queued behind it on the stream; so does a call to a peer that answers
+// a stream's opening 404 (a version without call streams, during a
+// rolling upgrade):
+//
+//	POST /peer/v1/forward/{component}/{method}/{entity}   (each path-escaped)
+//	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Signature: <base64url>  [traceparent, tracestate]
 //	<the argument's JSON>
 //
 // answered 200 with the reply's JSON, or an error status with
-// {"kind","code","message"}, and Trellis-Signature. The deadline travels
-// as the time left, not as an instant, so the peers' clocks need not
-// agree for it; the server applies it to the handler's context, which is
-// also canceled when the caller cancels (HTTP/2 RST_STREAM) or the
-// connection breaks.
+// {"kind","code","message"}, and Trellis-Signature; the caller's
+// cancellation reaches the handler as an RST_STREAM.
 //
 // gRPC (with a JSON codec and a hand-written ServiceDesc) was the other
 // choice. It would bring a large dependency and its own conventions for
@@ -45,20 +85,30 @@
 // # Authentication
 //
 // The peers share a secret (setting EnvSecret, at least 32 bytes) and
-// never send it. Each request carries an HMAC-SHA256 over the method, the
-// path, a timestamp, the timeout and the body; the server checks the
-// timestamp within MaxSkew and the HMAC in constant time, and answers 401
-// (logging why, without the secret) to anything else. Each reply carries
-// an HMAC over the request's signature, the status and the body, so the
-// caller too knows whom it talks to: the peers authenticate each other.
-// Without a secret, a server refuses everything and a client sends
-// nothing. A bearer secret was the alternative; over cleartext it would
-// hand the secret to anyone who can read the traffic, the HMAC does not.
+// never send it. Each request (a stream's opening or a forward of its
+// own) carries an HMAC-SHA256 over the method, the path and query, a
+// timestamp, the timeout and the body; the server checks the timestamp
+// within MaxSkew and the HMAC in constant time, and answers 401 (logging
+// why, without the secret) to anything else. Each answer carries an HMAC
+// over the request's signature, the status and the body, so the caller
+// too knows whom it talks to: the peers authenticate each other. On a
+// stream each line is signed too, chained to the stream's signature and
+// its place in it: a call line over its seq, cancel, path, timeout,
+// trace and argument; a reply line over its call line's signature (so it
+// is bound to its call), status and body; an end line over the stream's
+// signature, its seq, status and body. A line that fails its signature
+// or comes out of place (forged, altered, replayed, reordered, or taken
+// from another stream) runs nothing and ends the stream; a reply line
+// that fails its check ends the stream on the client. Without a secret, a
+// server refuses everything and a client sends nothing. A bearer secret
+// was the alternative; over cleartext it would hand the secret to anyone
+// who can read the traffic, the HMAC does not.
 //
 // What this does not give: confidentiality (the arguments travel in the
 // clear — run the cluster on a private network, or add TLS, which
 // net/http can take with no change to the protocol), and protection from
-// a replay within MaxSkew of a request captured on the wire.
+// a replay, within MaxSkew of its opening, of a whole request or call
+// stream captured on the wire.
 //
 // # Failures
 //
@@ -66,9 +116,10 @@
 // a handler's [NewError] (or a wrapped sentinel) arrives with its kind,
 // code and message, so errors.Is(err, ErrMoved) holds on the caller's
 // side. Kinds found by the transport say whether the call may have run:
-// ErrUnavailable alone means it did not (the peer could not be reached),
-// with ErrOutcomeUnknown it may have (the connection broke after sending;
-// the deadline passed). The component layer maps its own errors to kinds
+// ErrUnavailable alone means it did not (the peer could not be reached,
+// the call's line was never written, or the server's end line says it
+// was not read), with ErrOutcomeUnknown it may have (the connection broke
+// after sending; the deadline passed; the caller canceled). The component layer maps its own errors to kinds
 // and codes and back (a conflict refusal is KindRefused with code
 // "conflict"); this package does not import components, which will import
 // it.
@@ -100,5 +151,6 @@
 // arrives arrives in the order told, and what was in flight on a broken
 // stream may be lost. A sender ends after 10 minutes without messages;
 // Client.Close stops all of them (what they still queue is dropped);
-// Server.Shutdown ends the streams at once, then drains the forwards.
+// Server.Shutdown ends the tell streams at once, stops reading the call
+// streams, then drains the forwards.
 package peer

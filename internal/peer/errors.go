@@ -171,6 +171,9 @@ type wireError struct {
 	Kind    string `json:"kind"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message"`
+	// OutcomeUnknown: the call ran, or may have (a reply over the
+	// caller's limit, refused after the handler ran).
+	OutcomeUnknown bool `json:"outcome_unknown,omitempty"`
 }
 
 // classify turns a handler's error into what the server answers: an
@@ -211,5 +214,5 @@ func decodeWireError(status int, body []byte) *Error {
 		}
 		return &Error{Kind: kind, Message: fmt.Sprintf("HTTP %d from something that is not a peer", status)}
 	}
-	return &Error{Kind: kindNamed(w.Kind), Code: w.Code, Message: w.Message}
+	return &Error{Kind: kindNamed(w.Kind), Code: w.Code, Message: w.Message, OutcomeUnknown: w.OutcomeUnknown}
 }

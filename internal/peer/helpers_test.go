@@ -76,6 +76,20 @@ func startServer(t testing.TB, cfg ServerConfig, logs *logBuffer, check func(*ht
 	return s
 }
 
+// startOwned starts a server with handler h on loopback that the test
+// shuts down itself.
+func startOwned(t testing.TB, h Handler) *Server {
+	t.Helper()
+	s, err := NewServer(ServerConfig{Secret: testSecret, Logger: (&logBuffer{}).logger(), Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // newClient makes a client with cfg (the test secret when cfg has none),
 // closed at the test's end.
 func newClient(t testing.TB, cfg ClientConfig) *Client {

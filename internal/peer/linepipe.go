@@ -5,14 +5,16 @@ import (
 	"sync"
 )
 
-// linePipe carries a tell stream's lines from its sender to the request
-// body that the HTTP/2 transport reads. Unlike an io.Pipe, a write does not
-// wait for the reader to take it: the lines wait in a buffer, and each Read
-// takes all that fits, so the lines written while the transport sends a
-// frame go out together in the next one, and the sender goes on with its
-// queue meanwhile. A write waits only while linePipeLimit bytes are
-// waiting (the transport is held back by the peer's flow control): that
-// backs the sender's queue up, and Tell then fails, as the peer is behind.
+// linePipe carries a stream's lines (a tell stream's, a call stream's)
+// from their writer to the request body that the HTTP/2 transport reads.
+// Unlike an io.Pipe, a write does not wait for the reader to take it: the
+// lines wait in a buffer, and each Read takes all that fits, so the lines
+// written while the transport sends a frame go out together in the next
+// one, and the writer goes on meanwhile. A write waits only while
+// linePipeLimit bytes are waiting (the transport is held back by the
+// peer's flow control): that backs a tell sender's queue up, and Tell
+// then fails, as the peer is behind; a forward waits, within its
+// deadline. A line is written whole or not at all.
 type linePipe struct {
 	mu      sync.Mutex
 	buf     []byte // written, not yet read

@@ -22,12 +22,8 @@ type Receiver func(actorPath string, msg []byte)
 // of the same client arrives, or the server shuts down. Why it ended, if
 // not by the client, is written in the body.
 func (s *Server) serveTell(w http.ResponseWriter, r *http.Request) {
-	ts, sig, ok := s.checkHeaders(w, r)
+	sig, ok := s.checkStream(w, r, "tell")
 	if !ok {
-		return
-	}
-	if !equal(sig, s.signer.signRequest(r.Method, r.RequestURI, ts, "", nil)) {
-		s.refuse(w, r, errors.New("bad signature on a tell stream"))
 		return
 	}
 	if s.cfg.Receive == nil {

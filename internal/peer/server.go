@@ -96,6 +96,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.stopping, s.stopCancel = context.WithCancel(context.Background())
 
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+callsPath, s.serveCalls)
 	mux.HandleFunc("POST "+forwardPrefix, s.serveForward)
 	mux.HandleFunc("POST "+tellPrefix, s.serveTell)
 	var protocols http.Protocols
@@ -108,7 +109,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		IdleTimeout:       15 * time.Minute, // longer than the client's, which hangs up first
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
-	s.srv.RegisterOnShutdown(s.stopCancel) // a tell stream never ends by itself
+	s.srv.RegisterOnShutdown(s.stopCancel) // a tell or call stream never ends by itself
 	return s, nil
 }
 
@@ -148,7 +149,9 @@ func (s *Server) Addr() string {
 }
 
 // Shutdown stops listening, ends the tell streams (delivering what was
-// read), lets the forwards in flight finish, then closes the connections.
+// read), stops reading the call streams (an end line tells each client
+// which calls it read), lets the forwards in flight finish and answer,
+// then closes the connections.
 // If ctx ends first it closes them at once, which cancels the handlers'
 // contexts, and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -231,6 +234,22 @@ func (s *Server) checkHeaders(w http.ResponseWriter, r *http.Request) (ts, sig s
 		return "", "", false
 	}
 	return ts, sig, true
+}
+
+// checkStream authenticates a stream's opening (what names its kind):
+// the header checks, and a signature with no timeout and no body digest,
+// the body being a stream. It answers 401 and returns false when one
+// fails.
+func (s *Server) checkStream(w http.ResponseWriter, r *http.Request, what string) (sig string, ok bool) {
+	ts, sig, ok := s.checkHeaders(w, r)
+	if !ok {
+		return "", false
+	}
+	if !equal(sig, s.signer.signRequest(r.Method, r.RequestURI, ts, "", nil)) {
+		s.refuse(w, r, errors.New("bad signature on a "+what+" stream"))
+		return "", false
+	}
+	return sig, true
 }
 
 // run calls the handler, turning a panic into an internal error.

@@ -53,19 +53,12 @@ func TestServerBodyTooLarge(t *testing.T) {
 func TestServerShutdownDrains(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	block := blocking(started, release)
-	s, err := NewServer(ServerConfig{Secret: testSecret, Logger: (&logBuffer{}).logger(),
-		Handler: func(ctx context.Context, c Call) (Reply, error) {
-			if c.Method == "quick" {
-				return echo(ctx, c)
-			}
-			return block(ctx, c)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	s := startOwned(t, func(ctx context.Context, c Call) (Reply, error) {
+		if c.Method == "quick" {
+			return echo(ctx, c)
+		}
+		return block(ctx, c)
+	})
 	c := newClient(t, ClientConfig{})
 	errc := forwardAsync(within(t, 10*time.Second), c, s.Addr())
 	testenv.Recv(t, started, 5*time.Second)
@@ -86,7 +79,7 @@ func TestServerShutdownDrains(t *testing.T) {
 	}
 	// A call that reaches the connection before the server's GOAWAY is
 	// served (it is in flight); one after it is refused, surely not run.
-	_, err = c.Forward(within(t, 5*time.Second), s.Addr(), Call{ComponentID: "c", Method: "quick"})
+	_, err := c.Forward(within(t, 5*time.Second), s.Addr(), Call{ComponentID: "c", Method: "quick"})
 	if err != nil && (!errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown)) {
 		t.Fatalf("a new call while shutting down: %v, want served, or unavailable and surely not run", err)
 	}
@@ -107,19 +100,12 @@ func TestServerShutdownDrains(t *testing.T) {
 // handlers, and returns the context's error.
 func TestServerShutdownTimeout(t *testing.T) {
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	s, err := NewServer(ServerConfig{Secret: testSecret, Logger: (&logBuffer{}).logger(),
-		Handler: func(ctx context.Context, _ Call) (Reply, error) {
-			started <- struct{}{}
-			<-ctx.Done()
-			ended <- ctx.Err()
-			return Reply{}, ctx.Err()
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	s := startOwned(t, func(ctx context.Context, _ Call) (Reply, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return Reply{}, ctx.Err()
+	})
 	c := newClient(t, ClientConfig{})
 	errc := forwardAsync(within(t, time.Minute), c, s.Addr())
 	testenv.Recv(t, started, 5*time.Second)
