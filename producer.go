@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
@@ -32,6 +34,11 @@ import (
 // (TRELLIS_CLUSTER_ADDR=off) there is no transport between the instances:
 // Send on one that does not own the queue waits until it does.
 // Send reads the queue's owner from the store (one round trip) each time.
+// A hand-over to the owner that broke off with no answer (a cut
+// connection) is made again, under the same id: an owner that took it
+// already answers with its sequence number and stores it once; one that
+// died meanwhile may have stored it, and then it is sent twice, as after
+// any crash.
 type DurableProducer[A any] struct {
 	id     string
 	local  *delivery.Producer[A]
@@ -39,6 +46,7 @@ type DurableProducer[A any] struct {
 	queue  *redisqueue.Queue[A] // nil with the embedded store
 	node   *clusterNode         // nil without a cluster: Send is local
 	holder string               // this instance's name as the queue's holder
+	sends  *rememberedSends     // as the owner: the sends other instances handed over
 }
 
 // NewDurableProducer starts, on h's actor system, the producer controller
@@ -56,6 +64,7 @@ func NewDurableProducer[A any](h *Host, producerID string, settings delivery.Pro
 		var opts []redisqueue.Option
 		if h.node != nil && h.node.peers != nil {
 			p.node, p.holder = h.node, h.node.id+" "+h.node.join.Addr
+			p.sends = newRememberedSends(maxRememberedSends)
 			opts = append(opts, redisqueue.WithHolder(p.holder))
 		}
 		q, err := redisqueue.ForService(h.Redis, h.Config.RedisPrefix, producerID, codec, opts...)
@@ -103,7 +112,7 @@ func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, e
 	if err != nil {
 		return 0, fmt.Errorf("trellis: durable producer %q: encode: %w", p.id, err)
 	}
-	arg, err := json.Marshal(forwardedSend{Msg: body})
+	arg, err := json.Marshal(forwardedSend{Msg: body, ID: uuid.NewString()})
 	if err != nil {
 		return 0, fmt.Errorf("trellis: durable producer %q: encode: %w", p.id, err)
 	}
@@ -121,7 +130,10 @@ func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, e
 		case held:
 			_, addr, _ := strings.Cut(holder, " ")
 			seqNr, err := p.sendThrough(ctx, addr, arg)
-			if !errors.Is(err, delivery.ErrNotSent) {
+			// Not taken: look again. No answer: make it again (the owner
+			// knows it by its id), while there is time.
+			again := errors.Is(err, delivery.ErrNotSent) || errors.Is(err, components.ErrOutcomeUnknown) && ctx.Err() == nil
+			if !again {
 				return seqNr, err
 			}
 		}
@@ -177,9 +189,13 @@ func (p *DurableProducer[A]) receive(ctx context.Context, arg json.RawMessage) (
 	if err != nil {
 		return nil, peer.NewError(peer.KindBadRequest, "bad_message", "producer %q: decode: %v", p.id, err)
 	}
-	seqNr, err := p.local.Send(ctx, msg)
+	// The send goes on if the caller's connection breaks, within its
+	// deadline, so that the caller's next attempt finds it stored.
+	sendCtx, cancel := detach(ctx, sendDetachedMax)
+	defer cancel()
+	seqNr, err := p.sends.do(ctx, in.ID, func() (delivery.SeqNr, error) { return p.local.Send(sendCtx, msg) })
 	switch {
-	case errors.Is(err, delivery.ErrNotSent), errors.Is(err, delivery.ErrProducerStopped):
+	case notStored(err):
 		return nil, peer.NewError(peer.KindUnavailable, "not_sent", "producer %q: not sent here", p.id)
 	case err != nil:
 		return nil, err
@@ -194,12 +210,26 @@ const producerComponent = "trellis.producer"
 // forwardedSend and forwardedSent are a send to the owner and its answer.
 type (
 	forwardedSend struct {
-		Msg []byte `json:"msg"` // the codec's bytes
+		Msg []byte `json:"msg"`          // the codec's bytes
+		ID  string `json:"id,omitempty"` // the same on every attempt of one Send
 	}
 	forwardedSent struct {
 		SeqNr delivery.SeqNr `json:"seqNr"`
 	}
 )
+
+// sendDetachedMax bounds a handed-over send whose caller gave no deadline.
+const sendDetachedMax = 30 * time.Second
+
+// detach is a context that keeps ctx's values and deadline (at most max
+// from now) but not its cancellation.
+func detach(ctx context.Context, max time.Duration) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(max)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}
 
 // sleepCtx waits d, or until ctx ends (then its error).
 func sleepCtx(ctx context.Context, d time.Duration) error {
