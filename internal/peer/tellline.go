@@ -68,10 +68,9 @@ func plainJSON(s string) bool {
 
 // parseTellLine reads a line into line: the sender's form directly, any
 // other JSON with encoding/json. It returns the line's signature, which
-// may point into data (line.Sig is then empty); empty for a line within a
-// batch. A path equal to prevTo
-// comes back as prevTo itself, so a stream to one actor makes no string
-// per line.
+// may point into data (line.Sig is then empty), or is empty for a line
+// within a batch. A path equal to prevTo comes back as prevTo itself, so
+// a stream to one actor makes no string per line.
 func parseTellLine(data []byte, line *tellLine, prevTo string) (sig []byte, err error) {
 	if sig, ok := parsePlainLine(data, line, prevTo); ok {
 		return sig, nil
