@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/trellis-go/trellis/delivery/durable"
+	"github.com/trellis-go/trellis/delivery/internal/slab"
 	"github.com/trellis-go/trellis/delivery/internal/wirebytes"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -62,7 +63,8 @@ var errShort = errors.New("delivery: wire message cut short")
 // instance (a sharded entity reached through a runtime.Placement, whose
 // consumer controller the message starts) must register them before.
 func RegisterCodecs[A any](sys *runtime.System) {
-	runtime.RegisterDefaultCodec[ConsumerCommand[A]](sys, consumerCodec[A]{sys: sys, last: new(atomic.Pointer[origin[A]])})
+	runtime.RegisterDefaultCodec[ConsumerCommand[A]](sys, consumerCodec[A]{sys: sys, last: new(atomic.Pointer[origin[A]]),
+		bodyLen: new(atomic.Int64), decoded: new(slab.Slab[SequencedMessage[A]])})
 	runtime.RegisterDefaultCodec[ProducerCommand[A]](sys, producerCodec[A]{sys})
 }
 
@@ -70,7 +72,18 @@ func RegisterCodecs[A any](sys *runtime.System) {
 type consumerCodec[A any] struct {
 	sys  *runtime.System
 	last *atomic.Pointer[origin[A]] // of the last SequencedMessage decoded
+	// bodyLen is the length of the last message encoded: the room an
+	// encoding leaves for its message, which the codec then writes in
+	// place (a longer one grows the buffer once). Past maxBodyRoom, a
+	// large message does not make the next ones' buffers large.
+	bodyLen *atomic.Int64
+	// decoded holds the SequencedMessages decoded, which no one changes
+	// once sent: a stream of them costs an allocation per slab.Size.
+	decoded *slab.Slab[SequencedMessage[A]]
 }
+
+// maxBodyRoom bounds the room an encoding leaves for its message.
+const maxBodyRoom = 4 << 10
 
 // origin is where a SequencedMessage comes from: its producer id and
 // producer controller. A stream comes from one producer controller, so the
@@ -135,7 +148,7 @@ func (c consumerCodec[A]) encodeSequenced(m *SequencedMessage[A]) ([]byte, error
 			flags |= flagResent
 		}
 	}
-	var body []byte
+	size := 48 + len(m.ProducerID) + len(pc.Addr) + len(pc.Path) + len(m.TraceContext)
 	if m.Chunk != nil {
 		flags |= flagChunk
 		if m.Chunk.First {
@@ -144,10 +157,11 @@ func (c consumerCodec[A]) encodeSequenced(m *SequencedMessage[A]) ([]byte, error
 		if m.Chunk.Last {
 			flags |= flagChunkLast
 		}
-	} else if body, err = runtime.CodecFor[A](c.sys).Encode(m.Message); err != nil {
-		return nil, fmt.Errorf("delivery: encode message %d of %q: %w", m.SeqNr, m.ProducerID, err)
+		size += len(m.Chunk.Manifest) + len(m.Chunk.Data)
+	} else {
+		size += int(min(c.bodyLen.Load(), maxBodyRoom))
 	}
-	b := make([]byte, 0, 48+len(m.ProducerID)+len(pc.Addr)+len(pc.Path)+len(m.TraceContext)+len(body))
+	b := make([]byte, 0, size)
 	b = append(b, tagSequenced, flags)
 	b = wirebytes.AppendString(b, m.ProducerID)
 	b = binary.AppendUvarint(b, uint64(m.SeqNr))
@@ -160,9 +174,14 @@ func (c consumerCodec[A]) encodeSequenced(m *SequencedMessage[A]) ([]byte, error
 	}
 	if m.Chunk != nil {
 		b = wirebytes.AppendString(b, m.Chunk.Manifest)
-		body = m.Chunk.Data
+		return append(b, m.Chunk.Data...), nil
 	}
-	return append(b, body...), nil
+	head := len(b)
+	if b, err = runtime.AppendEncode(runtime.CodecFor[A](c.sys), b, m.Message); err != nil {
+		return nil, fmt.Errorf("delivery: encode message %d of %q: %w", m.SeqNr, m.ProducerID, err)
+	}
+	c.bodyLen.Store(int64(len(b) - head))
+	return b, nil
 }
 
 func (c consumerCodec[A]) Decode(data []byte) (ConsumerCommand[A], error) {
@@ -186,7 +205,8 @@ func (c consumerCodec[A]) decodeSequenced(r *wirebytes.Reader) (ConsumerCommand[
 	flags := r.Byte()
 	id, seqNr := r.Bytes(), r.Uvarint()
 	addr, path := r.Bytes(), r.Bytes()
-	m := &SequencedMessage[A]{SeqNr: SeqNr(seqNr)}
+	m := c.decoded.Get()
+	m.SeqNr = SeqNr(seqNr)
 	m.Incarnation, m.Generation, m.Association = r.Uvarint(), r.Uvarint(), r.Uvarint()
 	m.First, m.Ack = flags&flagFirst != 0, flags&flagAck != 0
 	if flags&flagTrace != 0 {
@@ -205,11 +225,9 @@ func (c consumerCodec[A]) decodeSequenced(r *wirebytes.Reader) (ConsumerCommand[
 		m.ProducerController = runtime.ResolveRef[ProducerCommand[A]](c.sys, o.ref)
 	}
 	if m.Chunk == nil {
-		msg, err := runtime.CodecFor[A](c.sys).Decode(r.Rest())
-		if err != nil {
+		if err := runtime.DecodeInto(runtime.CodecFor[A](c.sys), r.Rest(), &m.Message); err != nil {
 			return nil, fmt.Errorf("delivery: decode message %d of %q: %w", m.SeqNr, m.ProducerID, err)
 		}
-		m.Message = msg
 	}
 	return m, nil
 }

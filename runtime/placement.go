@@ -85,12 +85,14 @@ const maxHops = 2
 
 // A message to an entity across instances: the number of hops it has
 // made, the entity id after its length (a uvarint), then the message as
-// its codec wrote it.
-func appendEntityMessage(b []byte, hops byte, id string, msg []byte) []byte {
+// its codec wrote it. appendEntityMessage writes it into one buffer,
+// with room for a short message after the header, which the codec fills.
+func appendEntityMessage[T any](c Codec[T], hops byte, id string, msg T) ([]byte, error) {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(id)+128)
 	b = append(b, hops)
 	b = binary.AppendUvarint(b, uint64(len(id)))
 	b = append(b, id...)
-	return append(b, msg...)
+	return AppendEncode(c, b, msg)
 }
 
 var errEntityMessage = errors.New("runtime: malformed message to an entity")
@@ -120,12 +122,12 @@ func (s *Sharding[T]) tellRemote(addr, id string, hops byte, msg T) {
 		s.sys.remoteFailed(to, msg, errNoRemote)
 		return
 	}
-	b, err := CodecFor[T](s.sys).Encode(msg)
+	b, err := appendEntityMessage(CodecFor[T](s.sys), hops, id, msg)
 	if err != nil {
 		s.sys.remoteFailed(to, msg, codecError[T]("encode", err))
 		return
 	}
-	if err := h.r.Tell(addr, s.path(), appendEntityMessage(nil, hops, id, b)); err != nil {
+	if err := h.r.Tell(addr, s.path(), b); err != nil {
 		s.sys.remoteFailed(to, msg, err)
 	}
 }

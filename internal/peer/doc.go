@@ -134,22 +134,45 @@
 // queue on one long-lived stream on the same connection,
 //
 //	POST /peer/v1/tell/{client id}/{epoch}   Trellis-Time, Trellis-Signature (no body digest: the body is a stream)
-//	{"seq":1,"to":"actor/path","msg":"<base64>","sig":"<HMAC chained to the stream's signature and seq>"}\n ...
+//	{"seq":1,"to":"actor/path","msg":"<base64>"}\n
+//	{"seq":2,"to":"actor/path","msg":"<base64>","sig":"<base64url HMAC over lines 1 and 2>"}\n
+//	{"seq":3,"to":"actor/path","msg":"<base64>","sig":"<HMAC over line 3, chained to the one before>"}\n ...
 //
 // JSON lines, read with a bufio.Scanner (whose buffer bounds a line): no
-// framing of our own. The sender writes each line byte for byte as an
-// encoding/json Encoder would, without reflection (the Encoder itself when
-// the path needs escaping), and the server reads that form directly,
-// handing any other JSON to json.Unmarshal; the signatures are made into
-// reused buffers, so a line costs the sender no allocation and the server
-// only its message. A line that fails its signature or comes out of
-// place ends the stream, so lines cannot be forged, dropped, reordered or
-// replayed within it unseen. The server hands each line to
-// ServerConfig.Receive in order; when a stream breaks, the sender opens a
-// new one (backoff while the peer cannot be reached) and the server,
-// seeing the newer epoch, delivers nothing more from the older: what
-// arrives arrives in the order told, and what was in flight on a broken
-// stream may be lost. A sender ends after 10 minutes without messages;
+// framing of our own. The lines are signed in batches: the lines the
+// sender writes in one go, until its queue is empty (at most 128 lines or
+// 64 KiB of messages), are a batch, and only its last line carries "sig",
+// an HMAC-SHA256 with the cluster secret over
+//
+//	"trellis-peer/1 tell\n" previous-sig "\n", then per line: seq "\n" to "\n" len(msg) "\n" msg
+//
+// where previous-sig is the last batch's signature, or the stream's
+// request signature for the first batch. The server holds a batch's
+// lines until its signature checks and delivers none of them otherwise;
+// a line out of place (seq not the next), a batch past its bounds
+// unsigned, or a bad signature ends the stream, so lines cannot be
+// forged, dropped, reordered or replayed within it unseen, and a stream
+// that ends within a batch delivers nothing of that batch. One HMAC per
+// batch instead of per line spares the sender and the server most of
+// their hashing under load; a lone message is a batch of one, sent as
+// soon as it is told.
+//
+// The sender writes each line byte for byte as an encoding/json Encoder
+// would (tellLine, "sig" omitted when empty), without reflection (the
+// Encoder itself when the path needs escaping), and the server reads that
+// form directly, handing any other JSON to json.Unmarshal; the
+// signatures are made into reused buffers, so a line costs the sender no
+// allocation and the server only its message. Peers that sign every
+// line (versions before batches) and peers that sign batches refuse each
+// other's streams: what is told between them is lost, and resent by the
+// delivery protocol once both run one version.
+//
+// The server hands each verified line to ServerConfig.Receive in order,
+// one batch under one check of the stream's epoch; when a stream breaks,
+// the sender opens a new one (backoff while the peer cannot be reached)
+// and the server, seeing the newer epoch, delivers nothing more from the
+// older: what arrives arrives in the order told, and what was in flight
+// on a broken stream may be lost. A sender ends after 10 minutes without messages;
 // Client.Close stops all of them (what they still queue is dropped);
 // Server.Shutdown ends the tell streams at once, stops reading the call
 // streams, then drains the forwards.

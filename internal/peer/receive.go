@@ -51,30 +51,53 @@ func (s *Server) serveTell(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// deliver reads a stream's lines and hands each to Receive, checking its
-// place and signature; nil when the client ended the stream.
+// deliver reads a stream's lines, checking each one's place and each
+// batch's signature (see tellMAC), and hands the lines of a batch to
+// Receive once its signature checks; nil when the client ended the
+// stream.
 func (s *Server) deliver(r *http.Request, streamSig string, epoch uint64, order *clientOrder) error {
 	sc := bufio.NewScanner(r.Body)
 	// A line is its message in base64 (4/3 of it) and a few short fields.
 	sc.Buffer(make([]byte, 0, 4<<10), int(s.cfg.MaxBodyBytes/3*4+4<<10))
+	mac := s.signer.newTellMAC(streamSig)
+	defer mac.release()
 	var line tellLine
-	var want []byte // the signature each line must carry
+	var batch []tellLine // the open batch's lines, unchecked
+	var want []byte      // the signature the batch must carry
+	refuse := func(seq uint64, why string) error {
+		s.log.Warn("peer: tell line refused", "remote", r.RemoteAddr, "seq", seq, "why", why)
+		return NewError(KindUnauthorized, "", "line %d: %s", seq, why)
+	}
 	for seq := uint64(1); sc.Scan(); seq++ {
 		sig, err := parseTellLine(sc.Bytes(), &line, line.To)
-		if err != nil {
+		switch {
+		case err != nil:
 			return NewError(KindBadRequest, "", "line %d: %v", seq, err)
-		}
-		want = s.signer.appendTellSig(want[:0], streamSig, line.Seq, line.To, line.Msg)
-		if line.Seq != seq || !equalSig(sig, want) {
-			s.log.Warn("peer: tell line refused", "remote", r.RemoteAddr, "seq", seq)
-			return NewError(KindUnauthorized, "", "line %d: bad signature or out of place", seq)
+		case line.Seq != seq:
+			return refuse(seq, "out of place")
+		case mac.full():
+			return refuse(seq, "the batch goes past its bounds unsigned")
 		}
 		if err := checkActorPath(line.To); err != nil {
 			return NewError(KindBadRequest, "", "line %d: %v", seq, err)
 		}
-		if !order.deliver(epoch, func() { s.cfg.Receive(line.To, line.Msg) }) {
+		mac.add(line.Seq, line.To, line.Msg)
+		batch = append(batch, line)
+		if len(sig) == 0 {
+			continue
+		}
+		if want = mac.appendSum(want[:0]); !equalSig(sig, want) {
+			return refuse(seq, "bad signature on the batch it ends")
+		}
+		if !order.deliver(epoch, func() {
+			for _, l := range batch {
+				s.cfg.Receive(l.To, l.Msg)
+			}
+		}) {
 			return NewError(KindUnavailable, "", "a newer stream from the same client took over")
 		}
+		clear(batch) // Receive keeps the messages; the batch does not
+		batch = batch[:0]
 	}
 	switch err := sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
@@ -83,6 +106,8 @@ func (s *Server) deliver(r *http.Request, streamSig string, epoch uint64, order 
 		return NewError(KindUnavailable, "", "the server is shutting down")
 	case err != nil:
 		return fmt.Errorf("read the stream: %w", err)
+	case mac.open() > 0:
+		return NewError(KindBadRequest, "", "the stream ended within a batch: its %d lines were not delivered", mac.open())
 	}
 	return nil
 }

@@ -175,9 +175,8 @@ type stream struct {
 	pipe    *linePipe
 	enc     *json.Encoder // for a line appendTellLine cannot write
 	buf     []byte        // scratch of appendTellLine
-	sigBuf  []byte        // scratch of appendTellSig
-	signer  *signer
-	sig     string // the stream's request signature, which lines chain to
+	sigBuf  []byte        // scratch of the batches' signatures
+	mac     *tellMAC      // signs the lines in batches, chained to the stream's signature
 	seq     uint64
 	cancel  context.CancelFunc
 	watched chan struct{} // closed when the response has ended
@@ -221,7 +220,7 @@ func (s *sender) open() (*stream, error) {
 		pipe.closeWrite()
 		return nil, err
 	}
-	st := &stream{pipe: pipe, enc: json.NewEncoder(pipe), signer: s.c.signer, sig: sig, cancel: cancel, watched: make(chan struct{})}
+	st := &stream{pipe: pipe, enc: json.NewEncoder(pipe), mac: s.c.signer.newTellMAC(sig), cancel: cancel, watched: make(chan struct{})}
 	go st.watch(resp)
 	return st, nil
 }
@@ -253,21 +252,28 @@ func (st *stream) ended() bool {
 	}
 }
 
-// write encodes m as the stream's next line; flush wakes the transport to
-// send what is written (the sender flushes when its queue is empty, so a
-// burst goes out in few frames).
-func (st *stream) write(m tellMsg, flush bool) error {
+// write encodes m as the stream's next line. last ends the batch (see
+// tellMAC): the line carries the batch's signature, and the transport is
+// woken to send what is written. The sender ends a batch when its queue
+// is empty, so a burst goes out in few frames and few signatures; a batch
+// that reaches its bounds ends too.
+func (st *stream) write(m tellMsg, last bool) error {
 	st.seq++
-	st.sigBuf = st.signer.appendTellSig(st.sigBuf[:0], st.sig, st.seq, m.to, m.msg)
+	st.mac.add(st.seq, m.to, m.msg)
+	sig := st.sigBuf[:0]
+	if last || st.mac.full() {
+		sig = st.mac.appendSum(sig)
+		st.sigBuf = sig
+	}
 	var ok bool
-	if st.buf, ok = appendTellLine(st.buf[:0], st.seq, m.to, m.msg, st.sigBuf); ok {
+	if st.buf, ok = appendTellLine(st.buf[:0], st.seq, m.to, m.msg, sig); ok {
 		if _, err := st.pipe.Write(st.buf); err != nil {
 			return err
 		}
-	} else if err := st.enc.Encode(&tellLine{Seq: st.seq, To: m.to, Msg: m.msg, Sig: string(st.sigBuf)}); err != nil {
+	} else if err := st.enc.Encode(&tellLine{Seq: st.seq, To: m.to, Msg: m.msg, Sig: string(sig)}); err != nil {
 		return err
 	}
-	if flush {
+	if last {
 		st.pipe.flush()
 	}
 	return nil
@@ -284,6 +290,7 @@ func (st *stream) close() {
 	}
 	st.cancel()
 	<-st.watched
+	st.mac.release()
 }
 
 // closeGrace bounds how long closing a stream waits for the server.

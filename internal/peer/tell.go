@@ -26,31 +26,14 @@ const DefaultTellQueue = 1024
 // tellPrefix starts a tell stream's path: /peer/v1/tell/{client}/{epoch}.
 const tellPrefix = "/peer/v1/tell/"
 
-// tellLine is one message on a tell stream. Sig chains the line to its
-// stream and its place in it: HMAC(secret, "trellis-peer/1 tell\n"
-// stream-signature "\n" seq "\n" to "\n" msg), so a line cannot be
-// forged, moved or replayed unseen.
+// tellLine is one message on a tell stream. Sig is set on the last line
+// of a batch only (see tellMAC): the batch's signature, which covers its
+// lines and chains it to the batch before.
 type tellLine struct {
 	Seq uint64 `json:"seq"` // 1, 2, ... on each stream
 	To  string `json:"to"`  // the actor's path
 	Msg []byte `json:"msg"`
-	Sig string `json:"sig"`
-}
-
-// signTell is a line's signature.
-func (s *signer) signTell(streamSig string, seq uint64, to string, msg []byte) string {
-	return string(s.appendTellSig(nil, streamSig, seq, to, msg))
-}
-
-// appendTellSig appends a line's signature to dst: what signTell returns,
-// without allocating it.
-func (s *signer) appendTellSig(dst []byte, streamSig string, seq uint64, to string, msg []byte) []byte {
-	m := s.pool.Get().(*macState)
-	m.buf = append(m.buf[:0], "trellis-peer/1 tell\n"...)
-	m.buf = append(append(m.buf, streamSig...), '\n')
-	m.buf = append(strconv.AppendUint(m.buf, seq, 10), '\n')
-	m.buf = append(append(m.buf, to...), '\n')
-	return s.finish(dst, m, msg)
+	Sig string `json:"sig,omitempty"`
 }
 
 // equalSig compares a received signature with the expected one in

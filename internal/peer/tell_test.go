@@ -3,8 +3,6 @@ package peer
 import (
 	"bytes"
 	"errors"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,50 +129,6 @@ func TestTellRefusals(t *testing.T) {
 	c.Close()
 	if err := c.Tell(s.Addr(), "a", nil); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("after Close: %v", err)
-	}
-}
-
-// TestTellLinesChecked: on a genuine stream, a line with a bad signature
-// or out of place ends the stream before it is delivered; the lines
-// before it were.
-func TestTellLinesChecked(t *testing.T) {
-	s, got := receiving(t, &logBuffer{})
-	sg, _ := newSigner(testSecret)
-	for _, tc := range []struct {
-		name string
-		bad  tellLine // the second line
-	}{
-		{"bad signature", tellLine{Seq: 2, To: "a", Msg: []byte("2"), Sig: strings.Repeat("A", signatureLen)}},
-		{"replayed line", tellLine{Seq: 1, To: "a", Msg: []byte("1")}},
-		{"skipped line", tellLine{Seq: 3, To: "a", Msg: []byte("3")}},
-	} {
-		path, ts := tellPath("tester", 1), strconv.FormatInt(time.Now().UnixMilli(), 10)
-		sig := sg.signRequest(http.MethodPost, path, ts, "", nil)
-		first := tellLine{Seq: 1, To: "a", Msg: []byte("1")}
-		first.Sig = sg.signTell(sig, 1, "a", first.Msg)
-		if tc.bad.Sig == "" {
-			tc.bad.Sig = sg.signTell(sig, tc.bad.Seq, tc.bad.To, tc.bad.Msg)
-		}
-		body := string(mustJSON(first)) + "\n" + string(mustJSON(tc.bad)) + "\n"
-		req, _ := http.NewRequestWithContext(within(t, 5*time.Second), http.MethodPost, "http://"+s.Addr()+path, strings.NewReader(body))
-		req.Header = http.Header{headerTime: {ts}, headerSignature: {sig}}
-		resp, err := h2c(t).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		end, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(end), `"kind":"unauthorized"`) {
-			t.Errorf("%s: the stream ended with %q", tc.name, end)
-		}
-		if m := testenv.Recv(t, got, 5*time.Second); m.msg != "1" {
-			t.Errorf("%s: delivered %+v", tc.name, m)
-		}
-		select {
-		case m := <-got:
-			t.Errorf("%s: the bad line was delivered: %+v", tc.name, m)
-		default:
-		}
 	}
 }
 

@@ -25,7 +25,8 @@ const (
 
 // appendTellLine appends a line's JSON and a newline, as an
 // encoding/json Encoder writes them (see tellLine), to b; sig is the
-// line's signature, base64url. False (b unchanged) when to holds a byte
+// line's signature, base64url, or empty for a line within a batch (which
+// then has no "sig" field). False (b unchanged) when to holds a byte
 // that encoder escapes.
 func appendTellLine(b []byte, seq uint64, to string, msg, sig []byte) ([]byte, bool) {
 	if !plainJSON(to) {
@@ -42,6 +43,9 @@ func appendTellLine(b []byte, seq uint64, to string, msg, sig []byte) ([]byte, b
 		b = append(b, '"')
 		b = base64.StdEncoding.AppendEncode(b, msg)
 		b = append(b, '"')
+	}
+	if len(sig) == 0 {
+		return append(b, "}\n"...), true
 	}
 	b = append(b, lineSig...)
 	b = append(b, sig...)
@@ -64,9 +68,9 @@ func plainJSON(s string) bool {
 
 // parseTellLine reads a line into line: the sender's form directly, any
 // other JSON with encoding/json. It returns the line's signature, which
-// may point into data (line.Sig is then empty). A path equal to prevTo
-// comes back as prevTo itself, so a stream to one actor makes no string
-// per line.
+// may point into data (line.Sig is then empty), or is empty for a line
+// within a batch. A path equal to prevTo comes back as prevTo itself, so
+// a stream to one actor makes no string per line.
 func parseTellLine(data []byte, line *tellLine, prevTo string) (sig []byte, err error) {
 	if sig, ok := parsePlainLine(data, line, prevTo); ok {
 		return sig, nil
@@ -124,12 +128,14 @@ func parsePlainLine(data []byte, line *tellLine, prevTo string) (sig []byte, ok 
 		}
 		msg, rest = msg[:m], rest[i+1:]
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(lineSig)); !ok {
-		return nil, false
-	}
-	sig, rest, ok = plainString(rest)
-	if !ok || string(rest) != lineEnd {
-		return nil, false
+	if string(rest) != "}" { // else a line within a batch: no signature
+		if rest, ok = bytes.CutPrefix(rest, []byte(lineSig)); !ok {
+			return nil, false
+		}
+		sig, rest, ok = plainString(rest)
+		if !ok || string(rest) != lineEnd {
+			return nil, false
+		}
 	}
 	*line = tellLine{Seq: seq, To: prevTo, Msg: msg}
 	if string(to) != prevTo {
