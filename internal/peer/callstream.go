@@ -44,6 +44,9 @@ type callStream struct {
 type pendingCall struct {
 	sig  string           // its line's signature, which the reply's is bound to
 	done chan callOutcome // buffered: the reader never waits for the caller
+	// end is where its line ends in the stream's bytes (the pipe's count;
+	// 0 until known), under the stream's mu.
+	end uint64
 }
 
 // callOutcome is a call's reply or failure.
@@ -210,6 +213,12 @@ func (st *callStream) write(l *callLine, p *pendingCall) *Error {
 	if err := st.enc.Encode(l); err != nil {
 		return &Error{Kind: KindUnavailable, Message: "the call stream broke: " + err.Error(), cause: err}
 	}
+	if p != nil {
+		end, _ := st.pipe.counts() // the writes are serialized by wmu
+		st.mu.Lock()
+		p.end = end
+		st.mu.Unlock()
+	}
 	st.pipe.flush()
 	return nil
 }
@@ -226,6 +235,7 @@ func (st *callStream) read(resp *http.Response) {
 	why := st.readLines(sc)
 	resp.Body.Close()
 	st.pipe.CloseWithError(errors.New("the call stream ended"))
+	_, taken := st.pipe.counts() // final: a broken pipe gives nothing more
 	st.mu.Lock()
 	if st.grace != nil {
 		st.grace.Stop()
@@ -234,9 +244,17 @@ func (st *callStream) read(resp *http.Response) {
 	st.endLocked(&Error{Kind: KindUnavailable, Message: "the call stream ended"})
 	failed := st.pending
 	st.pending = map[uint64]*pendingCall{}
+	unsent := make(map[*pendingCall]bool)
+	for _, p := range failed {
+		unsent[p] = p.end > taken // still in the pipe: it never left this process
+	}
 	st.mu.Unlock()
 	for _, p := range failed {
-		st.settle(p, callOutcome{err: &Error{Kind: why.Kind, Code: why.Code, Message: why.Message, OutcomeUnknown: true, cause: why.cause}})
+		e := &Error{Kind: why.Kind, Code: why.Code, Message: why.Message, OutcomeUnknown: true, cause: why.cause}
+		if unsent[p] {
+			e = &Error{Kind: KindUnavailable, Message: "the call stream ended before the call was sent: " + why.Message, cause: errStreamEnded}
+		}
+		st.settle(p, callOutcome{err: e})
 	}
 }
 

@@ -329,3 +329,87 @@ func TestForwardToPeerWithoutCallStreams(t *testing.T) {
 		t.Fatalf("Forward: %s, %v", reply.Value, err)
 	}
 }
+
+// TestCallStreamUnsentCallsSurelyNotRun: when a stream breaks with a
+// call whose line the transport had not taken yet (the connection
+// stalled, HTTP/2 flow control holding the rest back), that call surely
+// did not run, and Forward sends it once more on a new stream, where it
+// runs once; the calls whose lines the transport took fail with their
+// outcome unknown (here they did not run: the connection held them).
+func TestCallStreamUnsentCallsSurelyNotRun(t *testing.T) {
+	const maxCalls = 200
+	var ran atomic.Int32
+	s := startServer(t, ServerConfig{Handler: func(ctx context.Context, c Call) (Reply, error) {
+		if c.Method == "big" {
+			ran.Add(1)
+		}
+		return echo(ctx, c)
+	}}, &logBuffer{}, nil)
+	p := peertest.NewProxy(t, s.Addr())
+	c := newClient(t, ClientConfig{})
+	if _, err := c.Forward(within(t, 5*time.Second), p.Addr(), Call{ComponentID: "c", Method: "quick"}); err != nil {
+		t.Fatal(err) // the stream is open
+	}
+	c.mu.Lock()
+	st := c.calls[p.Addr()].st
+	c.mu.Unlock()
+	p.Hold()
+
+	// One call at a time, each once its line is written, until lines
+	// wait in the pipe that the transport does not take (HTTP/2 flow
+	// control holds it back: it took nothing while the last two were
+	// written): no call waits to be written when the cut comes.
+	arg := json.RawMessage(`"` + strings.Repeat("x", 32<<10) + `"`)
+	lineLen := uint64(callLineLen("/peer/v1/forward/c/big/", "", arg))
+	errs := make(chan error, maxCalls)
+	calls := 0
+	var takenBefore []uint64
+	for {
+		before, _ := st.pipe.counts()
+		calls++
+		go func() {
+			_, err := c.Forward(within(t, 30*time.Second), p.Addr(), Call{ComponentID: "c", Method: "big", Argument: arg})
+			errs <- err
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		written, taken := st.pipe.counts()
+		for written == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("call %d was not written", calls)
+			}
+			time.Sleep(time.Millisecond) // a poll, bounded by the deadline
+			written, taken = st.pipe.counts()
+		}
+		takenBefore = append(takenBefore, taken)
+		if n := len(takenBefore); n >= 3 && takenBefore[n-3] == taken && written-taken >= 2*lineLen {
+			break
+		}
+		if calls == maxCalls {
+			t.Fatalf("%d calls' lines all taken by the transport: nothing held them back", calls)
+		}
+	}
+	p.Cut()
+	resent, unknown := 0, 0
+	for range calls {
+		err := testenv.Recv(t, errs, 10*time.Second)
+		switch {
+		case err == nil:
+			resent++
+		case errors.Is(err, ErrOutcomeUnknown):
+			unknown++
+		default:
+			t.Fatalf("a call: %v, want its reply (sent again) or its outcome unknown", err)
+		}
+	}
+	written, taken := st.pipe.counts() // final: the broken pipe gives nothing more
+	if written-taken < lineLen {
+		t.Fatalf("the transport took the lines after all (%d bytes left of %d): the case was not reached", written-taken, written)
+	}
+	if resent == 0 {
+		t.Fatalf("no call whose line waited in the pipe (%d bytes) was sent again (%d outcome unknown)", written-taken, unknown)
+	}
+	if n := int(ran.Load()); n != resent {
+		t.Fatalf("%d calls ran, want the %d sent again, once each", n, resent)
+	}
+	t.Logf("%d calls sent again on a new stream, %d with their outcome unknown", resent, unknown)
+}

@@ -117,9 +117,13 @@
 // code and message, so errors.Is(err, ErrMoved) holds on the caller's
 // side. Kinds found by the transport say whether the call may have run:
 // ErrUnavailable alone means it did not (the peer could not be reached,
-// the call's line was never written, or the server's end line says it
-// was not read), with ErrOutcomeUnknown it may have (the connection broke
-// after sending; the deadline passed; the caller canceled). The component layer maps its own errors to kinds
+// the call's line was never written, the stream broke before the
+// transport took all of the line from the client, or the server's end
+// line says it was not read), with ErrOutcomeUnknown it may have (the
+// connection broke after the transport took the line; the deadline
+// passed; the caller canceled). A call that surely did not run because
+// its stream ended is sent once more on a new stream before Forward
+// fails. The component layer maps its own errors to kinds
 // and codes and back (a conflict refusal is KindRefused with code
 // "conflict"); this package does not import components, which will import
 // it.

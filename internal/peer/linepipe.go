@@ -20,7 +20,11 @@ type linePipe struct {
 	buf     []byte // written, not yet read
 	spare   []byte // the buffer the last Read emptied, reused for writing
 	err     error  // set when closed: io.EOF by the writer, else why
-	readErr error  // what a write gets once the reader closed or broke the pipe
+	readErr error  // what reads and writes get once the reader closed or broke the pipe
+	// written and taken count the bytes written and the bytes a Read
+	// took, since the pipe was made: a line that ends past taken never
+	// reached the transport.
+	written, taken uint64
 	// avail wakes the reader after a write (one token suffices);
 	// space wakes a writer waiting for the reader to drain.
 	avail, space chan struct{}
@@ -64,6 +68,7 @@ func (p *linePipe) Write(b []byte) (int, error) {
 	}
 	before := len(p.buf)
 	p.buf = append(p.buf, b...)
+	p.written += uint64(len(b))
 	if before < linePipeChunk && len(p.buf) >= linePipeChunk {
 		signal(p.avail) // a long burst goes out as it is written
 	}
@@ -74,12 +79,14 @@ func (p *linePipe) Write(b []byte) (int, error) {
 func (p *linePipe) flush() { signal(p.avail) }
 
 // Read takes what is written, as much as fits in b, waiting until there
-// is some; io.EOF after the writer's close and all it wrote.
+// is some; io.EOF after the writer's close and all it wrote. Once the
+// pipe is broken (CloseWithError) it takes nothing more.
 func (p *linePipe) Read(b []byte) (int, error) {
 	for {
 		p.mu.Lock()
-		if len(p.buf) > 0 {
+		if len(p.buf) > 0 && p.readErr == nil {
 			n := copy(b, p.buf)
+			p.taken += uint64(n)
 			if n == len(p.buf) {
 				p.buf, p.spare = p.spare[:0], p.buf[:0]
 			} else {
@@ -99,6 +106,14 @@ func (p *linePipe) Read(b []byte) (int, error) {
 		}
 		<-p.avail
 	}
+}
+
+// counts returns how many bytes were written and how many the reader
+// took.
+func (p *linePipe) counts() (written, taken uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.written, p.taken
 }
 
 // Close is the reader's (the transport's, once the request is done):
