@@ -100,10 +100,12 @@ func (p *DurableProducer[A]) Err() error { return p.local.Err() }
 // Send stores msg in the queue, through whichever instance owns it, and
 // returns its sequence number once it is stored: from then on it is sent
 // at least once, whatever happens to either instance. It waits at most
-// until ctx ends; then the error wraps ctx's and, when msg was not handed
-// over anywhere, delivery.ErrNotSent (sending it again sends it once);
-// otherwise it may still be stored and sent. An error wrapping
-// components.ErrUnavailable says the store did not answer (nothing sent).
+// until ctx ends; then, when msg was not handed over anywhere, the error
+// wraps ctx's and delivery.ErrNotSent (sending it again sends it once).
+// An error wrapping components.ErrOutcomeUnknown says a hand-over got no
+// answer: it may still be stored and sent. An error wrapping
+// components.ErrUnavailable alone says the store did not answer (nothing
+// sent).
 func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, error) {
 	if p.node == nil {
 		return p.local.Send(ctx, msg)
@@ -116,31 +118,52 @@ func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, e
 	if err != nil {
 		return 0, fmt.Errorf("trellis: durable producer %q: encode: %w", p.id, err)
 	}
+	// maybe is the error of an attempt that may have stored the message:
+	// once there is one, a later failure is reported as that (outcome
+	// unknown), never as not sent.
+	var maybe error
+	fail := func(err error) (delivery.SeqNr, error) {
+		if maybe != nil {
+			return 0, fmt.Errorf("%w; then: %v", maybe, err)
+		}
+		return 0, err
+	}
 	for wait := sendRetryMin; ; wait = min(2*wait, sendRetryMax) {
 		holder, held, err := p.queue.Holder(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("trellis: durable producer %q: %w: %w", p.id, components.ErrUnavailable, err)
+			return fail(fmt.Errorf("trellis: durable producer %q: %w: %w", p.id, components.ErrUnavailable, err))
 		}
 		switch {
 		case holder == p.holder || held && holder == "":
 			// This instance owns the queue, or an owner that cannot be
 			// reached (it recorded no address) does: this instance's
 			// controller sends, or stands by until it owns the queue.
-			return p.local.Send(ctx, msg)
+			seqNr, err := p.local.Send(ctx, msg)
+			if err != nil {
+				return fail(err)
+			}
+			return seqNr, nil
 		case held:
 			_, addr, _ := strings.Cut(holder, " ")
 			seqNr, err := p.sendThrough(ctx, addr, arg)
-			// Not taken: look again. No answer: make it again (the owner
-			// knows it by its id), while there is time.
-			again := errors.Is(err, delivery.ErrNotSent) || errors.Is(err, components.ErrOutcomeUnknown) && ctx.Err() == nil
-			if !again {
-				return seqNr, err
+			switch {
+			case err == nil:
+				return seqNr, nil
+			case errors.Is(err, components.ErrOutcomeUnknown):
+				// No answer: make it again (the owner knows it by its
+				// id), while there is time.
+				maybe = err
+				if ctx.Err() != nil {
+					return 0, err
+				}
+			case !errors.Is(err, delivery.ErrNotSent): // not taken: look again
+				return fail(err)
 			}
 		}
 		// Nobody owns the queue (a standby takes it within a tenth of
 		// the lease), or the owner did not take the message: look again.
 		if err := sleepCtx(ctx, wait); err != nil {
-			return 0, fmt.Errorf("trellis: durable producer %q: no owner took the message: %w: %w", p.id, delivery.ErrNotSent, err)
+			return fail(fmt.Errorf("trellis: durable producer %q: no owner took the message: %w: %w", p.id, delivery.ErrNotSent, err))
 		}
 	}
 }
