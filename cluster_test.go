@@ -144,16 +144,25 @@ func TestClusterRollingRestart(t *testing.T) {
 // /metrics.
 func metricValue(t *testing.T, ts *trellistest.Service, name string) float64 {
 	t.Helper()
-	resp := ts.Get(t, "/metrics")
-	for line := range strings.Lines(string(resp.Body)) {
+	v, ok := lookupSeries(t, ts, name)
+	if !ok {
+		t.Fatalf("no %s on /metrics", name)
+	}
+	return v
+}
+
+// lookupSeries is the value of one series on ts's /metrics, its labels
+// included as /metrics writes them, and whether it is there.
+func lookupSeries(t *testing.T, ts *trellistest.Service, name string) (float64, bool) {
+	t.Helper()
+	for line := range strings.Lines(string(ts.Get(t, "/metrics").Body)) {
 		if rest, ok := strings.CutPrefix(line, name+" "); ok {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			return v
+			return v, true
 		}
 	}
-	t.Fatalf("no %s on /metrics", name)
-	return 0
+	return 0, false
 }

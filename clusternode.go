@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,7 @@ type clusterNode struct {
 	tracer   trace.Tracer         // the service's; nil when tracing is off
 	id       string               // the member id: the same in every join
 	faults   *faults.Points       // a test's fault points (WithFaults); nil in production
+	metrics  *clusterMetrics      // forwards and shard moves, across joins
 
 	// Set by the first connect, then fixed: the transport and what a join
 	// registers (the same id and address every time).
@@ -86,8 +88,16 @@ type membership struct {
 	host   *clusterhost.Host
 }
 
-// handle runs a call another instance forwarded here.
+// handle runs a call another instance forwarded here, and counts it.
 func (n *clusterNode) handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
+	reply, err := n.run(ctx, c)
+	n.metrics.servedCall(c.ComponentID, err)
+	return reply, err
+}
+
+// run runs a call another instance forwarded here: a send to a durable
+// producer's queue, or a command of an entity.
+func (n *clusterNode) run(ctx context.Context, c peer.Call) (peer.Reply, error) {
 	if c.ComponentID == producerComponent {
 		return n.handleSend(ctx, c)
 	}
@@ -136,7 +146,8 @@ func (n *clusterNode) handleSend(ctx context.Context, c peer.Call) (peer.Reply, 
 // port taken, say) is an error.
 func joinCluster(ctx context.Context, h *Host, cfg Config, fp *faults.Points) (*clusterNode, error) {
 	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis, faults: fp,
-		registry: h.Client.Registry(), sys: h.System, tracer: h.Client.Tracer(), id: uuid.NewString(), stop: make(chan struct{})}
+		registry: h.Client.Registry(), sys: h.System, tracer: h.Client.Tracer(), id: uuid.NewString(), stop: make(chan struct{}),
+		metrics: newClusterMetrics()}
 	m, err := n.connect(ctx)
 	switch {
 	case err == nil:
@@ -164,7 +175,8 @@ func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.registry, Logger: n.log,
-		BeforeRelease: n.beforeRelease, OnServe: n.placement.Serve, Tracer: n.tracer})
+		BeforeRelease: n.beforeRelease, OnServe: n.placement.Serve, Tracer: n.tracer,
+		OnMoved: n.metrics.moved, OnForward: n.metrics.forwarded})
 	if err != nil {
 		_ = member.Leave(ctx)
 		return nil, fmt.Errorf("join the cluster: %w", err)
@@ -420,8 +432,9 @@ func (n *clusterNode) served() int {
 }
 
 // collectors are the cluster's series on the service's /metrics: how many
-// shards this instance serves, which member it is, and its view of the
-// cluster (viewCollectors).
+// shards this instance serves, which member it is, its view of the
+// cluster (viewCollectors), and its forwards and shard moves
+// (clusterMetrics).
 func (n *clusterNode) collectors() []prometheus.Collector {
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "trellis_cluster_shards_served",
@@ -437,5 +450,5 @@ func (n *clusterNode) collectors() []prometheus.Collector {
 		}
 		return 1
 	})
-	return append([]prometheus.Collector{served, member}, n.viewCollectors()...)
+	return slices.Concat([]prometheus.Collector{served, member}, n.viewCollectors(), n.metrics.collectors())
 }

@@ -178,7 +178,9 @@ const (
 // delivery.ErrNotSent means it did not take it (it is not the owner any
 // more, could not be reached, or its controller stopped).
 func (p *DurableProducer[A]) sendThrough(ctx context.Context, addr string, arg json.RawMessage) (delivery.SeqNr, error) {
+	started := time.Now()
 	reply, err := p.node.peers.Forward(ctx, addr, peer.Call{ComponentID: producerComponent, Method: p.id, Argument: arg})
+	p.node.metrics.forwarded(producerComponent, time.Since(started), err)
 	switch {
 	case err == nil:
 		var r forwardedSent

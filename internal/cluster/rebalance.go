@@ -29,6 +29,11 @@ type Hooks struct {
 	// changed, from the goroutine that changed it (the loop, or a caller
 	// of Refresh), never with a lock held.
 	OnChange func(Ownership)
+	// OnMoved, when set, is called once a move of this member's own is
+	// done: acquired is true after it acquired shard, false after it
+	// released it (a pass's or Leave's). Adoptions and shards lost to a
+	// lapsed lease are not moves. Never with a lock held.
+	OnMoved func(shard int, acquired bool)
 }
 
 // Ownership is one entry of a Rebalancer's local table.
@@ -334,6 +339,7 @@ func (r *Rebalancer) release(ctx context.Context, shard int) error {
 		return err
 	}
 	r.log.Debug("cluster: shard released", "shard", shard, "epoch", f.Epoch)
+	r.moved(shard, false)
 	r.notify(r.setEntry(Ownership{Shard: shard, Epoch: f.Epoch}))
 	return nil
 }
@@ -352,8 +358,16 @@ func (r *Rebalancer) acquire(ctx context.Context, shard int) bool {
 	r.mu.Unlock()
 	r.served(f)
 	r.log.Debug("cluster: shard acquired", "shard", shard, "epoch", f.Epoch)
+	r.moved(shard, true)
 	r.notify(r.setEntry(Ownership{Shard: shard, Owner: r.m.ID(), Addr: r.m.Addr(), Epoch: f.Epoch}))
 	return true
+}
+
+// moved calls OnMoved (never with r.mu held).
+func (r *Rebalancer) moved(shard int, acquired bool) {
+	if r.hooks.OnMoved != nil {
+		r.hooks.OnMoved(shard, acquired)
+	}
 }
 
 // setEntry sets one table entry; it returns it if it changed.

@@ -57,6 +57,14 @@ type Config struct {
 	// OnServe, when set, is the rebalancer's cluster.Hooks.OnServe: called
 	// as this instance starts serving a shard.
 	OnServe func(cluster.Fence)
+	// OnMoved, when set, is the rebalancer's cluster.Hooks.OnMoved: called
+	// after this instance acquired (acquired true) or released a shard.
+	OnMoved func(shard int, acquired bool)
+	// OnForward, when set, is called after each forward to another
+	// instance with the call's component id, the round trip as seen here
+	// (the transport's call alone, without the waits for another owner)
+	// and its error as the caller gets it (nil, an error fromPeer made).
+	OnForward func(component string, took time.Duration, err error)
 	// Tracer makes a span of each forward and of each forwarded command
 	// run here (the caller's trace continues over the transport); nil:
 	// tracing is off.
@@ -88,7 +96,7 @@ func New(cfg Config) (*Host, error) {
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
 	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
-	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease, OnServe: cfg.OnServe})
+	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease, OnServe: cfg.OnServe, OnMoved: cfg.OnMoved})
 	h.gate.serving = h.reb.Serving
 	return h, nil
 }
@@ -180,6 +188,9 @@ func (h *Host) forward(ctx context.Context, addr string, call components.Deferre
 	reply, err := h.cfg.Peers.Forward(ctx, addr, peer.Call{
 		ComponentID: call.ComponentID, Method: call.Method, EntityID: call.EntityID, Argument: call.Argument,
 	})
+	if h.cfg.OnForward != nil {
+		h.cfg.OnForward(call.ComponentID, time.Since(started), fromPeer(err))
+	}
 	if err == nil {
 		return reply.Value, nil
 	}
