@@ -183,7 +183,11 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 		case e == nil:
 			return Reply{Value: reply}, nil
 		case first && e.cause == errStreamEnded: // unwritten: once more, on a new stream
-			line.Seq, line.Sig = 0, ""
+			left := time.Until(deadline)
+			if left <= 0 {
+				return fail(&Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded})
+			}
+			line.Seq, line.Sig, line.Timeout = 0, "", left.String()
 		default:
 			return fail(e)
 		}
