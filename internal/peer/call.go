@@ -55,6 +55,25 @@ const forwardPrefix = "/peer/v1/forward/"
 // for deadlines to hold.
 const headerTimeout = "Trellis-Timeout"
 
+// callContext is ctx for running call on the server: bounded by the
+// caller's time left (a Go duration, as headerTimeout and a call line
+// carry it; "" for none), which it records in call.Deadline. The caller
+// calls cancel once the call is done; err is a timeout that does not
+// parse.
+func callContext(ctx context.Context, timeout string, call *Call) (_ context.Context, cancel context.CancelFunc, err error) {
+	if timeout == "" {
+		ctx, cancel = context.WithCancel(ctx)
+		return ctx, cancel, nil
+	}
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel = context.WithTimeout(ctx, d)
+	call.Deadline, _ = ctx.Deadline()
+	return ctx, cancel, nil
+}
+
 // errEmptyName: a call names its component and method.
 var errEmptyName = errors.New("component id and method must not be empty")
 

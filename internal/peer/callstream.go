@@ -224,8 +224,8 @@ func (st *callStream) write(l *callLine, p *pendingCall) *Error {
 }
 
 // read takes the reply lines and hands each to its call, until the
-// response ends; then every call still waiting fails, its outcome
-// unknown.
+// response ends; then every call still waiting fails: surely not run when
+// its line never left the pipe, else its outcome unknown.
 func (st *callStream) read(resp *http.Response) {
 	defer st.c.wg.Done()
 	defer close(st.done)
@@ -242,18 +242,17 @@ func (st *callStream) read(resp *http.Response) {
 	}
 	st.idle.Stop()
 	st.endLocked(&Error{Kind: KindUnavailable, Message: "the call stream ended"})
-	failed := st.pending
-	st.pending = map[uint64]*pendingCall{}
-	unsent := make(map[*pendingCall]bool)
-	for _, p := range failed {
-		unsent[p] = p.end > taken // still in the pipe: it never left this process
-	}
-	st.mu.Unlock()
-	for _, p := range failed {
+	failed := make(map[*pendingCall]*Error, len(st.pending))
+	for _, p := range st.pending {
 		e := &Error{Kind: why.Kind, Code: why.Code, Message: why.Message, OutcomeUnknown: true, cause: why.cause}
-		if unsent[p] {
+		if p.end > taken { // still in the pipe: it never left this process
 			e = &Error{Kind: KindUnavailable, Message: "the call stream ended before the call was sent: " + why.Message, cause: errStreamEnded}
 		}
+		failed[p] = e
+	}
+	st.pending = map[uint64]*pendingCall{}
+	st.mu.Unlock()
+	for p, e := range failed {
 		st.settle(p, callOutcome{err: e})
 	}
 }

@@ -155,12 +155,23 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	left := time.Until(deadline)
-	if left <= 0 {
-		return fail(&Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded})
+	// timeLeft is what the peer is told the caller has, taken just before
+	// each send: a stream's opening or a first attempt may have used some.
+	timeLeft := func() (time.Duration, *Error) {
+		if left := time.Until(deadline); left > 0 {
+			return left, nil
+		}
+		return 0, &Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded}
+	}
+	if _, e := timeLeft(); e != nil {
+		return fail(e)
 	}
 	trace := tracing.Capture(ctx)
 	request := func() (Reply, error) {
+		left, e := timeLeft()
+		if e != nil {
+			return fail(e)
+		}
 		reply, e := c.forwardRequest(ctx, addr, path, left, call.Argument)
 		if e != nil {
 			return fail(e)
@@ -170,7 +181,7 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 	if callLineLen(path, trace, call.Argument) > callLineMax {
 		return request()
 	}
-	line := callLine{Path: path, Timeout: left.String(), Trace: trace, Arg: call.Argument}
+	line := callLine{Path: path, Trace: trace, Arg: call.Argument}
 	for first := true; ; first = false {
 		st, e := c.stream(ctx, addr)
 		if e != nil && e.cause == errNoCallStream {
@@ -178,16 +189,16 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 		} else if e != nil {
 			return fail(e)
 		}
+		left, e := timeLeft()
+		if e != nil {
+			return fail(e)
+		}
+		line.Seq, line.Sig, line.Timeout = 0, "", left.String()
 		reply, e := st.call(ctx, &line)
 		switch {
 		case e == nil:
 			return Reply{Value: reply}, nil
 		case first && e.cause == errStreamEnded: // unwritten: once more, on a new stream
-			left := time.Until(deadline)
-			if left <= 0 {
-				return fail(&Error{Kind: KindDeadline, Message: "the deadline passed before sending", cause: context.DeadlineExceeded})
-			}
-			line.Seq, line.Sig, line.Timeout = 0, "", left.String()
 		default:
 			return fail(e)
 		}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -141,17 +140,10 @@ func (cs *callServer) start(l *callLine) {
 	if sc, ok := tracing.Restore(l.Trace); ok { // the caller's trace, now that the signature vouches for it
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	var cancel context.CancelFunc
-	if l.Timeout != "" {
-		d, err := time.ParseDuration(l.Timeout)
-		if err != nil {
-			fail(NewError(KindBadRequest, "", "timeout %q: %v", l.Timeout, err))
-			return
-		}
-		ctx, cancel = context.WithTimeout(ctx, d)
-		call.Deadline, _ = ctx.Deadline()
-	} else {
-		ctx, cancel = context.WithCancel(ctx)
+	ctx, cancel, err := callContext(ctx, l.Timeout, &call)
+	if err != nil {
+		fail(NewError(KindBadRequest, "", "timeout %q: %v", l.Timeout, err))
+		return
 	}
 	call.Argument = l.Arg
 	cs.mu.Lock()

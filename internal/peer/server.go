@@ -196,18 +196,12 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 	}
 	call.Argument = body
 	// The caller's trace, now that the signature vouches for it.
-	ctx := tracing.Extract(r.Context(), r.Header)
-	if timeout != "" {
-		d, err := time.ParseDuration(timeout)
-		if err != nil {
-			s.fail(w, sig, NewError(KindBadRequest, "", "%s header %q: %v", headerTimeout, timeout, err))
-			return
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-		call.Deadline, _ = ctx.Deadline()
+	ctx, cancel, err := callContext(tracing.Extract(r.Context(), r.Header), timeout, &call)
+	if err != nil {
+		s.fail(w, sig, NewError(KindBadRequest, "", "%s header %q: %v", headerTimeout, timeout, err))
+		return
 	}
+	defer cancel()
 	reply, err := s.run(ctx, call)
 	if err != nil {
 		s.log.Debug("peer: call failed", "call", call.String(), "err", err)
