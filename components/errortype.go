@@ -11,10 +11,11 @@ import (
 // for nil. It never holds the error's message, which may quote an
 // argument.
 func ErrorType(err error) string {
+	if err == nil {
+		return ""
+	}
 	var ce *CommandError
 	switch {
-	case err == nil:
-		return ""
 	case errors.As(err, &ce):
 		return "command: " + ce.Kind.String()
 	case errors.Is(err, ErrUnknownComponent):

@@ -25,12 +25,8 @@ func (s *ShardedRedisStore) SetChangeLogLimit(n int) { s.limit = max(n, 1) }
 // changeKeys are shard's checkpoints hash, change counter and change log,
 // in the shard's slot.
 func (s *ShardedRedisStore) changeKeys(shard int) []string {
-	tag := cluster.ShardTag(shard)
-	return []string{
-		s.keys.Tagged("entity", tag, "changes:checkpoints"),
-		s.keys.Tagged("entity", tag, "changes:seq"),
-		s.keys.Tagged("entity", tag, "changes"),
-	}
+	k := &s.shards[shard]
+	return []string{k.checkpoints, k.changeSeq, k.changes}
 }
 
 var (

@@ -72,8 +72,9 @@ type FencedStore interface {
 type ShardedRedisStore struct {
 	client  redis.UniversalClient
 	keys    keyspace.Space
-	legacy  *RedisStore // the layout before shards, for the upgrade path
-	limit   int         // the change log's bound per shard
+	shards  *[cluster.NumShards]shardKeySet // each shard's keys, made once
+	legacy  *RedisStore                     // the layout before shards, for the upgrade path
+	limit   int                             // the change log's bound per shard
 	watches watchers
 }
 
@@ -84,24 +85,46 @@ var _ FencedStore = (*ShardedRedisStore)(nil)
 // members must use the same prefix. It panics on a bad prefix, as
 // [NewRedisStore] does.
 func NewShardedRedisStore(client redis.UniversalClient, prefix string) *ShardedRedisStore {
-	return &ShardedRedisStore{client: client, keys: keyspace.Must(prefix), legacy: NewRedisStore(client, prefix),
+	keys := keyspace.Must(prefix)
+	shards := new([cluster.NumShards]shardKeySet)
+	for shard := range shards {
+		tag := cluster.ShardTag(shard)
+		shards[shard] = shardKeySet{
+			record:      cluster.ShardRecordKey(keys, shard),
+			entity:      keys.Tagged("entity", tag, ""),
+			revs:        keys.Tagged("entity", tag, "revs"),
+			checkpoints: keys.Tagged("entity", tag, "changes:checkpoints"),
+			changeSeq:   keys.Tagged("entity", tag, "changes:seq"),
+			changes:     keys.Tagged("entity", tag, "changes"),
+		}
+	}
+	return &ShardedRedisStore{client: client, keys: keys, shards: shards, legacy: NewRedisStore(client, prefix),
 		limit: DefaultChangeLogLimit}
 }
 
+// shardKeySet is one shard's keys (see the layout above); entity is the
+// start of its entities' keys, up to the length of the type.
+type shardKeySet struct {
+	record, entity, revs, checkpoints, changeSeq, changes string
+}
+
 // shardKeys are the keys a write of one entity touches, all in its
-// shard's slot: the record, the state and the revision counter.
+// shard's slot: the record, the state, the revision counter and the
+// change keys (changeKeys).
 func (s *ShardedRedisStore) shardKeys(shard int, entityType, id string) []string {
-	tag := cluster.ShardTag(shard)
-	return append([]string{
-		cluster.ShardRecordKey(s.keys, shard),
-		s.keys.Tagged("entity", tag, strconv.Itoa(len(entityType))+":"+entityType+":"+id),
-		s.keys.Tagged("entity", tag, "revs"),
-	}, s.changeKeys(shard)...)
+	k := &s.shards[shard]
+	return []string{k.record, s.stateKeyIn(shard, entityType, id), k.revs, k.checkpoints, k.changeSeq, k.changes}
 }
 
 // stateKey is the new layout's key of an entity.
 func (s *ShardedRedisStore) stateKey(entityType, id string) string {
-	return s.shardKeys(cluster.ShardOf(entityType, id), entityType, id)[1]
+	return s.stateKeyIn(cluster.ShardOf(entityType, id), entityType, id)
+}
+
+// stateKeyIn is the key of an entity of shard.
+func (s *ShardedRedisStore) stateKeyIn(shard int, entityType, id string) string {
+	var n [20]byte
+	return s.shards[shard].entity + string(strconv.AppendInt(n[:0], int64(len(entityType)), 10)) + ":" + entityType + ":" + id
 }
 
 //go:embed shardedcounter.lua
@@ -282,7 +305,7 @@ type scriptReply struct {
 // {code, revision[, seq, at]} reply.
 func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f cluster.Fence,
 	entityType, id string, expected uint64, data []byte, floor, traceCtx string) (scriptReply, error) {
-	args := append(f.Args(), strconv.FormatUint(expected, 10))
+	args := append(f.AppendArgs(make([]any, 0, 9)), strconv.FormatUint(expected, 10))
 	if script == shardedSave {
 		args = append(args, data)
 	}

@@ -35,6 +35,10 @@ type Fence struct {
 
 // Args returns the incarnation and the epoch as fence_holds takes them, to
 // pass as a fenced script's ARGV.
-func (f Fence) Args() []any {
-	return []any{f.Incarnation, strconv.FormatUint(f.Epoch, 10)}
+func (f Fence) Args() []any { return f.AppendArgs(nil) }
+
+// AppendArgs appends Args to args, for a script's ARGV that goes on after
+// them.
+func (f Fence) AppendArgs(args []any) []any {
+	return append(args, f.Incarnation, strconv.FormatUint(f.Epoch, 10))
 }
