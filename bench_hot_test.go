@@ -2,11 +2,15 @@ package trellis_test
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,45 +37,52 @@ const (
 // the cost of a forward: the latency of the requests that reached the
 // counter's owner against those the receiving instance forwarded; and the
 // process's CPU per request and cores kept busy on each side, which say
-// whether a side was bound by the processors or by waiting.
+// whether a side was bound by the processors or by waiting. In the same
+// run, the bare baseline does the same on one and on three instances of a
+// bare chi + go-redis handler that forwards through a reverse proxy
+// (bare-x-one): what a forward costs on these cores with nothing of
+// Trellis's.
 //
 //	go test -run '^$' -bench ClusterHotCounters -benchtime 1x .
 func BenchmarkClusterHotCounters(b *testing.B) {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts := []trellistest.Option{trellistest.WithLogger(logger), trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo })}
-	one := trellistest.StartInstances(b, 1, (&fixture.CounterApp{}).Setup, opts...)
-	three := trellistest.StartInstances(b, 3, (&fixture.CounterApp{}).Setup, opts...)
-	trellistest.WaitSettled(b, one...)
-	trellistest.WaitSettled(b, three...)
+	oneSvc := trellistest.StartInstances(b, 1, (&fixture.CounterApp{}).Setup, opts...)
+	threeSvc := trellistest.StartInstances(b, 3, (&fixture.CounterApp{}).Setup, opts...)
+	trellistest.WaitSettled(b, oneSvc...)
+	trellistest.WaitSettled(b, threeSvc...)
+	url := trellistest.RedisURL(b)
+	// one, three, and the bare baseline's one and three.
+	sides := [4][]hotNode{hotNodes(oneSvc), hotNodes(threeSvc), startBareCluster(b, url, 1), startBareCluster(b, url, 3)}
 
 	client := newLoadClient()
 	b.Cleanup(client.Close)
-	for _, c := range [][]*trellistest.Service{one, three} { // warm up
+	for _, c := range sides { // warm up
 		if _, err := hotLoad(client, c, hotWorkers*8); err != nil {
 			b.Fatal(err)
 		}
 	}
-	var oneRes, threeRes hotResult
+	var res [4]hotResult
 	for b.Loop() {
 		for turn := range hotTurns {
-			order := []*hotResult{&oneRes, &threeRes}
-			clusters := [][]*trellistest.Service{one, three}
+			order := []int{0, 1, 2, 3}
 			if turn%2 == 1 {
-				slices.Reverse(order)
-				slices.Reverse(clusters)
+				order = []int{3, 2, 1, 0}
 			}
-			for i, c := range clusters {
-				r, err := hotLoad(client, c, hotRequests)
+			for _, i := range order {
+				r, err := hotLoad(client, sides[i], hotRequests)
 				if err != nil {
 					b.Fatal(err)
 				}
-				order[i].merge(r)
+				res[i].merge(r)
 			}
 		}
 	}
+	oneRes, threeRes, bareOne, bareThree := res[0], res[1], res[2], res[3]
 	b.ReportMetric(oneRes.rps(), "one-req/s")
 	b.ReportMetric(threeRes.rps(), "three-req/s")
 	b.ReportMetric(threeRes.rps()/oneRes.rps(), "x-one")
+	b.ReportMetric(bareThree.rps()/bareOne.rps(), "bare-x-one")
 	b.ReportMetric(ms(quantile(threeRes.all(), 0.99)), "three-p99-ms")
 	b.ReportMetric(ms(quantile(oneRes.all(), 0.99)), "one-p99-ms")
 	b.ReportMetric(ms(quantile(threeRes.local, 0.5)), "local-p50-ms")
@@ -89,6 +100,65 @@ func BenchmarkClusterHotCounters(b *testing.B) {
 		len(threeRes.forwarded), quantile(threeRes.forwarded, 0.5), quantile(threeRes.forwarded, 0.99))
 	b.Logf("the process's CPU: one instance %.1f µs per request, %.2f cores busy; three %.1f µs per request, %.2f cores busy",
 		oneRes.cpuPerReq(), oneRes.cores(), threeRes.cpuPerReq(), threeRes.cores())
+	b.Logf("the bare baseline (chi + go-redis, a reverse proxy to the owner): one %.0f req/s (%.1f CPU-µs per request, %.2f cores); "+
+		"three %.0f req/s (%.1f CPU-µs per request, %.2f cores): %.2fx",
+		bareOne.rps(), bareOne.cpuPerReq(), bareOne.cores(), bareThree.rps(), bareThree.cpuPerReq(), bareThree.cores(),
+		bareThree.rps()/bareOne.rps())
+}
+
+// hotNode is an instance that hot-counter runs send to: its base URL,
+// and whether it owns a counter (a request for another is forwarded).
+type hotNode struct {
+	url    string
+	serves func(id string) bool
+}
+
+// hotNodes are the instances of a Trellis cluster.
+func hotNodes(c []*trellistest.Service) []hotNode {
+	nodes := make([]hotNode, len(c))
+	for i, s := range c {
+		nodes[i] = hotNode{url: s.URL, serves: func(id string) bool { return s.Serves("counter", id) }}
+	}
+	return nodes
+}
+
+// startBareCluster serves the bare handler of startBare on n instances,
+// each counter owned by one of them (FNV-1a of its id, modulo n): an
+// instance handles its own counters and hands the others to their owner
+// through net/http/httputil's reverse proxy (HTTP/1.1 keep-alive
+// connections): what forwarding costs with nothing of Trellis's.
+func startBareCluster(b *testing.B, url string, n int) []hotNode {
+	owner := func(id string) int {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(id))
+		return int(h.Sum32() % uint32(n))
+	}
+	proxies := make([]*httputil.ReverseProxy, n) // set once all listen, before any request
+	nodes := make([]hotNode, n)
+	for i := range n {
+		forward := func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/counters/"), "/")
+				if o := owner(id); o != i {
+					proxies[o].ServeHTTP(w, r)
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+		}
+		nodes[i] = hotNode{url: startBareWith(b, url, forward), serves: func(id string) bool { return owner(id) == i }}
+	}
+	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64}
+	b.Cleanup(transport.CloseIdleConnections)
+	for i, node := range nodes {
+		target, err := neturl.Parse(node.url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxies[i] = httputil.NewSingleHostReverseProxy(target)
+		proxies[i].Transport = transport
+	}
+	return nodes
 }
 
 // hotResult is what hot-counter runs measured: the latencies of the
@@ -123,7 +193,7 @@ func (r *hotResult) cores() float64 { return r.cpu.Seconds() / r.elapsed.Seconds
 
 // hotLoad sends n increases from hotWorkers clients, each to a random
 // counter on a random instance of cluster.
-func hotLoad(client *loadClient, cluster []*trellistest.Service, n int) (hotResult, error) {
+func hotLoad(client *loadClient, cluster []hotNode, n int) (hotResult, error) {
 	per := n / hotWorkers
 	results := make([]hotResult, hotWorkers)
 	errs := make([]error, hotWorkers)
@@ -135,9 +205,9 @@ func hotLoad(client *loadClient, cluster []*trellistest.Service, n int) (hotResu
 			for range per {
 				ts := cluster[rand.IntN(len(cluster))]
 				id := fmt.Sprintf("hot-%d", rand.IntN(hotCounters))
-				owner := ts.Serves("counter", id)
+				owner := ts.serves(id)
 				t0 := time.Now()
-				if err := client.do(w, http.MethodPost, ts.URL+"/counters/"+id+"/increase", `{"by":1}`); err != nil {
+				if err := client.do(w, http.MethodPost, ts.url+"/counters/"+id+"/increase", `{"by":1}`); err != nil {
 					errs[w] = err
 					return
 				}

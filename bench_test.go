@@ -108,24 +108,34 @@ func benchRoundTrip(b *testing.B, url string, stack *trellistest.Service, readOn
 // slices each per iteration, the first of each pair alternating, and
 // returns what each measured.
 func takeTurns(b *testing.B, client *loadClient, bases [2]string, readOnly bool) (first, second loadResult) {
+	r := takePairTurns(b, client, readOnly, bases)
+	return r[0][0], r[0][1]
+}
+
+// takePairTurns is takeTurns for several pairs of servers in one run: in
+// each iteration, each pair takes its turns in order.
+func takePairTurns(b *testing.B, client *loadClient, readOnly bool, pairs ...[2]string) [][2]loadResult {
+	res := make([][2]loadResult, len(pairs))
 	turn := 0
 	for b.Loop() {
-		for range benchSlices {
-			order, results := bases, [2]*loadResult{&first, &second}
-			if turn%2 == 1 {
-				order[0], order[1], results[0], results[1] = order[1], order[0], results[1], results[0]
-			}
-			turn++
-			for i, base := range order {
-				r, err := runLoad(client, base, benchRoundTrips/benchSlices, readOnly)
-				if err != nil {
-					b.Fatal(err)
+		for p, bases := range pairs {
+			for range benchSlices {
+				order, results := bases, [2]*loadResult{&res[p][0], &res[p][1]}
+				if turn%2 == 1 {
+					order[0], order[1], results[0], results[1] = order[1], order[0], results[1], results[0]
 				}
-				results[i].merge(r)
+				turn++
+				for i, base := range order {
+					r, err := runLoad(client, base, benchRoundTrips/benchSlices, readOnly)
+					if err != nil {
+						b.Fatal(err)
+					}
+					results[i].merge(r)
+				}
 			}
 		}
 	}
-	return first, second
+	return res
 }
 
 // loadResult is what one load run measured.
@@ -214,7 +224,11 @@ func runLoad(client *loadClient, base string, roundTrips int, readOnly bool) (lo
 // startBare serves the bare baseline on a loopback port: chi and go-redis
 // only, a hash per counter, HINCRBY to increase and HGET to read, with the
 // same JSON in and out (and the same range check) as the stack.
-func startBare(b *testing.B, url string) string {
+func startBare(b *testing.B, url string) string { return startBareWith(b, url, nil) }
+
+// startBareWith is startBare with wrap (when not nil) around the router:
+// a baseline's own middleware.
+func startBareWith(b *testing.B, url string, wrap func(http.Handler) http.Handler) string {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		b.Fatal(err)
@@ -261,7 +275,11 @@ func startBare(b *testing.B, url string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = r
+	if wrap != nil {
+		h = wrap(r)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
