@@ -19,10 +19,20 @@ import (
 // delivery protocol (a sender that retries when the transport's queue is
 // full). Bytes and allocations per message are the whole process's, both
 // instances together.
+//
+// Also in the same run, the windowed bare stream: the bare stream held to
+// the protocol's flow control and nothing else (the receiver grants
+// window/2 more each time window/2 remain, as a consumer controller's
+// Request does; no sequence numbers, confirmations or resends). Its rate
+// against the bare stream's (windowed-x-bare) is the most that any
+// protocol granting demand that way can reach over this transport, bound
+// by the round trip of a grant.
 func BenchmarkRemotePointToPoint(b *testing.B) {
 	n := max(b.N, 1000)
 	bare := measure(func() { remoteBare(b, n) })
+	windowed := measure(func() { remoteWindowed(b, n, 50) })
 	p2p := measure(func() { remoteP2P(b, n) })
+	b.ReportMetric(bare.elapsed.Seconds()/windowed.elapsed.Seconds(), "windowed-x-bare")
 	b.ReportMetric(float64(n)/p2p.elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(n)/bare.elapsed.Seconds(), "bare-msgs/s")
 	b.ReportMetric(bare.elapsed.Seconds()/p2p.elapsed.Seconds(), "x-bare")
@@ -84,6 +94,72 @@ func remoteBare(b *testing.B, n int) {
 		}
 	}
 	waitAll(b, done, "the bare stream", a)
+}
+
+// remoteWindowed tells n ints as remoteBare does, but only up to what the
+// receiver has granted: window at first, then window/2 more each time the
+// receiver counts the message window/2 before the end of its last grant.
+func remoteWindowed(b *testing.B, n, window int) {
+	a, c := remotetest.NewDirectNode(b, "win-a", nil), remotetest.NewDirectNode(b, "win-b", nil)
+	var granted atomic.Int64
+	granted.Store(int64(window))
+	more := make(chan struct{}, 1)
+	grants, err := runtime.Spawn(a.Sys, "grants", func() runtime.Behavior[int] {
+		return runtime.ReceiveFunc(func(_ *runtime.Context[int], upTo int) {
+			granted.Store(int64(upTo))
+			select {
+			case more <- struct{}{}:
+			default:
+			}
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	grantsAt, err := runtime.Expose(a.Sys, grants)
+	if err != nil {
+		b.Fatal(err)
+	}
+	grantTo := runtime.RemoteRef[int](c.Sys, grantsAt.Addr, grantsAt.Path)
+	done := make(chan struct{})
+	counter, err := runtime.Spawn(c.Sys, "", func() runtime.Behavior[int] {
+		got, requested := 0, window
+		return runtime.ReceiveFunc(func(_ *runtime.Context[int], _ int) {
+			got++
+			if requested-got == window/2 {
+				requested += window / 2
+				grantTo.Tell(requested)
+			}
+			if got == n {
+				close(done)
+			}
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at, err := runtime.Expose(c.Sys, counter)
+	if err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for i := 1; i <= n; i++ {
+		for int64(i) > granted.Load() {
+			select {
+			case <-more:
+			case <-time.After(time.Until(deadline)):
+				b.Fatalf("the windowed stream: no grant for message %d within %v", i, waitLimit)
+			}
+		}
+		msg := strconv.AppendInt(nil, int64(i), 10)
+		for err := a.Client.Tell(at.Addr, at.Path, msg); err != nil; err = a.Client.Tell(at.Addr, at.Path, msg) {
+			if time.Now().After(deadline) {
+				b.Fatalf("the windowed stream: message %d not taken within %v: %v", i, waitLimit, err)
+			}
+			goruntime.Gosched()
+		}
+	}
+	waitAll(b, done, "the windowed stream", a, c)
 }
 
 // remoteP2P sends n ints from a producer on one instance to a consumer on
