@@ -21,7 +21,7 @@ import (
 // plainJSON reports whether encoding/json writes s as it is between its
 // quotes: printable ASCII without '"', '\\' and the HTML characters the
 // encoder escapes by default.
-func plainJSON(s string) bool {
+func plainJSON[S string | []byte](s S) bool {
 	for i := range len(s) {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
@@ -44,7 +44,7 @@ func appendJSONBytes(b, v []byte) []byte {
 
 // appendJSONString appends s quoted; the caller has checked it with
 // plainJSON.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
@@ -162,10 +162,21 @@ func (r *plainReader) blob() []byte {
 	if r.opt("null") {
 		return nil
 	}
-	s := r.str()
-	if !r.ok {
+	if !r.opt(`"`) {
+		r.ok = false
 		return nil
 	}
+	// The decoder refuses any byte outside base64's alphabet (an escape's
+	// '\\' among them) but skips '\r' and '\n', which JSON refuses in a
+	// string: those are looked for apart, with IndexByte, as the closing
+	// quote is.
+	i := bytes.IndexByte(r.rest, '"')
+	if i < 0 || bytes.IndexByte(r.rest[:i], '\r') >= 0 || bytes.IndexByte(r.rest[:i], '\n') >= 0 {
+		r.ok = false
+		return nil
+	}
+	s := r.rest[:i]
+	r.rest = r.rest[i+1:]
 	if len(s) == 0 {
 		return []byte{}
 	}

@@ -15,7 +15,7 @@ import (
 // then has no "sig" field). False (b unchanged) when to or sig holds a
 // byte that encoder escapes.
 func appendTellLine(b []byte, seq uint64, to string, msg, sig []byte) ([]byte, bool) {
-	if !plainJSON(to) || !plainJSON(string(sig)) {
+	if !plainJSON(to) || !plainJSON(sig) {
 		return b, false
 	}
 	b = append(b, `{"seq":`...)
@@ -23,7 +23,7 @@ func appendTellLine(b []byte, seq uint64, to string, msg, sig []byte) ([]byte, b
 	b = appendJSONString(append(b, `,"to":`...), to)
 	b = appendJSONBytes(append(b, `,"msg":`...), msg)
 	if len(sig) > 0 {
-		b = appendJSONString(append(b, `,"sig":`...), string(sig))
+		b = appendJSONString(append(b, `,"sig":`...), sig)
 	}
 	return append(b, "}\n"...), true
 }
