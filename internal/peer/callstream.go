@@ -27,9 +27,10 @@ type callStream struct {
 	slots  chan struct{}
 	done   chan struct{} // closed when the response has ended
 
-	wmu sync.Mutex // orders the lines: seq, signature and write together
-	enc *json.Encoder
-	seq uint64 // guarded by wmu and mu (written under both)
+	wmu sync.Mutex    // orders the lines: seq, signature and write together
+	enc *json.Encoder // for a line appendCallLine cannot write
+	buf []byte        // appendCallLine's, reused under wmu
+	seq uint64        // guarded by wmu and mu (written under both)
 
 	mu       sync.Mutex
 	pending  map[uint64]*pendingCall
@@ -210,7 +211,14 @@ func (st *callStream) write(l *callLine, p *pendingCall) *Error {
 	}
 	st.lastUsed = time.Now()
 	st.mu.Unlock()
-	if err := st.enc.Encode(l); err != nil {
+	var err error
+	var ok bool
+	if st.buf, ok = appendCallLine(st.buf[:0], l); ok {
+		_, err = st.pipe.Write(st.buf)
+	} else {
+		err = st.enc.Encode(l)
+	}
+	if err != nil {
 		return &Error{Kind: KindUnavailable, Message: "the call stream broke: " + err.Error(), cause: err}
 	}
 	if p != nil {
@@ -262,7 +270,7 @@ func (st *callStream) read(resp *http.Response) {
 func (st *callStream) readLines(sc *bufio.Scanner) *Error {
 	for sc.Scan() {
 		var l replyLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+		if err := parseLine(sc.Bytes(), &l, plainReplyLine); err != nil {
 			return &Error{Kind: KindInternal, Message: "a reply line that does not decode: " + err.Error()}
 		}
 		if l.End {

@@ -40,6 +40,13 @@
 //	← {"seq":1,"status":422,"body":"<base64 of {\"kind\",\"code\",\"message\"}>","sig":"…"}
 //	← {"seq":7,"end":true,"status":503,"body":"<base64 of the error>","sig":"…"}   no line past 7 was read
 //
+// Each line is byte for byte what an encoding/json Encoder writes for
+// callLine or replyLine (the fields in this order, the empty ones a call
+// line omits left out, bytes in standard base64, a nil body null); both
+// peers write that form without reflection (encoding/json itself for a
+// line with a string it escapes, such as a trace with a tracestate) and
+// read it directly, handing any other JSON to json.Unmarshal.
+//
 // The client numbers its lines 1, 2, ... in the order written; names are
 // path-escaped as in a request's path (entity may be empty); trace, from
 // the caller's span, and arg may be absent. The deadline travels as the

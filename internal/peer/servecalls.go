@@ -3,7 +3,6 @@ package peer
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,6 +68,7 @@ type callServer struct {
 	running map[uint64]context.CancelFunc
 
 	wmu sync.Mutex // one reply line at a time
+	buf []byte     // appendReplyLine's, reused under wmu
 }
 
 // readCalls reads the lines in order, checking each one's place and
@@ -81,7 +81,7 @@ func (cs *callServer) readCalls() (uint64, error) {
 	var seq uint64
 	for sc.Scan() {
 		var l callLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+		if err := parseLine(sc.Bytes(), &l, plainCallLine); err != nil {
 			return seq, NewError(KindBadRequest, "", "line %d: %v", seq+1, err)
 		}
 		if l.Seq != seq+1 || !equal(l.Sig, cs.s.signer.signCall(cs.sig, &l)) {
@@ -185,10 +185,13 @@ func (cs *callServer) reply(l *callLine, reply Reply, err error) {
 // and flushes it.
 func (cs *callServer) answer(l *replyLine, callSig string) {
 	l.Sig = cs.s.signer.signReplyLine(cs.sig, callSig, l)
-	b := append(mustJSON(l), '\n')
 	cs.wmu.Lock()
 	defer cs.wmu.Unlock()
-	if _, err := cs.w.Write(b); err == nil { // a caller that is gone cannot be told
+	var ok bool
+	if cs.buf, ok = appendReplyLine(cs.buf[:0], l); !ok {
+		cs.buf = append(mustJSON(l), '\n')
+	}
+	if _, err := cs.w.Write(cs.buf); err == nil { // a caller that is gone cannot be told
 		_ = cs.rc.Flush()
 	}
 }

@@ -89,3 +89,22 @@ func TestTellLineMatchesJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTellLine: whatever the bytes, parseTellLine gives json.Unmarshal's
+// line (its signature apart) and error, and nothing panics.
+func FuzzTellLine(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"to":"a","msg":"MQ==","sig":"s"}`))
+	f.Add([]byte(`{"seq":2,"to":"user/pc-1","msg":null}`))
+	f.Add([]byte(`{"seq":3,"to":"a","msg":""}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got, want tellLine
+		sig, err := parseTellLine(data, &got, "a")
+		wantErr := json.Unmarshal(data, &want)
+		if err == nil {
+			got.Sig = string(sig)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(err, wantErr) {
+			t.Fatalf("%q: parsed %+v (%v), encoding/json %+v (%v)", data, got, err, want, wantErr)
+		}
+	})
+}
