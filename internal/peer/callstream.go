@@ -214,7 +214,10 @@ func (st *callStream) write(l *callLine, p *pendingCall) *Error {
 	var err error
 	var ok bool
 	if st.buf, ok = appendCallLine(st.buf[:0], l); ok {
-		_, err = st.pipe.Write(st.buf)
+		_, err = st.pipe.Write(st.buf) // the pipe copies it
+		if cap(st.buf) > callLineMax {
+			st.buf = nil // a large line's buffer is not kept for the stream's life
+		}
 	} else {
 		err = st.enc.Encode(l)
 	}

@@ -194,6 +194,9 @@ func (cs *callServer) answer(l *replyLine, callSig string) {
 	if _, err := cs.w.Write(cs.buf); err == nil { // a caller that is gone cannot be told
 		_ = cs.rc.Flush()
 	}
+	if cap(cs.buf) > callLineMax { // a large reply's buffer is not kept for the stream's life
+		cs.buf = nil
+	}
 }
 
 // cancelAll cancels the calls running.
