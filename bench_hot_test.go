@@ -1,6 +1,7 @@
 package trellis_test
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -244,3 +245,64 @@ func quantile(d []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
+
+// BenchmarkHotEntity sends increases of one counter from hotEntityClients
+// clients to one instance, against the bare handler's HINCRBY of one key
+// in the same run, taking turns: what one entity serves when many callers
+// write it at once (its commands run in order; those that queued behind a
+// write go together in the next).
+//
+//	go test -run '^$' -bench HotEntity -benchtime 1x .
+func BenchmarkHotEntity(b *testing.B) {
+	const hotEntityClients, perTurn = 64, 6400
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	url := trellistest.RedisURL(b)
+	svc := trellistest.StartInstances(b, 1, (&fixture.CounterApp{}).Setup, trellistest.WithRedisURL(url),
+		trellistest.WithLogger(logger), trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))
+	trellistest.WaitSettled(b, svc...)
+	bases := [2]string{svc[0].URL, startBare(b, url)}
+	client := newLoadClient()
+	b.Cleanup(client.Close)
+	load := func(base string, n int) (time.Duration, error) {
+		errs := make([]error, hotEntityClients)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := range hotEntityClients {
+			wg.Go(func() {
+				for range n / hotEntityClients {
+					if errs[w] = client.do(w, http.MethodPost, base+"/counters/hot/increase", `{"by":1}`); errs[w] != nil {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start), errors.Join(errs...)
+	}
+	var took [2]time.Duration
+	for i, base := range bases { // warm up
+		if _, err := load(base, hotEntityClients*4); err != nil {
+			b.Fatalf("side %d: %v", i, err)
+		}
+	}
+	turn := 0
+	for b.Loop() {
+		for range hotTurns {
+			for _, i := range []int{turn % 2, 1 - turn%2} {
+				d, err := load(bases[i], perTurn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				took[i] += d
+			}
+			turn++
+		}
+	}
+	n := float64(b.N * hotTurns * perTurn)
+	stack, bare := n/took[0].Seconds(), n/took[1].Seconds()
+	b.ReportMetric(stack, "stack-req/s")
+	b.ReportMetric(bare, "bare-req/s")
+	b.ReportMetric(stack/bare, "x-bare")
+	b.Logf("%d clients on one counter: the stack %.0f req/s, the bare handler %.0f req/s: %.2fx",
+		hotEntityClients, stack, bare, stack/bare)
+}

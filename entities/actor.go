@@ -45,9 +45,25 @@ type entityActor[S any] struct {
 	rev    uint64
 	loaded bool
 	fence  cluster.Fence // with a Host.Cluster: the fence the state was loaded under
+	queued []envelope[S] // runQueued's, reused
 }
 
-func (a *entityActor[S]) Receive(_ *runtime.Context[envelope[S]], env envelope[S]) {
+// Receive runs a command, and with it the commands queued behind it when
+// the store writes batches (see runQueued).
+func (a *entityActor[S]) Receive(ctx *runtime.Context[envelope[S]], env envelope[S]) {
+	if a.r.batch != nil {
+		if envs := ctx.TakeQueued(maxBatch-1, append(a.queued[:0], env)); len(envs) > 1 {
+			a.runQueued(envs)
+			clear(envs)
+			a.queued = envs[:0]
+			return
+		}
+	}
+	a.receive(env)
+}
+
+// receive runs one command and replies.
+func (a *entityActor[S]) receive(env envelope[S]) {
 	if err := env.ctx.Err(); err != nil {
 		// The caller gave up while the command waited: do not run it.
 		env.reply <- outcome{err: err}
@@ -55,6 +71,11 @@ func (a *entityActor[S]) Receive(_ *runtime.Context[envelope[S]], env envelope[S
 	}
 	v, err := a.handle(env)
 	env.reply <- outcome{value: v, err: err}
+}
+
+// op names a command on the entity in errors.
+func (a *entityActor[S]) op(env envelope[S]) string {
+	return fmt.Sprintf("%s.%s on %q", a.r.t.ComponentID(), env.cmd.Name, a.id)
 }
 
 // handle runs the command and carries out its effect. The state is written
@@ -75,7 +96,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 	ctx, r := env.ctx, a.r
 	// op names the command in errors; made only when there is one, since
 	// this is every command's path.
-	op := func() string { return fmt.Sprintf("%s.%s on %q", r.t.ComponentID(), env.cmd.Name, a.id) }
+	op := func() string { return a.op(env) }
 	for conflicts := 0; ; conflicts++ {
 		if conflicts > r.host.MaxConflicts {
 			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op(), conflicts-1, ErrConflict)

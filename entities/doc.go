@@ -40,7 +40,11 @@
 // deadline), the owner answers commands that write nothing from memory,
 // with no store round trip, and writes through a [FencedStore]
 // ([ShardedRedisStore]) under the shard's fence, so that an owner that
-// was deposed cannot write any more. A command that meets a moved shard
+// was deposed cannot write any more. Over a [BatchStore] (ShardedRedisStore
+// is one), the commands that queued behind one another while an entity was
+// busy run together, in order, each on the state the ones before it left,
+// and what they updated is written in one call, each update with its own
+// revision and change; their replies wait for that write. A command that meets a moved shard
 // (ErrMoved) is routed again, up to 4 times. Without a Cluster nothing of this
 // applies: every instance may run any entity, checking the stored
 // revision on every command.

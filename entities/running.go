@@ -50,6 +50,7 @@ type Running[S any] struct {
 	t        *Type[S]
 	host     Host
 	fenced   FencedStore // Host.Store, when Host.Cluster is set
+	batch    BatchStore  // fenced, when it writes batches
 	sharding *runtime.Sharding[envelope[S]]
 }
 
@@ -78,6 +79,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 			return nil, fmt.Errorf("start entity %q: with a Host.Cluster, Host.Store must be a FencedStore (a %T is not)", id, h.Store)
 		}
 		r.fenced = fenced
+		r.batch, _ = fenced.(BatchStore)
 	}
 	sh, err := runtime.InitSharding(h.System, runtime.Entity[envelope[S]]{
 		Key:            runtime.NewEntityTypeKey[envelope[S]](id),

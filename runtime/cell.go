@@ -332,6 +332,24 @@ func (c *cell[T]) take() (T, bool) {
 	return msg, true
 }
 
+// takeQueued is Context.TakeQueued: the rest of the batch, which take
+// would hand out next, unless something is due before it.
+func (c *cell[T]) takeQueued(max int, dst []T) []T {
+	if c.state != alive || c.suspended || c.stopSelf || c.sysLen.Load() > 0 {
+		return dst
+	}
+	if x := c.x; x != nil && x.unext < len(x.unstashed) {
+		return dst
+	}
+	var zero T
+	for n := 0; n < max && c.next < len(c.batch); n++ {
+		dst = append(dst, c.batch[c.next])
+		c.batch[c.next] = zero
+		c.next++
+	}
+	return dst
+}
+
 // swapInbox makes the inbox the batch to handle, from message next on;
 // senders append to the emptied batch buffer, so in steady state the
 // mailbox allocates nothing. A buffer grown by a burst is let go. The caller

@@ -41,6 +41,16 @@ func (ctx *Context[T]) Stop(ref AnyRef) error {
 	return ErrNotChild
 }
 
+// TakeQueued appends to dst, in order, up to max of the messages that
+// were queued behind the one being handled and taken from the mailbox with
+// it, and returns it: the actor handles them now, with this one (one write
+// for several commands, say), and they are not delivered again. It takes
+// none while stashed messages are due first, while system messages wait
+// (a stop, a watch, a timer) or once the actor is stopping, so that what
+// they would change comes first. Messages that arrive while this one is
+// handled are not among them: they come after, as always.
+func (ctx *Context[T]) TakeQueued(max int, dst []T) []T { return ctx.c.takeQueued(max, dst) }
+
 // PostponeWakeups says whether mail sent to the actor with
 // [TellPostponable] is held: while it is on, such mail neither wakes the
 // actor nor is handled; it waits, in order, until the actor turns it off,

@@ -1,0 +1,193 @@
+package entities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/tracing"
+)
+
+// maxBatch bounds the commands an entity runs together, with one write.
+const maxBatch = 64
+
+// runQueued runs commands that were queued together, in order: one at a
+// time until the entity is loaded, exists and serves its shard under the
+// fence it was loaded with; from then on, the rest as a batch.
+func (a *entityActor[S]) runQueued(envs []envelope[S]) {
+	for i, env := range envs {
+		if a.batchable() {
+			a.runBatch(envs[i:])
+			return
+		}
+		a.receive(env)
+	}
+}
+
+// batchable says whether the entity's next commands can run as a batch.
+func (a *entityActor[S]) batchable() bool {
+	if !a.loaded || a.rev == 0 {
+		return false // a load or a create goes alone
+	}
+	f, serving := a.serving()
+	return serving && f == a.fence
+}
+
+// batch is what runBatch holds: the state the commands so far left (data,
+// and its decode for a flat type), the updates not yet written, and the
+// replies that wait for them.
+type batch[S any] struct {
+	data    []byte
+	state   S
+	updates []Update
+	held    []heldReply[S]
+}
+
+type heldReply[S any] struct {
+	env envelope[S]
+	out outcome
+}
+
+// runBatch runs commands, each on the state the ones before it left, and
+// writes what they updated in one script (saveBatch). A reply given after
+// an update waits for that write, so that none is answered from a state
+// that is not stored; one before any update is given at once. When the
+// write conflicts, nothing was written, and the held commands run again
+// one at a time from the stored state; when the fence refuses it or it
+// fails, each held command fails as it would have alone. A delete ends
+// the batch: what is held is written first, then the delete and the
+// commands after it run one at a time.
+func (a *entityActor[S]) runBatch(envs []envelope[S]) {
+	b := &batch[S]{data: a.data, state: a.state}
+	for i, env := range envs {
+		if err := env.ctx.Err(); err != nil {
+			env.reply <- outcome{err: err}
+			continue
+		}
+		eff, err := a.runOn(b, env)
+		switch {
+		case err != nil:
+			b.hold(env, outcome{err: err})
+		case eff.kind == replyOnly:
+			b.hold(env, outcome{value: eff.reply})
+		case eff.kind == failWith:
+			b.hold(env, outcome{err: &components.CommandError{Kind: eff.refusal, Message: eff.message}})
+		case eff.kind == updateThenReply:
+			if err := a.update(b, env, eff.state); err != nil {
+				b.hold(env, outcome{err: err})
+				continue
+			}
+			b.hold(env, outcome{value: eff.reply})
+		default: // a delete
+			a.flush(b)
+			for _, e := range envs[i:] {
+				a.receive(e)
+			}
+			return
+		}
+	}
+	a.flush(b)
+}
+
+// runOn runs env's command on a state of its own: b's.
+func (a *entityActor[S]) runOn(b *batch[S], env envelope[S]) (effect[S], error) {
+	state := b.state
+	if !a.r.t.flat {
+		var err error
+		if state, err = a.r.t.decode(a.id, a.rev, b.data); err != nil {
+			return effect[S]{}, fmt.Errorf("%s: %w", a.op(env), err)
+		}
+	}
+	return env.cmd.Run(call[S]{ctx: env.ctx, client: a.r.host.Client, entityID: a.id, state: state}, env.arg)
+}
+
+// update makes state b's and queues its write.
+func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S) error {
+	data, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("%s: encode the state: %w", a.op(env), err)
+	}
+	if a.r.t.flat {
+		// As keep does: what the next command gets is the state as stored.
+		if state, err = a.r.t.decode(a.id, a.rev, data); err != nil {
+			return fmt.Errorf("%s: %w", a.op(env), err)
+		}
+		b.state = state
+	}
+	b.data = data
+	b.updates = append(b.updates, Update{Data: data, TraceContext: tracing.CaptureForLink(env.ctx)})
+	return nil
+}
+
+// hold keeps env's reply until the updates before it are written; with
+// none, it is given at once.
+func (b *batch[S]) hold(env envelope[S], out outcome) {
+	if len(b.updates) == 0 {
+		env.reply <- out
+		return
+	}
+	b.held = append(b.held, heldReply[S]{env: env, out: out})
+}
+
+// flush writes b's updates and gives the held replies (see runBatch).
+func (a *entityActor[S]) flush(b *batch[S]) {
+	if len(b.updates) == 0 {
+		return
+	}
+	ctx, cancel := a.writeContext(b)
+	revs, err := a.saveBatch(ctx, b.updates)
+	cancel()
+	if err == nil {
+		err = a.keep(b.data, revs[len(revs)-1])
+	}
+	switch {
+	case err == nil:
+		for _, h := range b.held {
+			h.env.reply <- h.out
+		}
+	case errors.Is(err, ErrConflict):
+		a.loaded = false
+		for _, h := range b.held {
+			a.receive(h.env)
+		}
+	case errors.Is(err, ErrFenced):
+		a.drop()
+		for _, h := range b.held {
+			h.env.reply <- outcome{err: fmt.Errorf("%s: %w: %w", a.op(h.env), ErrMoved, err)}
+		}
+	default:
+		// Whether it was written is unknown: the next command finds out.
+		for _, h := range b.held {
+			h.env.reply <- outcome{err: fmt.Errorf("%s: save the state: %w", a.op(h.env), err)}
+		}
+	}
+	b.updates, b.held = b.updates[:0], b.held[:0]
+}
+
+// writeContext is the context of a batch's write: the first writer's
+// values (its trace), not its cancellation, since the write is every
+// writer's; and the latest of the writers' deadlines, when each has one.
+func (*entityActor[S]) writeContext(b *batch[S]) (context.Context, context.CancelFunc) {
+	base := context.WithoutCancel(b.held[0].env.ctx) // the first writer: b.held starts with it
+	var latest time.Time
+	for _, h := range b.held {
+		d, ok := h.env.ctx.Deadline()
+		if !ok {
+			return base, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(base, latest)
+}
+
+// saveBatch writes updates over revision a.rev under the entity's fence.
+func (a *entityActor[S]) saveBatch(ctx context.Context, updates []Update) (revs []uint64, err error) {
+	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity save", a.r.t.ComponentID(), a.id)
+	defer func() { tracing.End(span, components.ErrorType(err)) }()
+	return a.r.batch.SaveFencedBatch(ctx, a.fence, a.r.t.ComponentID(), a.id, updates, a.rev)
+}
