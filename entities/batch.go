@@ -140,12 +140,13 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 	ctx, cancel := a.writeContext(b)
 	revs, err := a.saveBatch(ctx, b.updates)
 	cancel()
-	if err == nil {
-		err = a.keep(b.data, revs[len(revs)-1])
-	}
 	switch {
 	case err == nil:
+		keepErr := a.keep(b.data, revs[len(revs)-1])
 		for _, h := range b.held {
+			if keepErr != nil { // written, but not kept: the next command loads it
+				h.out = outcome{err: fmt.Errorf("%s: %w", a.op(h.env), keepErr)}
+			}
 			h.env.reply <- h.out
 		}
 	case errors.Is(err, ErrConflict):
