@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -52,9 +53,10 @@ type entityActor[S any] struct {
 // the store writes batches (see runQueued).
 func (a *entityActor[S]) Receive(ctx *runtime.Context[envelope[S]], env envelope[S]) {
 	if a.r.batch != nil {
-		if envs := ctx.TakeQueued(maxBatch-1, append(a.queued[:0], env)); len(envs) > 1 {
+		if rest := ctx.TakeQueued(maxBatch-1, a.queued[:0]); len(rest) > 0 {
+			envs := slices.Insert(rest, 0, env)
 			a.runQueued(envs)
-			clear(envs)
+			clear(envs) // hold no caller's context past its command
 			a.queued = envs[:0]
 			return
 		}

@@ -132,7 +132,8 @@ func (b *batch[S]) hold(env envelope[S], out outcome) {
 	b.held = append(b.held, heldReply[S]{env: env, out: out})
 }
 
-// flush writes b's updates and gives the held replies (see runBatch).
+// flush writes b's updates and gives the held replies (see runBatch); it
+// ends the batch.
 func (a *entityActor[S]) flush(b *batch[S]) {
 	if len(b.updates) == 0 {
 		return
@@ -165,7 +166,6 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 			h.env.reply <- outcome{err: fmt.Errorf("%s: save the state: %w", a.op(h.env), err)}
 		}
 	}
-	b.updates, b.held = b.updates[:0], b.held[:0]
 }
 
 // writeContext is the context of a batch's write: the first writer's

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/trellis-go/trellis/internal/cluster"
 )
@@ -79,21 +78,18 @@ func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f cluster.Fence
 	revs := make([]uint64, len(updates))
 	for i, u := range updates {
 		revText, _ := res[1+3*i].(string)
-		seqText, _ := res[2+3*i].(string)
-		atText, _ := res[3+3*i].(string)
 		if revs[i], err = parseRevision(revText); err != nil {
 			return bad()
 		}
-		if seqText == "" {
+		if res[2+3*i] == "" { // not recorded: no consumer registered
 			continue
 		}
-		seq, err := parseRevision(seqText)
-		us, atErr := strconv.ParseInt(atText, 10, 64)
-		if err != nil || atErr != nil {
+		seq, at, ok := parseChangeStamp(res[2+3*i], res[3+3*i])
+		if !ok {
 			return bad()
 		}
 		s.watches.notify(f.Shard, Change{Seq: seq, EntityType: entityType, EntityID: id, Revision: revs[i],
-			Data: cloneData(u.Data), At: time.UnixMicro(us), TraceContext: u.TraceContext})
+			Data: cloneData(u.Data), At: at, TraceContext: u.TraceContext})
 	}
 	return revs, nil
 }

@@ -92,7 +92,7 @@ func (s *ShardedRedisStore) Checkpoint(ctx context.Context, consumer string, sha
 func (s *ShardedRedisStore) SaveCheckpoint(ctx context.Context, f cluster.Fence, consumer string, shard int, seq uint64) error {
 	k := s.changeKeys(shard)
 	args := append(f.Args(), consumer, strconv.FormatUint(seq, 10))
-	n, err := checkpointScript.Run(ctx, s.client, []string{cluster.ShardRecordKey(s.keys, shard), k[0], k[2]}, args...).Int()
+	n, err := checkpointScript.Run(ctx, s.client, []string{s.shards[shard].record, k[0], k[2]}, args...).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("save the checkpoint of consumer %q on shard %d: %w", consumer, shard, store.Classify(err))
@@ -178,7 +178,7 @@ func (s *ShardedRedisStore) Current(ctx context.Context, shard int, entityType s
 	fail := func(err error) error {
 		return fmt.Errorf("read the states of %q in shard %d: %w", entityType, shard, err)
 	}
-	prefix := s.keys.Tagged("entity", cluster.ShardTag(shard), strconv.Itoa(len(entityType))+":"+entityType+":")
+	prefix := s.stateKeyIn(shard, entityType, "")
 	var node redis.Cmdable = s.client
 	if cc, ok := s.client.(*redis.ClusterClient); ok {
 		master, err := cc.MasterForKey(ctx, prefix)

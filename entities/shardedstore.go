@@ -123,8 +123,7 @@ func (s *ShardedRedisStore) stateKey(entityType, id string) string {
 
 // stateKeyIn is the key of an entity of shard.
 func (s *ShardedRedisStore) stateKeyIn(shard int, entityType, id string) string {
-	var n [20]byte
-	return s.shards[shard].entity + string(strconv.AppendInt(n[:0], int64(len(entityType)), 10)) + ":" + entityType + ":" + id
+	return s.shards[shard].entity + strconv.Itoa(len(entityType)) + ":" + entityType + ":" + id
 }
 
 //go:embed shardedcounter.lua
@@ -331,13 +330,23 @@ func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys 
 		return scriptReply{}, err
 	}
 	if len(res) == 4 {
-		seqText, _ := res[2].(string)
-		atText, _ := res[3].(string)
-		us, atErr := strconv.ParseInt(atText, 10, 64)
-		if r.seq, err = parseRevision(seqText); err != nil || atErr != nil {
+		var ok bool
+		if r.seq, r.at, ok = parseChangeStamp(res[2], res[3]); !ok {
 			return bad()
 		}
-		r.at = time.UnixMicro(us)
 	}
 	return r, nil
+}
+
+// parseChangeStamp reads a recorded change's seq and time as record_change
+// returns them (decimal strings; the time in microseconds).
+func parseChangeStamp(seqReply, atReply any) (seq uint64, at time.Time, ok bool) {
+	seqText, _ := seqReply.(string)
+	atText, _ := atReply.(string)
+	us, atErr := strconv.ParseInt(atText, 10, 64)
+	seq, err := parseRevision(seqText)
+	if err != nil || atErr != nil {
+		return 0, time.Time{}, false
+	}
+	return seq, time.UnixMicro(us), true
 }

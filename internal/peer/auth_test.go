@@ -113,10 +113,7 @@ func TestAuthRefusesRequests(t *testing.T) {
 // too far off, gets ErrUnauthorized, and the call did not run.
 func TestAuthWrongSecretOrClock(t *testing.T) {
 	var calls atomic.Int32
-	s := startServer(t, ServerConfig{Handler: func(ctx context.Context, c Call) (Reply, error) {
-		calls.Add(1)
-		return echo(ctx, c)
-	}}, &logBuffer{}, nil)
+	s := startServer(t, ServerConfig{Handler: countingEcho(&calls)}, &logBuffer{}, nil)
 	for name, cfg := range map[string]ClientConfig{
 		"other secret": {Secret: bytes.Repeat([]byte("x"), MinSecretLen)},
 		"clock behind": {Now: func() time.Time { return time.Now().Add(-time.Hour) }},
@@ -136,10 +133,7 @@ func TestAuthWrongSecretOrClock(t *testing.T) {
 func TestAuthNoSecretRefusesEverything(t *testing.T) {
 	var calls atomic.Int32
 	logs := &logBuffer{}
-	s := startServer(t, ServerConfig{Secret: []byte{}, Handler: func(ctx context.Context, c Call) (Reply, error) {
-		calls.Add(1)
-		return echo(ctx, c)
-	}}, logs, nil)
+	s := startServer(t, ServerConfig{Secret: []byte{}, Handler: countingEcho(&calls)}, logs, nil)
 	_, err := newClient(t, ClientConfig{}).Forward(within(t, 5*time.Second), s.Addr(), Call{ComponentID: "c", Method: "m"})
 	if !errors.Is(err, ErrUnauthorized) || calls.Load() != 0 {
 		t.Errorf("to a server without a secret: %v, %d calls", err, calls.Load())

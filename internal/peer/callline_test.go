@@ -2,7 +2,6 @@ package peer
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -96,10 +95,7 @@ func (r *rawCalls) send(t *testing.T, lines ...callLine) []replyLine {
 // call.
 func TestCallStreamRefusesBadLines(t *testing.T) {
 	var calls atomic.Int32
-	s := startServer(t, ServerConfig{Handler: func(ctx context.Context, c Call) (Reply, error) {
-		calls.Add(1)
-		return echo(ctx, c)
-	}}, &logBuffer{}, nil)
+	s := startServer(t, ServerConfig{Handler: countingEcho(&calls)}, &logBuffer{}, nil)
 	other, err := newSigner([]byte("another-cluster-secret-0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)

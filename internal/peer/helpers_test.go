@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +108,14 @@ func newClient(t testing.TB, cfg ClientConfig) *Client {
 
 // echo is a handler that answers the call's argument.
 func echo(_ context.Context, c Call) (Reply, error) { return Reply{Value: c.Argument}, nil }
+
+// countingEcho is echo that counts its calls in calls.
+func countingEcho(calls *atomic.Int32) Handler {
+	return func(ctx context.Context, c Call) (Reply, error) {
+		calls.Add(1)
+		return echo(ctx, c)
+	}
+}
 
 // within bounds a test's calls.
 func within(t testing.TB, d time.Duration) context.Context {

@@ -60,10 +60,7 @@ func TestForwardCarriesTheTraceContext(t *testing.T) {
 // removed after signing is refused, and never reaches the handler.
 func TestAuthCoversTheTraceContext(t *testing.T) {
 	var calls atomic.Int32
-	s := startServer(t, ServerConfig{Handler: func(ctx context.Context, c Call) (Reply, error) {
-		calls.Add(1)
-		return echo(ctx, c)
-	}}, &logBuffer{}, nil)
+	s := startServer(t, ServerConfig{Handler: countingEcho(&calls)}, &logBuffer{}, nil)
 	sg, err := newSigner(testSecret)
 	if err != nil {
 		t.Fatal(err)
