@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/internal/fixture"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 

@@ -14,10 +14,10 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/fixture"
 	"github.com/trellis-go/trellis/internal/keyspace"
-	"github.com/trellis-go/trellis/internal/lincheck"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/lincheck"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/trellistest"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/fixture"
-	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
 	"github.com/trellis-go/trellis/trellistest"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 )
 
 // TestClientErrors pins every 4xx the service answers: status,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 )
 
 // Without resending, a lost message is never sent again: the consumer

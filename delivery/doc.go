@@ -326,5 +326,5 @@
 // exported API, and there is no linkname. The containers, the durable
 // queue client and the checks the controllers share are in
 // delivery/internal too (ring, slab, durablecalls, controller); the test
-// support of the three packages is delivery/internal/deliverytest.
+// support of the three packages is delivery/internal/testkit/deliverytest.
 package delivery

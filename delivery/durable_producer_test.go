@@ -11,7 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 )
 
 // storeJobs stores jobs from..to in q and confirms up to confirmed.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 )
 
 func TestRandomLoss(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/internal/remotetest"
+	"github.com/trellis-go/trellis/internal/testkit/remotetest"
 	"github.com/trellis-go/trellis/runtime"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
-	"github.com/trellis-go/trellis/internal/remotetest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
+	"github.com/trellis-go/trellis/internal/testkit/remotetest"
 	"github.com/trellis-go/trellis/runtime"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // batchMemory is a fencedMemory that writes batches (entities.BatchStore):

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // waitLimit bounds every wait in these tests; nothing waits on a bare sleep.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // memCycles is how many create/delete cycles TestShardedRedisStoreMemoryFlat

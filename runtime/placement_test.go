@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trellis-go/trellis/internal/remotetest"
+	"github.com/trellis-go/trellis/internal/testkit/remotetest"
 	trt "github.com/trellis-go/trellis/runtime"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/trellis-go/trellis/internal/remotetest"
+	"github.com/trellis-go/trellis/internal/testkit/remotetest"
 	trt "github.com/trellis-go/trellis/runtime"
 )
 

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }

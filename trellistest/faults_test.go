@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/trellistest"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/faults"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // Service is a whole service running in-process for a test, on a free

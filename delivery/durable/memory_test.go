@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/delivery/durable"
-	"github.com/trellis-go/trellis/delivery/internal/queuetest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/queuetest"
 )
 
 func TestMemoryContract(t *testing.T) {

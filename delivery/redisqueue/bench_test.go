@@ -9,7 +9,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // BenchmarkStoreMessageSent is the cost of one stored message: one script

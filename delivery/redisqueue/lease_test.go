@@ -11,7 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // twoOwners returns two Queue values of one producer, as two processes

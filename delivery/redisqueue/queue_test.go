@@ -10,9 +10,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-go/trellis/delivery/durable"
-	"github.com/trellis-go/trellis/delivery/internal/queuetest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/queuetest"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }

@@ -8,7 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 	"github.com/trellis-go/trellis/delivery/sharding"
 	"github.com/trellis-go/trellis/runtime"
 )

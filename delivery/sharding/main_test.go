@@ -3,7 +3,7 @@ package sharding_test
 import (
 	"testing"
 
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind, and runs

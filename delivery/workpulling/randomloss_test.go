@@ -3,7 +3,7 @@ package workpulling_test
 import (
 	"testing"
 
-	"github.com/trellis-go/trellis/delivery/internal/deliverytest"
+	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 )
 
 // The random-loss acceptance cases again, through work pulling: every link

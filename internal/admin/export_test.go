@@ -11,7 +11,7 @@ import (
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/api/admin"
 	iadmin "github.com/trellis-go/trellis/internal/admin"
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"
 )

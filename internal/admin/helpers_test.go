@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/api/admin"
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 )
 
 // paginationTimers is how many timers the pagination test walks through.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 )
 
 // TestBadAdminQuery: a query string that does not parse is a 400 naming

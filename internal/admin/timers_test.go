@@ -13,7 +13,7 @@ import (
 
 	"github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/trellistest"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/internal/keyspace"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestFence: a fenced write passes only with the record's current

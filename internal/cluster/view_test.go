@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestReadView, on one Redis and on a Redis Cluster: an empty cluster has

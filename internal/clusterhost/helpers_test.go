@@ -20,7 +20,7 @@ import (
 	"github.com/trellis-go/trellis/internal/clusterhost"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/runtime"
 )
 

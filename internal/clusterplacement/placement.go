@@ -4,7 +4,7 @@
 // ([cluster.ShardOf] of the entity type and id), and its messages from
 // every other instance go there over the transport. It is the
 // runtime.Placement of a cluster instance; the service wires it (the root
-// package's cluster node), and so do tests (internal/remotetest).
+// package's cluster node), and so do tests (internal/testkit/remotetest).
 package clusterplacement
 
 import (

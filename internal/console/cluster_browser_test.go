@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	adminapi "github.com/trellis-go/trellis/api/admin"
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 )
 
 // TestConsoleClusterInBrowser drives the console of one of three

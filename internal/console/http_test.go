@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trellis-go/trellis/internal/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/fixture"
 )
 
 // consolePolicy is the Content-Security-Policy every console response

@@ -11,7 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis/internal/directory"
 	"github.com/trellis-go/trellis/internal/keyspace"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/runtime"
 )
 

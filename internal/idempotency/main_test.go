@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestMain stops the throwaway Redis the tests started, if any.

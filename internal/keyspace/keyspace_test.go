@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/internal/keyspace"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestMain stops the throwaway Redis Cluster a test started.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
 )
 
 // h2c is a bare HTTP/2-over-cleartext client, for requests the tests

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // BenchmarkForward measures a forward's round trip on loopback, serial

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/peer/peertest"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestCallStreamOutOfOrder: calls on one stream run at once, a slow one

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/peer/peertest"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // blocking is a handler that signals each call's start on started and

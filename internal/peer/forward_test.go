@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/peer/peertest"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestForwardRoundTrip: the call's names (escaped in the path, whatever

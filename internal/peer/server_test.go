@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestServerBodyTooLarge: an argument over the server's MaxBodyBytes is

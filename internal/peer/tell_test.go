@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/peer/peertest"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // told is a message as a Receiver got it.

@@ -19,7 +19,7 @@ import (
 	"github.com/trellis-go/trellis/delivery/redisqueue"
 	"github.com/trellis-go/trellis/delivery/sharding"
 	"github.com/trellis-go/trellis/delivery/workpulling"
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/runtime"
 )
 

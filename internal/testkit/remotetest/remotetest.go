@@ -17,7 +17,7 @@ import (
 	"github.com/trellis-go/trellis/internal/directory"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
-	"github.com/trellis-go/trellis/internal/peer/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
 	"github.com/trellis-go/trellis/runtime"
 )
 

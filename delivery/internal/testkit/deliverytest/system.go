@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/internal/testenv"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/runtime"
 	"go.uber.org/goleak"
 )
