@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,15 +9,16 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/timers"
 )
 
 // Consumer is the definition of a consumer: its id, the entity type whose
 // changes it gets, and its handler. It holds no running state.
 type Consumer[S any] struct {
-	id         string
-	entity     *entities.Type[S]
-	handler    func(ctx *Ctx, c Change[S]) Effect
-	maxRetries int
+	id      string
+	entity  *entities.Type[S]
+	handler func(ctx *Ctx, c Change[S]) Effect
+	opts    options
 }
 
 // Change is one change of an entity as a handler gets it: its new state
@@ -39,12 +41,31 @@ type Change[S any] struct {
 // Option configures a consumer.
 type Option func(*options)
 
-type options struct{ maxRetries int }
+type options struct {
+	maxRetries int
+	coalesce   bool
+	timeout    time.Duration
+}
 
 // WithMaxRetries bounds how many times a failed change is retried: after
 // n retries that failed it becomes a dead letter and the entity's next
 // changes go on. 0 (the default) retries forever.
 func WithMaxRetries(n int) Option { return func(o *options) { o.maxRetries = max(n, 0) } }
+
+// WithCoalescing makes the consumer handle the latest state of an entity
+// rather than each of its changes while one of them is retried: the
+// entity's later changes replace the failed one, and the handler never
+// sees the states in between (nor a deletion followed by a new state).
+// It suits a handler that only acts on where an entity stands (a read
+// model, a cache); without it every change is handled, in order.
+func WithCoalescing() Option { return func(o *options) { o.coalesce = true } }
+
+// WithHandlerTimeout bounds one call of the handler (the call's context
+// ends after d; the change is then retried). Without it the runner's
+// Config.HandlerTimeout applies (DefaultHandlerTimeout, 30 s).
+func WithHandlerTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = max(d, 0) }
+}
 
 // Define defines a consumer of entity's changes with a stable id (its
 // checkpoints and dead letters are kept under it: renaming a consumer
@@ -55,7 +76,7 @@ func Define[S any](id string, entity *entities.Type[S], handler func(ctx *Ctx, c
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Consumer[S]{id: id, entity: entity, handler: handler, maxRetries: o.maxRetries}
+	return &Consumer[S]{id: id, entity: entity, handler: handler, opts: o}
 }
 
 // ID is the consumer's id.
@@ -63,18 +84,34 @@ func (c *Consumer[S]) ID() string { return c.id }
 
 // Ctx is a handler's view of its call.
 type Ctx struct {
-	ctx    context.Context
-	client *components.Client
+	ctx  context.Context
+	deps handlerDeps
 }
 
-// Context is the call's context: it ends when the consumer is stopped
-// for good (the service shuts down, or the shard is handed over and the
-// hand-over's wait ran out), or after Config.HandlerTimeout.
+// handlerDeps is what the runner gives every handler call.
+type handlerDeps struct {
+	client *components.Client
+	timers *timers.Scheduler
+}
+
+// Context is the call's context: it ends after the consumer's handler
+// timeout (WithHandlerTimeout), when the service shuts down and the wait
+// for the handlers runs out, and when the shard is handed over while the
+// call waits for another shard's owner, or after the hand-over's wait
+// ran out (the change is then handled again, on the new owner).
 func (c *Ctx) Context() context.Context { return c.ctx }
 
-// Client is the component client: a handler may invoke components and
-// create timers through it.
-func (c *Ctx) Client() *components.Client { return c.client }
+// Client is the component client: a handler invokes components through
+// it (entities, timed actions, views).
+func (c *Ctx) Client() *components.Client { return c.deps.client }
+
+// Timers is the service's timer scheduler: a handler creates, reads and
+// deletes timers through it (Create, CreateRecurring, Delete). A change
+// may be handled more than once: create timers under a name derived from
+// the change (the entity id and revision), so that a replay replaces the
+// timer rather than adding one. Nil when the runner was made without
+// Config.Timers.
+func (c *Ctx) Timers() *timers.Scheduler { return c.deps.timers }
 
 // Effect is how a handler ends: Done, Ignore or Error.
 type Effect struct {
@@ -99,7 +136,8 @@ func (c *Ctx) Ignore() Effect { return Effect{kind: effectIgnore} }
 
 // Error ends the call in failure: the change is retried with backoff
 // (3 s, 6 s, 12 s, 24 s, then every 30 s); the entity's later changes
-// wait, coalesced into the retry (it handles the latest state).
+// wait behind it and are handled in order once it succeeds (or, with
+// WithCoalescing, replace it: the retry handles the latest state).
 func (c *Ctx) Error(format string, args ...any) Effect {
 	return Effect{kind: effectError, message: fmt.Sprintf(format, args...)}
 }
@@ -112,12 +150,13 @@ func (c *Consumer[S]) Start(r *Runner) (*Running, error) {
 	if c.id == "" || c.entity == nil || c.handler == nil {
 		return nil, errors.New("consumers: Define needs an id, an entity type and a handler")
 	}
-	return r.add(&consumer{id: c.id, entityType: c.entity.ComponentID(), maxRetries: c.maxRetries, handle: c.handle})
+	return r.add(&consumer{id: c.id, entityType: c.entity.ComponentID(), maxRetries: c.opts.maxRetries,
+		coalesce: c.opts.coalesce, timeout: c.opts.timeout, handle: c.handle})
 }
 
 // handle decodes a change and runs the handler on it; a panic is an
 // error.
-func (c *Consumer[S]) handle(ctx context.Context, client *components.Client, ch change) (ignored bool, err error) {
+func (c *Consumer[S]) handle(ctx context.Context, deps handlerDeps, ch change) (ignored bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("consumer %s: the handler panicked: %v", c.id, p)
@@ -131,7 +170,7 @@ func (c *Consumer[S]) handle(ctx context.Context, client *components.Client, ch 
 	if err != nil {
 		return false, fmt.Errorf("consumer %s: %w", c.id, err)
 	}
-	e := c.handler(&Ctx{ctx: ctx, client: client}, Change[S]{EntityID: ch.EntityID, State: state, Revision: ch.Revision, Deleted: ch.Deleted, At: ch.At})
+	e := c.handler(&Ctx{ctx: ctx, deps: deps}, Change[S]{EntityID: ch.EntityID, State: state, Revision: ch.Revision, Deleted: ch.Deleted, At: ch.At})
 	switch e.kind {
 	case effectDone:
 		return false, nil
@@ -149,8 +188,13 @@ type consumer struct {
 	id         string
 	entityType string
 	maxRetries int
-	handle     func(ctx context.Context, client *components.Client, ch change) (ignored bool, err error)
+	coalesce   bool
+	timeout    time.Duration // zero: the runner's
+	handle     func(ctx context.Context, deps handlerDeps, ch change) (ignored bool, err error)
 }
+
+// handlerTimeout is c's handler timeout, or def.
+func (c *consumer) handlerTimeout(def time.Duration) time.Duration { return cmp.Or(c.timeout, def) }
 
 // change is an entities.Change as the runner handles it.
 type change = entities.Change

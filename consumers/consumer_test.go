@@ -52,8 +52,44 @@ func TestConsumerRefusedOnRedisWithoutCluster(t *testing.T) {
 	}
 }
 
+// TestEveryChangeAfterAFailure: while an entity's change is retried, its
+// later changes wait; once the retry succeeds the handler gets each of
+// them in order, the deletion and the new life included. A consumer that
+// coalesces gets the latest state only.
+func TestEveryChangeAfterAFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []consumers.Option
+		want []int64
+	}{
+		{"every change (the default)", nil, []int64{1, 2, 3, -1, 1}},
+		{"coalescing", []consumers.Option{consumers.WithCoalescing()}, []int64{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := newRecorder()
+			rec.setPoison("bad", true)
+			ts := trellistest.Start(t, app(rec, tt.opts...))
+			increase(t, ts, "bad")
+			rec.waitCalls(t, 1) // failed: retried in 3 s
+			increase(t, ts, "bad")
+			increase(t, ts, "bad")
+			remove(t, ts, "bad")
+			increase(t, ts, "bad")
+			increase(t, ts, "good") // another entity goes on meanwhile
+			trellistest.Eventually(t, 10*time.Second, "good to be handled", func() bool { return len(rec.values("good")) == 1 })
+			wantSeen(t, rec, "bad")
+			rec.setPoison("bad", false)
+			ts.Clock.Advance(3 * time.Second)
+			ts.WaitConsumers(t)
+			wantSeen(t, rec, "bad", tt.want...)
+		})
+	}
+}
+
 // TestPoisonChange, on the embedded store and on Redis (a cluster of
-// one): a change whose handler fails is retried with the timers' backoff
+// one), for a consumer that coalesces: a change whose handler fails is
+// retried with the timers' backoff
 // (3 s, then 6 s) while the other entities go on; after its last retry it
 // becomes a dead letter and its entity goes on; the admin API lists it,
 // and its retry fails (409) while the handler does, and handles it (204)
@@ -63,7 +99,7 @@ func TestPoisonChange(t *testing.T) {
 		t.Run(store, func(t *testing.T) {
 			rec := newRecorder()
 			rec.setPoison("bad", true)
-			setup := app(rec, consumers.WithMaxRetries(2))
+			setup := app(rec, consumers.WithMaxRetries(2), consumers.WithCoalescing())
 			token := trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken = adminToken })
 			var ts *trellistest.Service
 			if store == "memory" {

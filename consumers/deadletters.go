@@ -229,9 +229,9 @@ func (r *Runner) RetryDeadLetter(ctx context.Context, consumer, entityID string)
 	if err != nil {
 		return fmt.Errorf("retry a dead letter: %w", err)
 	}
-	hctx, cancel := context.WithTimeout(ctx, r.cfg.HandlerTimeout)
+	hctx, cancel := context.WithTimeout(ctx, c.handlerTimeout(r.cfg.HandlerTimeout))
 	defer cancel()
-	ignored, err := c.handle(hctx, r.cfg.Client, d.change())
+	ignored, err := c.handle(hctx, r.handlerDeps(), d.change())
 	r.metrics.handled(consumer, ignored, err)
 	if err != nil {
 		return fmt.Errorf("retry the dead letter of consumer %q, entity %q: %w: %w", consumer, entityID, ErrHandlerFailed, err)

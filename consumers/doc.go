@@ -44,11 +44,15 @@
 //     last one, and when it stops or hands its shard over: a crash
 //     replays about the last 100 ms of changes. Handlers must be
 //     idempotent.
-//   - Coalescing: while an entity's change is being retried, its later
-//     changes replace it (the retry handles the latest state); a consumer
-//     behind the change log's bound (see below) handles the current
-//     state of each entity instead of the changes it missed, and misses
-//     the deletions among them.
+//   - Every change: while an entity's change is retried, its later
+//     changes wait behind it (at most entities.DefaultChangeLogLimit of
+//     them; beyond, the last one waiting takes the newest state) and are
+//     handled in order once it succeeds or becomes a dead letter.
+//     WithCoalescing makes a consumer handle the latest state instead:
+//     its later changes replace the failed one. Whatever the option, a
+//     consumer behind the change log's bound (see below) handles the
+//     current state of each entity instead of the changes it missed, and
+//     misses the deletions among them.
 //   - Several consumers of one entity type are independent: each has its
 //     own checkpoints, retries and dead letters.
 //

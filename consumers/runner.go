@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/timers"
 )
 
 // Shards says which shards this instance serves now, and under which
@@ -39,14 +40,17 @@ type Config struct {
 	Shards Shards
 	// Client is the component client handlers get (required).
 	Client *components.Client
+	// Timers is the timer scheduler handlers get (Ctx.Timers); nil:
+	// none.
+	Timers *timers.Scheduler
 	// DeadLetters keeps the changes that ran out of retries (required).
 	DeadLetters DeadLetters
 	// Clock times the retries (the real clock when nil).
 	Clock clockwork.Clock
 	// Logger receives failures and dead letters (slog.Default when nil).
 	Logger *slog.Logger
-	// HandlerTimeout bounds one call of a handler (DefaultHandlerTimeout
-	// when zero).
+	// HandlerTimeout bounds one call of a handler of a consumer defined
+	// without WithHandlerTimeout (DefaultHandlerTimeout when zero).
 	HandlerTimeout time.Duration
 	// Poll is how often a worker reads its shard's log for changes it did
 	// not hear from this instance's writes (DefaultPoll when zero).
@@ -112,6 +116,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	r.metrics = newMetrics(r)
 	return r, nil
+}
+
+// handlerDeps is what the handlers get.
+func (r *Runner) handlerDeps() handlerDeps {
+	return handlerDeps{client: r.cfg.Client, timers: r.cfg.Timers}
 }
 
 // Running is a started consumer.

@@ -29,9 +29,9 @@ const (
 // and reads the log for the others: from the checkpoint when it starts,
 // when a change was not heard, and every Config.Poll. A change that fails
 // is kept pending and retried with backoff while the shard's other
-// entities go on; a later change of a pending entity replaces the pending
-// one (key-value consumers may coalesce), and the checkpoint stays before
-// the oldest pending change.
+// entities go on; a later change of a pending entity waits behind it (or,
+// for a consumer that coalesces, replaces it), and the checkpoint stays
+// before the oldest pending change.
 type worker struct {
 	r     *Runner
 	c     *consumer
