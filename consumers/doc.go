@@ -65,7 +65,9 @@
 // is consumed by one worker per consumer, one change at a time; shards
 // are consumed in parallel. Before a shard is handed over, its workers
 // finish the handler in flight and save their checkpoints; the new owner
-// resumes from them.
+// resumes from them. A handler that waits for another shard's owner is
+// not waited for: the hand-over cancels it, and the new owner handles its
+// change again. WithHandlerTimeout bounds a consumer's handler calls.
 //
 // # Failures
 //

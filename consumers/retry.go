@@ -2,6 +2,8 @@ package consumers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
@@ -74,12 +76,22 @@ func (w *worker) deliver(c change, seq uint64) {
 // attempt runs the handler once, bounded by the consumer's handler
 // timeout.
 func (w *worker) attempt(c change) error {
-	ctx, cancel := context.WithTimeout(w.ctx, w.c.handlerTimeout(w.r.cfg.HandlerTimeout))
-	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(w.ctx, w.c.handlerTimeout(w.r.cfg.HandlerTimeout))
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ctx = w.call.begin(ctx, cancel)
+	defer w.call.end()
 	ctx, span := tracing.StartConsume(ctx, w.r.cfg.Client.Tracer(), w.c.id, c.EntityType, c.EntityID, c.TraceContext)
 	ignored, err := w.c.handle(ctx, w.r.handlerDeps(), c)
 	tracing.End(span, components.ErrorType(err))
 	w.r.metrics.handled(w.c.id, ignored, err)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errLeftWaiting) {
+		w.r.log.Info("consumers: the hand-over cancelled a handler that waited for another shard's owner; "+
+			"the new owner handles the change again", "consumer", w.c.id, "shard", w.shard,
+			"entity", c.EntityID, "revision", c.Revision, "cause", cause.Error())
+		return fmt.Errorf("%w: %w", cause, err)
+	}
 	return err
 }
 
@@ -92,6 +104,9 @@ func (w *worker) failed(p *pending, now time.Time) {
 	}
 	wait := timers.Backoff(p.attempts)
 	p.due = now.Add(wait)
+	if errors.Is(p.err, errLeftWaiting) {
+		return // logged as such; the worker stops
+	}
 	w.r.log.Warn("consumers: handler failed; retrying", "consumer", w.c.id, "shard", w.shard, "entity", p.change.EntityID,
 		"revision", p.change.Revision, "attempt", p.attempts, "retry_in", wait.String(), "waiting", len(p.waiting), "err", p.err.Error())
 }

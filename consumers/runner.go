@@ -285,8 +285,10 @@ func (r *Runner) serving(shard int) (cluster.Fence, bool) {
 
 // BeforeRelease stops consuming shard before this instance hands it over:
 // its workers finish the handler in flight and save their checkpoints
-// (bounded by ctx; then the handlers' contexts are cancelled). The shard
-// is consumed again only under a new fence.
+// (bounded by ctx and handoverTimeout; then the handlers' contexts are
+// cancelled). A handler that waits for another shard's owner is
+// cancelled at once rather than waited for: the new owner handles its
+// change again. The shard is consumed again only under a new fence.
 func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
 	ctx, cancel := context.WithTimeout(ctx, handoverTimeout)
 	defer cancel()
@@ -303,12 +305,14 @@ func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
 		}
 	}
 	r.mu.Unlock()
-	_ = r.halt(ctx, ws) // a handler that overruns finds its checkpoint fenced
+	// A handler that overruns finds its checkpoint fenced.
+	_ = r.halt(ctx, ws, fmt.Sprintf("the hand-over of shard %d", shard))
 }
 
 // Stop stops every worker: each finishes its handler in flight and saves
 // its checkpoint, bounded by ctx (then the handlers' contexts are
-// cancelled, and Stop returns ctx's error). Nothing is consumed after.
+// cancelled, and Stop returns ctx's error); a handler that waits for a
+// shard's owner is cancelled at once. Nothing is consumed after.
 func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopped {
@@ -337,23 +341,41 @@ func (r *Runner) Stop(ctx context.Context) error {
 		r.setWorker(key, nil)
 	}
 	r.mu.Unlock()
-	return r.halt(ctx, ws)
+	return r.halt(ctx, ws, "the consumers' stop")
 }
 
-// halt stops ws and waits for them, bounded by ctx.
-func (r *Runner) halt(ctx context.Context, ws []*worker) error {
+// slowHalt is how long a stop may wait for a worker before it is logged.
+const slowHalt = time.Second
+
+// halt stops ws and waits for them, bounded by ctx; what is the stop, as
+// the log lines name it.
+func (r *Runner) halt(ctx context.Context, ws []*worker, what string) error {
+	started := time.Now()
 	for _, w := range ws {
 		w.halt()
+		w.call.leave()
 	}
 	for _, w := range ws {
+		from := time.Now()
 		select {
 		case <-w.done:
+			if waited := time.Since(from); waited >= slowHalt {
+				r.log.Info("consumers: "+what+" waited for a handler in flight", "consumer", w.c.id, "shard", w.shard,
+					"waited", waited.Round(time.Millisecond).String())
+			}
 		case <-ctx.Done():
 			for _, w := range ws {
+				select {
+				case <-w.done:
+					continue
+				default:
+				}
+				r.log.Warn("consumers: "+what+" ran out of time with a handler still running; cancelled it "+
+					"(its change is handled again)", "consumer", w.c.id, "shard", w.shard,
+					"waited", time.Since(started).Round(time.Millisecond).String(), "err", ctx.Err().Error())
 				w.cancel()
 			}
-			r.log.Warn("consumers: stopping with handlers still running", "err", ctx.Err().Error())
-			return fmt.Errorf("stop the consumers: %w", ctx.Err())
+			return fmt.Errorf("stop the consumers (%s): %w", what, ctx.Err())
 		}
 	}
 	return nil

@@ -17,12 +17,25 @@ import (
 // startRunner runs rec's consumer of counters on store, alone.
 func startRunner(t *testing.T, store *entities.MemoryStore, rec *recorder) *consumers.Runner {
 	t.Helper()
-	r, err := consumers.NewRunner(consumers.Config{Log: store, Client: components.NewClient(components.NewRegistry()),
-		DeadLetters: consumers.NewMemoryDeadLetters()})
+	return runConsumer(t, consumers.Config{Log: store}, rec.handle)
+}
+
+// runConsumer runs a consumer of counters with handle on a runner of
+// cfg (with a client and memory dead letters unless cfg has them),
+// stopped at the test's end.
+func runConsumer(t *testing.T, cfg consumers.Config, handle func(*consumers.Ctx, consumers.Change[counter.Counter]) consumers.Effect) *consumers.Runner {
+	t.Helper()
+	if cfg.Client == nil {
+		cfg.Client = components.NewClient(components.NewRegistry())
+	}
+	if cfg.DeadLetters == nil {
+		cfg.DeadLetters = consumers.NewMemoryDeadLetters()
+	}
+	r, err := consumers.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := consumers.Define("counter-log", counter.Entity, rec.handle).Start(r); err != nil {
+	if _, err := consumers.Define("counter-log", counter.Entity, handle).Start(r); err != nil {
 		t.Fatal(err)
 	}
 	r.Start(t.Context())

@@ -46,7 +46,8 @@ type worker struct {
 	kick     chan struct{}
 	done     chan struct{}
 
-	in inbox
+	in   inbox
+	call call // the handler call in flight
 
 	cursor   uint64    // the last change consumed
 	head     uint64    // the shard's last change known (read or heard)

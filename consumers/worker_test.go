@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -62,23 +60,14 @@ func TestWorkerTakesChangesFromTheWrites(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &countingLog{MemoryStore: entities.NewMemoryStore(), hear: tt.hear}
 			rec := newRecorder()
-			r, err := consumers.NewRunner(consumers.Config{Log: log, Client: components.NewClient(components.NewRegistry()),
-				DeadLetters: consumers.NewMemoryDeadLetters(), Poll: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := consumers.Define("counter-log", counter.Entity, rec.handle).Start(r); err != nil {
-				t.Fatal(err)
-			}
-			r.Start(t.Context())
-			t.Cleanup(func() { _ = r.Stop(context.Background()) })
+			r := runConsumer(t, consumers.Config{Log: log, Poll: time.Hour}, rec.handle)
 			// Every worker reads its shard once as it starts.
 			trellistest.Eventually(t, 10*time.Second, "each worker's first read", func() bool {
 				return log.reads.Load() >= cluster.NumShards
 			})
 			reads, saves := log.reads.Load(), log.saves.Load()
 
-			rev := uint64(0)
+			rev, err := uint64(0), error(nil)
 			for v := 1; v <= writes; v++ {
 				if rev, err = log.Save(t.Context(), "counter", "c-1", fmt.Appendf(nil, `{"id":"c-1","value":%d}`, v), rev); err != nil {
 					t.Fatal(err)

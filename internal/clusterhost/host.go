@@ -133,7 +133,10 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 				return "", nil, fmt.Errorf("clusterhost: find the owner of shard %d: %w", shard, store.Classify(err))
 			}
 		}
-		if err := h.pause(ctx); err != nil {
+		end := cluster.Waiting(ctx, shard)
+		err := h.pause(ctx)
+		end()
+		if err != nil {
 			return "", nil, fmt.Errorf("clusterhost: wait for an owner of shard %d: %w", shard, err)
 		}
 	}
@@ -211,6 +214,7 @@ func (h *Host) forward(ctx context.Context, addr string, call components.Deferre
 // than the one at addr (or this instance serves it), reading the records
 // again every refreshEvery; ctx's error if it ends first.
 func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) error {
+	defer cluster.Waiting(ctx, shard)()
 	for {
 		if _, ok := h.reb.Serving(shard); ok {
 			return nil
