@@ -230,7 +230,7 @@ func openTimers(h *Host, o options) error {
 // the embedded store's, or the sharded store's in the cluster mode; the
 // per-instance Redis store keeps none, and Consumer.Start then fails.
 func openConsumers(h *Host, node *clusterNode) error {
-	cfg := consumers.Config{Client: h.Client, Clock: h.Clock, Logger: h.Logger,
+	cfg := consumers.Config{Client: h.Client, Timers: h.Timers, Clock: h.Clock, Logger: h.Logger,
 		DeadLetters: consumers.NewMemoryDeadLetters()}
 	if log, ok := h.Store.(entities.ChangeLog); ok {
 		cfg.Log = log

@@ -2,6 +2,7 @@ package consumers_test
 
 import (
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -212,5 +213,32 @@ func TestConsumersAreIndependent(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", metrics)
+	}
+}
+
+// TestHandlerCreatesTimers: a handler creates a timer through
+// ctx.Timers(), the service's scheduler, named after the change.
+func TestHandlerCreatesTimers(t *testing.T) {
+	ts := trellistest.Start(t, func(h *trellis.Host, _ chi.Router) error {
+		if _, err := counter.Entity.Start(h.Entities()); err != nil {
+			return err
+		}
+		_, err := consumers.Define("counter-follow-up", counter.Entity, func(ctx *consumers.Ctx, c consumers.Change[counter.Counter]) consumers.Effect {
+			call, err := counter.Increase.Deferred("follow-up", 1)
+			if err != nil {
+				return ctx.Error("%v", err)
+			}
+			name := fmt.Sprintf("follow-up-%s-%d", c.EntityID, c.Revision)
+			if _, err := ctx.Timers().Create(ctx.Context(), name, time.Hour, call); err != nil {
+				return ctx.Error("create timer %s: %v", name, err)
+			}
+			return ctx.Done()
+		}).Start(h.Consumers())
+		return err
+	})
+	increase(t, ts, "c-1")
+	ts.WaitConsumers(t)
+	if _, err := ts.Host().Timers.Get(t.Context(), "follow-up-c-1-1"); err != nil {
+		t.Fatalf("the handler's timer: %v", err)
 	}
 }
