@@ -2,14 +2,17 @@ package trellis
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/internal/faults"
+	"github.com/trellis-go/trellis/internal/httpserver"
 )
 
 // Option configures New and Run.
@@ -61,10 +64,27 @@ func WithClock(c clockwork.Clock) Option {
 }
 
 // WithContract serves spec, the application's OpenAPI document, at GET
-// /openapi.yaml. Without it that route answers 404. The framework's own
+// /openapi.yaml, and validates every request on one of its paths against
+// it: parameters and JSON bodies that break a rule of their schema
+// (pattern, format, minLength, maximum, required, ...) are answered 400,
+// a problem naming each field and the rule. New fails when spec is not
+// valid OpenAPI. Without it that route answers 404. The framework's own
 // contract (health, metrics, admin API) is served at GET
 // /admin/openapi.yaml either way.
 func WithContract(spec []byte) Option { return func(o *options) { o.contract = spec } }
+
+// contractMiddleware is the validation of the application's requests
+// against its contract (none without one).
+func contractMiddleware(spec []byte) ([]func(http.Handler) http.Handler, error) {
+	if spec == nil {
+		return nil, nil
+	}
+	enforce, err := httpserver.EnforceContract(spec)
+	if err != nil {
+		return nil, fmt.Errorf("trellis: WithContract: %w", err)
+	}
+	return []func(http.Handler) http.Handler{enforce}, nil
+}
 
 // WithFaults routes the instance's cluster connections through the fault
 // points p, and lets p kill the instance without a goodbye. It is for

@@ -132,8 +132,14 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
 		Cluster: node.admin(), Consumers: h.consumers})
+	enforce, err := contractMiddleware(o.contract)
+	if err != nil {
+		releaseHost(h, conn, node)
+		return nil, err
+	}
 	router.Group(func(r chi.Router) {
 		r.Use(httpserver.CheckQuery)
+		r.Use(enforce...)
 		err = setup(h, r)
 	})
 	if err != nil {
