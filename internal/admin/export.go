@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 
 	"github.com/trellis-go/trellis/api"
@@ -32,13 +33,13 @@ func (a *server) ExportTimers(w http.ResponseWriter, r *http.Request, params adm
 	err := export(r.Context(), func(rec timers.ExportRecord) error {
 		if !started {
 			started = true
-			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.Header().Set("Content-Type", ContentTypeNDJSON)
 			w.WriteHeader(http.StatusOK)
 		}
 		return enc.Encode(rec)
 	})
 	if err == nil && !started {
-		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Content-Type", ContentTypeNDJSON)
 		w.WriteHeader(http.StatusOK)
 	}
 	if err == nil {
@@ -60,12 +61,21 @@ func (a *server) ExportTimers(w http.ResponseWriter, r *http.Request, params adm
 // arguments and as many dead letters, where other requests take the
 // service's MaxBodyBytes.
 const (
-	ImportPath     = "/admin/timers/import"
-	MaxImportBytes = 256 << 20
+	// ContentTypeNDJSON is the media type of an export and of an import's
+	// body: JSON lines.
+	ContentTypeNDJSON = "application/x-ndjson"
+	ImportPath        = "/admin/timers/import"
+	MaxImportBytes    = 256 << 20
 )
 
 // ImportTimers answers POST /admin/timers/import with the import's report.
 func (a *server) ImportTimers(w http.ResponseWriter, r *http.Request, params adminapi.ImportTimersParams) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != ContentTypeNDJSON {
+		api.WriteProblem(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf(
+			"the request body must be %s (JSON lines, as GET /admin/timers/export writes them), not %q",
+			ContentTypeNDJSON, r.Header.Get("Content-Type")))
+		return
+	}
 	rep, err := a.timers.Import(r.Context(), r.Body, params.DryRun)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

@@ -95,3 +95,27 @@ func TestAdminImportTakesALargeBody(t *testing.T) {
 		t.Errorf("another admin route with a %d-byte body: %d, want 413", len(big), resp.Status)
 	}
 }
+
+// TestAdminBodyMediaTypes: the import takes JSON lines only and the
+// recurring timer's PUT JSON only; another media type, or none for the
+// import, is a 415 problem (which the contract lists).
+func TestAdminBodyMediaTypes(t *testing.T) {
+	ts := fixture.Start(t, fixture.AdminToken)
+	tests := []struct {
+		name, method, path, contentType, body string
+	}{
+		{"import as text", http.MethodPost, iadmin.ImportPath, "text/plain", "{}\n"},
+		{"import without a media type", http.MethodPost, iadmin.ImportPath, "", "{}\n"},
+		{"import as JSON", http.MethodPost, iadmin.ImportPath, "application/json", "{}\n"},
+		{"recurring timer as text", http.MethodPut, timerPath("nightly"), "text/plain", nightlyBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := sendBody(t, ts, tt.method, tt.path, tt.contentType, tt.body)
+			if resp.Status != http.StatusUnsupportedMediaType {
+				t.Fatalf("%d %s, want 415", resp.Status, resp.Body)
+			}
+			resp.Problem(t)
+		})
+	}
+}
