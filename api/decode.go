@@ -75,7 +75,7 @@ func Decode[T any](r *http.Request, dst *T) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return typeError(err)
+		return typeError(err, typeOf[T](), body)
 	}
 	return validateValue(dst)
 }
@@ -288,10 +288,10 @@ func joinPath(path []string) string {
 	return b.String()
 }
 
-// typeError turns the error of the final decode into a 400. The shape was
-// checked already, so it is a value of the wrong type (or a custom
-// unmarshaler's refusal).
-func typeError(err error) error {
+// typeError turns the error of the final decode of body into t into a
+// 400. The shape was checked already, so it is a value of the wrong type,
+// or a custom unmarshaler's refusal, named by its field too.
+func typeError(err error, t reflect.Type, body []byte) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field == "" {
@@ -307,6 +307,10 @@ func typeError(err error) error {
 			Fields: []FieldError{{Field: te.Field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), te.Value)}},
 			Err:    err,
 		}
+	}
+	if field := refusedField(t, body); field != "" {
+		return &RequestError{Status: http.StatusBadRequest, Detail: "the request body is invalid",
+			Fields: []FieldError{{Field: field, Message: "is invalid: " + err.Error()}}, Err: err}
 	}
 	return &RequestError{Status: http.StatusBadRequest, Detail: "the request body is invalid: " + err.Error(), Err: err}
 }
