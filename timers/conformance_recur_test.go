@@ -60,6 +60,37 @@ func recurCases() []conformanceCase {
 	minute := func(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }
 	return []conformanceCase{
 		{
+			name: "RecurringKeepIdentical",
+			property: "CreateRecurring with KeepIdentical keeps an identical timer (same schedule, a zero start matching any, call and retries) " +
+				"on its first anchor; a different one, or a create without the option, replaces it anchored now",
+			run: func(t *testing.T, e *env) {
+				s := e.start(t)
+				first := mustRecur(t, s, "r", Schedule{Every: time.Minute})
+				e.clk.Advance(30 * time.Second)
+				tests := []struct {
+					name   string
+					sc     Schedule
+					opts   []CreateOption
+					kept   bool
+					wantAt time.Time
+				}{
+					{"identical, kept", Schedule{Every: time.Minute}, []CreateOption{KeepIdentical()}, true, epoch},
+					{"identical with its start, kept", Schedule{Every: time.Minute, Start: epoch}, []CreateOption{KeepIdentical()}, true, epoch},
+					{"other retries, replaced", Schedule{Every: time.Minute}, []CreateOption{KeepIdentical(), WithMaxRetries(3)}, false, epoch.Add(30 * time.Second)},
+				}
+				for _, tt := range tests {
+					tm := mustRecur(t, s, "r", tt.sc, tt.opts...)
+					if kept := tm.Generation == first.Generation; kept != tt.kept || !tm.Recurring.Run.Equal(tt.wantAt) {
+						t.Fatalf("%s: generation %d (first %d), run %v; want kept=%v, run %v",
+							tt.name, tm.Generation, first.Generation, tm.Recurring.Run, tt.kept, tt.wantAt)
+					}
+				}
+				if tm := mustRecur(t, s, "r", Schedule{Every: time.Minute}); !tm.Recurring.Run.Equal(epoch.Add(30 * time.Second)) {
+					t.Fatalf("without the option: run %v, want anchored now", tm.Recurring.Run)
+				}
+			},
+		},
+		{
 			name:     "RecurringRunsEachRunOnce",
 			property: "a recurring timer runs each scheduled run once, never early, each run with a new generation and its run time in the firing; Get shows the next run",
 			run: func(t *testing.T, e *env) {

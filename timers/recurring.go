@@ -53,7 +53,8 @@ func (r Recurrence) NextRuns(n int) []time.Time {
 // CreateRecurring schedules call to run on schedule under name, replacing
 // any timer of that name (as Create does). Each run is at least once,
 // never before its scheduled time, retried like a single timer's call
-// (WithMaxRetries bounds the retries of each run). It fails with a
+// (WithMaxRetries bounds the retries of each run); KeepIdentical keeps
+// an identical timer of that name as it is. It fails with a
 // *ScheduleError naming the field of a schedule that cannot be used (one
 // with no run after now included), and as Create does otherwise.
 func (s *Scheduler) CreateRecurring(ctx context.Context, name string, schedule Schedule, call components.DeferredCall, opts ...CreateOption) (Timer, error) {
@@ -63,6 +64,11 @@ func (s *Scheduler) CreateRecurring(ctx context.Context, name string, schedule S
 	}
 	if err := s.check(name, 0, call, o); err != nil {
 		return Timer{}, fmt.Errorf("create recurring timer %q: %w", name, err)
+	}
+	if o.keepIdentical {
+		if t, same, err := s.identical(ctx, name, schedule, call, o.maxRetries); err != nil || same {
+			return t, err
+		}
 	}
 	p, err := schedule.compile(s.clk.Now())
 	if err != nil {

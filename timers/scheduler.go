@@ -79,7 +79,10 @@ func New(store Store, d Dispatcher, cfg Config) (*Scheduler, error) {
 // CreateOption adjusts one Create.
 type CreateOption func(*createOptions)
 
-type createOptions struct{ maxRetries int }
+type createOptions struct {
+	maxRetries    int
+	keepIdentical bool // CreateRecurring only: see KeepIdentical
+}
 
 // WithMaxRetries bounds how many times a failed call is retried: after
 // the call failed 1+n times the timer is removed, logged and counted as
