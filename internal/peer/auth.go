@@ -120,16 +120,16 @@ func equal(got, want string) bool {
 	return len(got) == signatureLen && hmac.Equal([]byte(got), []byte(want))
 }
 
-// checkTime reports whether a request's timestamp is within maxSkew of
-// now, and why not.
-func checkTime(unixMilli string, now time.Time, maxSkew time.Duration) error {
+// checkTime returns a request's timestamp (Unix milliseconds) if it is
+// within maxSkew of now, or why not.
+func checkTime(unixMilli string, now time.Time, maxSkew time.Duration) (int64, error) {
 	ms, err := strconv.ParseInt(unixMilli, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%s header missing or malformed", headerTime)
+		return 0, fmt.Errorf("%s header missing or malformed", headerTime)
 	}
 	skew := now.Sub(time.UnixMilli(ms))
 	if skew > maxSkew || skew < -maxSkew {
-		return fmt.Errorf("timestamp %v from the server's clock (max %v): an old request replayed, or clocks apart", skew.Round(time.Millisecond), maxSkew)
+		return 0, fmt.Errorf("timestamp %v from the server's clock (max %v): an old request replayed, or clocks apart", skew.Round(time.Millisecond), maxSkew)
 	}
-	return nil
+	return ms, nil
 }

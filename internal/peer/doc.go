@@ -111,11 +111,17 @@
 // was the alternative; over cleartext it would hand the secret to anyone
 // who can read the traffic, the HMAC does not.
 //
+// A request captured on the wire and sent again is refused: the server
+// remembers the signature of every request it accepted (a stream's
+// opening, a forward of its own) while its timestamp is within MaxSkew,
+// after which the timestamp refuses it (see replayGuard), so a captured
+// stream, with every call on it, runs once. The memory is bounded
+// (ReplayMemory, about 6 MiB); when it is full, requests are answered
+// ErrUnavailable, unrun, until the oldest leave the window.
+//
 // What this does not give: confidentiality (the arguments travel in the
 // clear — run the cluster on a private network, or add TLS, which
-// net/http can take with no change to the protocol), and protection from
-// a replay, within MaxSkew of its opening, of a whole request or call
-// stream captured on the wire.
+// net/http can take with no change to the protocol).
 //
 // # Failures
 //
