@@ -75,7 +75,8 @@
 // rolling upgrade):
 //
 //	POST /peer/v1/forward/{component}/{method}/{entity}   (each path-escaped)
-//	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Signature: <base64url>  [traceparent, tracestate]
+//	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Body-Digest: <base64url SHA-256 of the argument>
+//	Trellis-Signature: <base64url>  [traceparent, tracestate]
 //	<the argument's JSON>
 //
 // answered 200 with the reply's JSON, or an error status with
@@ -93,10 +94,17 @@
 //
 // The peers share a secret (setting EnvSecret, at least 32 bytes) and
 // never send it. Each request (a stream's opening or a forward of its
-// own) carries an HMAC-SHA256 over the method, the path and query, a
-// timestamp, the timeout and the body; the server checks the timestamp
+// own) carries an HMAC-SHA256 over the method, the path and query and a
+// timestamp, a forward's over its timeout, trace context and its body's
+// SHA-256 too (the body's own header); the server checks the timestamp
 // within MaxSkew and the HMAC in constant time, and answers 401 (logging
-// why, without the secret) to anything else. Each answer carries an HMAC
+// why, without the secret) to anything else. Since no signature covers
+// the body itself, every one is checked before the server reads a byte
+// of a body: a stranger's body is never read (a forward's is read once
+// its headers check, and refused if it does not match its digest). Peers
+// that signed a forward's body itself (earlier versions) and peers that
+// sign its digest refuse each other's forwards of their own (arguments
+// over 64 KiB) until both run one version. Each answer carries an HMAC
 // over the request's signature, the status and the body, so the caller
 // too knows whom it talks to: the peers authenticate each other. On a
 // stream each line is signed too, chained to the stream's signature and

@@ -26,7 +26,9 @@ func (c *Client) forwardRequest(ctx context.Context, addr, path string, left tim
 		headerTimeout:  {timeout},
 	}
 	tc := injectTrace(ctx, req.Header)
-	sig := c.signer.signTracedRequest(http.MethodPost, req.URL.RequestURI(), ts, timeout, tc, arg)
+	digest := bodyDigest(arg)
+	req.Header[headerBodyDigest] = []string{digest}
+	sig := c.signer.signForward(http.MethodPost, req.URL.RequestURI(), ts, timeout, tc, digest)
 	req.Header[headerSignature] = []string{sig}
 
 	resp, err := c.hc.Do(req)

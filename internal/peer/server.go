@@ -181,24 +181,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // serveForward authenticates a forwarded call, runs it under the caller's
-// deadline and answers the signed reply.
+// deadline and answers the signed reply. The signature covers the body's
+// digest (see signForward): it is checked, and the request admitted,
+// before a byte of the body is read.
 func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 	h, ok := s.checkHeaders(w, r)
 	if !ok {
 		return
 	}
 	sig := h.sig
-	body, err := readAll(r.Body, r.ContentLength, s.cfg.MaxBodyBytes, "argument")
-	if err != nil {
-		s.fail(w, sig, err) // not yet authenticated, but only a size: no harm in saying it
+	timeout, digest := r.Header.Get(headerTimeout), r.Header.Get(headerBodyDigest)
+	switch {
+	case len(digest) != signatureLen: // a SHA-256 in base64url is as long as a signature
+		s.refuse(w, r, fmt.Errorf("%s header missing or malformed (a peer of a version that signs the body itself?)", headerBodyDigest))
 		return
-	}
-	timeout := r.Header.Get(headerTimeout)
-	if !equal(sig, s.signer.signTracedRequest(r.Method, r.RequestURI, h.ts, timeout, readTrace(r.Header), body)) {
+	case !equal(sig, s.signer.signForward(r.Method, r.RequestURI, h.ts, timeout, readTrace(r.Header), digest)):
 		s.refuse(w, r, errors.New("bad signature: another secret, or the request was altered"))
 		return
 	}
 	if !s.admit(w, r, h) {
+		return
+	}
+	body, err := readAll(r.Body, r.ContentLength, s.cfg.MaxBodyBytes, "argument")
+	if err != nil {
+		s.fail(w, sig, err)
+		return
+	}
+	if !equal(digest, bodyDigest(body)) {
+		s.refuse(w, r, fmt.Errorf("the body does not match its %s: altered on the way", headerBodyDigest))
 		return
 	}
 
