@@ -15,7 +15,7 @@ import (
 // the argument as the body, answered with the signed reply.
 func (c *Client) forwardRequest(ctx context.Context, addr, path string, left time.Duration, arg []byte) (Reply, *Error) {
 	defer c.closeIdleIfClosed() // a call that was in flight at Close hangs up after it
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(arg))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(addr, path), bytes.NewReader(arg))
 	if err != nil {
 		return Reply{}, &Error{Kind: KindBadRequest, Message: "bad peer address: " + err.Error(), cause: err}
 	}

@@ -3,6 +3,7 @@ package peer
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,11 +56,15 @@ type ServerConfig struct {
 	// Listen makes the listener Start serves on (default net.Listen). A
 	// test kit puts its fault points here.
 	Listen func(network, addr string) (net.Listener, error)
+	// TLS, when set (TLSFiles.Load), makes the server speak HTTP/2 over
+	// TLS only, to clients whose certificate it checks; nil: HTTP/2 over
+	// cleartext. The secret is required either way.
+	TLS *tls.Config
 }
 
 // Server is the internal port: it answers forwarded calls, and takes told
-// messages, from peers that hold the cluster secret, over cleartext HTTP/2
-// only. Start it once; Shutdown stops it.
+// messages, from peers that hold the cluster secret, over HTTP/2 over
+// cleartext, or over TLS (ServerConfig.TLS). Start it once; Shutdown stops it.
 type Server struct {
 	cfg    ServerConfig
 	signer *signer
@@ -108,11 +113,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.HandleFunc("POST "+callsPath, s.serveCalls)
 	mux.HandleFunc("POST "+forwardPrefix, s.serveForward)
 	mux.HandleFunc("POST "+tellPrefix, s.serveTell)
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true) // HTTP/2 with prior knowledge; no HTTP/1
 	s.srv = &http.Server{
 		Handler:           mux,
-		Protocols:         &protocols,
+		Protocols:         http2Only(cfg.TLS != nil),
+		TLSConfig:         cfg.TLS,
 		HTTP2:             cfg.Health.withDefaults().http2Config(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       15 * time.Minute, // longer than the client's, which hangs up first
@@ -140,7 +144,11 @@ func (s *Server) Start(addr string) error {
 	}
 	go func() {
 		defer close(s.served)
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		serve := s.srv.Serve
+		if s.srv.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return s.srv.ServeTLS(ln, "", "") } // the certificate is in TLSConfig
+		}
+		if err := serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("peer: serving stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
