@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
@@ -35,9 +36,9 @@ func BenchmarkForward(b *testing.B) {
 		_, err := c.Forward(ctx, s.Addr(), call)
 		return err
 	}
-	ca := newTestCA(b, "cluster CA")
-	serverTLS, _ := load(b, ca.files(b, "server"))
-	_, clientTLS := load(b, ca.files(b, "client"))
+	ca := peertest.NewCA(b, "cluster CA")
+	serverTLS, _ := load(b, issue(b, ca, "server"))
+	_, clientTLS := load(b, issue(b, ca, "client"))
 	sTLS := startServer(b, ServerConfig{Handler: echo, TLS: serverTLS}, &logBuffer{}, nil)
 	cTLS := newClient(b, ClientConfig{TLS: clientTLS})
 	peerTLS := func(ctx context.Context) error {

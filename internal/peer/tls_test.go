@@ -2,16 +2,9 @@ package peer
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,74 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
-// testCA is a certificate authority made for a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// files issues an instance's certificate (for serverAuth and clientAuth,
-// named for no address: the name is not checked) and writes it, its key
-// and the CA into a directory of the test's.
-func (ca *testCA) files(t testing.TB, name string) TLSFiles {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	f := TLSFiles{Cert: filepath.Join(dir, "cert.pem"), Key: filepath.Join(dir, "key.pem"), CA: filepath.Join(dir, "ca.pem")}
-	for path, data := range map[string][]byte{
-		f.Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		f.Key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		f.CA:   ca.pem,
-	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return f
-}
+// issue is ca.Issue, as the peer package names the files.
+func issue(t testing.TB, ca *peertest.CA, name string) TLSFiles { return TLSFiles(ca.Issue(t, name)) }
 
 // load is f.Load, failing the test on an error.
 func load(t testing.TB, f TLSFiles) (server, client *tls.Config) {
@@ -103,9 +34,9 @@ func load(t testing.TB, f TLSFiles) (server, client *tls.Config) {
 // the call stream and as requests of their own) and tells go over TLS,
 // each side showing its certificate, and are signed as over cleartext.
 func TestTLSCarriesEverything(t *testing.T) {
-	ca := newTestCA(t, "cluster CA")
-	serverTLS, _ := load(t, ca.files(t, "a"))
-	_, clientTLS := load(t, ca.files(t, "b"))
+	ca := peertest.NewCA(t, "cluster CA")
+	serverTLS, _ := load(t, issue(t, ca, "a"))
+	_, clientTLS := load(t, issue(t, ca, "b"))
 	var clientCerts atomic.Int32
 	got := make(chan told, 1)
 	s := startServer(t, ServerConfig{Handler: echo, TLS: serverTLS, Receive: func(to string, msg []byte) { got <- told{to, string(msg)} }},
@@ -138,9 +69,9 @@ func TestTLSCarriesEverything(t *testing.T) {
 // signature, and a client refuses a server whose certificate is not the
 // CA's: nothing runs.
 func TestTLSRefusesStrangers(t *testing.T) {
-	ca, other := newTestCA(t, "cluster CA"), newTestCA(t, "another CA")
-	serverTLS, memberTLS := load(t, ca.files(t, "a"))
-	_, strangerTLS := load(t, other.files(t, "stranger"))
+	ca, other := peertest.NewCA(t, "cluster CA"), peertest.NewCA(t, "another CA")
+	serverTLS, memberTLS := load(t, issue(t, ca, "a"))
+	_, strangerTLS := load(t, issue(t, other, "stranger"))
 	// The stranger takes any server and shows its certificate to any: the
 	// server is what refuses.
 	strangerTLS.VerifyConnection = nil
@@ -150,7 +81,7 @@ func TestTLSRefusesStrangers(t *testing.T) {
 	noCert := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}
 	var calls atomic.Int32
 	s := startServer(t, ServerConfig{Handler: countingEcho(&calls), TLS: serverTLS}, &logBuffer{}, nil)
-	strangerServer, _ := load(t, other.files(t, "stranger server"))
+	strangerServer, _ := load(t, issue(t, other, "stranger server"))
 	impostor := startServer(t, ServerConfig{Handler: countingEcho(&calls), TLS: strangerServer}, &logBuffer{}, nil)
 
 	overTLS := func(cfg *tls.Config) *http.Client {
@@ -191,7 +122,7 @@ func TestTLSRefusesStrangers(t *testing.T) {
 // TestTLSFilesRefused: missing or unreadable files are errors naming the
 // setting.
 func TestTLSFilesRefused(t *testing.T) {
-	good := newTestCA(t, "cluster CA").files(t, "a")
+	good := issue(t, peertest.NewCA(t, "cluster CA"), "a")
 	notPEM := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
@@ -204,7 +135,7 @@ func TestTLSFilesRefused(t *testing.T) {
 		{"no certificate", TLSFiles{Key: good.Key, CA: good.CA}, EnvTLSCert},
 		{"no key", TLSFiles{Cert: good.Cert, CA: good.CA}, EnvTLSKey},
 		{"no CA", TLSFiles{Cert: good.Cert, Key: good.Key}, EnvTLSCA},
-		{"the key of another", TLSFiles{Cert: good.Cert, Key: newTestCA(t, "x").files(t, "b").Key, CA: good.CA}, EnvTLSKey},
+		{"the key of another", TLSFiles{Cert: good.Cert, Key: issue(t, peertest.NewCA(t, "x"), "b").Key, CA: good.CA}, EnvTLSKey},
 		{"a missing CA file", TLSFiles{Cert: good.Cert, Key: good.Key, CA: good.CA + ".gone"}, EnvTLSCA},
 		{"a CA file without a certificate", TLSFiles{Cert: good.Cert, Key: good.Key, CA: notPEM}, EnvTLSCA},
 	} {
