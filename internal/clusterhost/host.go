@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/internal/ratelog"
 	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
@@ -81,6 +82,8 @@ type Host struct {
 
 	refreshMu sync.Mutex
 	refreshed time.Time // when the last successful Refresh started
+
+	unknowns ratelog.Limit // of the "outcome unknown" lines
 }
 
 var _ entities.Cluster = (*Host)(nil)
@@ -95,7 +98,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
-	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
+	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), unknowns: ratelog.Limit{Max: unknownLogMax, Window: time.Second}}
 	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease, OnServe: cfg.OnServe, OnMoved: cfg.OnMoved})
 	h.gate.serving = h.reb.Serving
 	return h, nil
@@ -159,11 +162,15 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 
 // Forward implements entities.Cluster over the peer transport, with ctx's
 // deadline and cancellation. Errors come back as the caller would have had
-// them locally (see fromPeer). When the owner answers "moved", the table
-// is read again before returning; when it cannot be reached at all (the
-// command did not run), Forward waits (bounded by ctx) until the table
-// names another owner, and then answers "moved" too, so that the entity
-// layer routes the command again.
+// them locally (see fromPeer), as soon as the owner answers: a command
+// that may have run there is components.ErrOutcomeUnknown (and logged),
+// never routed again. Only a command that surely did not run is: when the
+// owner answers "moved", the table is read again before returning (if it
+// cannot be, the answer is components.ErrUnavailable, since routing again
+// would find the same owner); when the owner cannot be reached at all,
+// Forward waits (bounded by ctx) until the table names another owner, and
+// then answers "moved" too, so that the entity layer routes the command
+// again.
 func (h *Host) Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
 	ctx, span := tracing.StartCall(ctx, h.cfg.Tracer, "forward ", call.ComponentID, call.Method, call.EntityID, trace.SpanKindClient)
 	if span.IsRecording() {
@@ -185,26 +192,50 @@ func errorType(err error) string {
 
 func (h *Host) forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
 	started := time.Now()
-	reply, err := h.cfg.Peers.Forward(ctx, addr, peer.Call{
+	reply, sent := h.cfg.Peers.Forward(ctx, addr, peer.Call{
 		ComponentID: call.ComponentID, Method: call.Method, EntityID: call.EntityID, Argument: call.Argument,
 	})
+	err := fromPeer(sent)
 	if h.cfg.OnForward != nil {
-		h.cfg.OnForward(call.ComponentID, time.Since(started), fromPeer(err))
+		h.cfg.OnForward(call.ComponentID, time.Since(started), err)
 	}
-	if err == nil {
+	switch {
+	case sent == nil:
 		return reply.Value, nil
-	}
-	if errors.Is(err, peer.ErrUnavailable) && !errors.Is(err, peer.ErrOutcomeUnknown) {
+	case errors.Is(err, components.ErrOutcomeUnknown):
+		h.logUnknown(call, addr, err)
+	case notRun(sent):
+		// The owner was not reached: once another instance owns the
+		// shard, the command goes there.
 		if h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr) == nil {
-			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, fromPeer(err))
+			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, err)
 		}
-		return nil, fromPeer(err)
-	}
-	err = fromPeer(err)
-	if errors.Is(err, entities.ErrMoved) {
-		_ = h.refresh(ctx, started) // best effort: the caller routes again either way
+	case errors.Is(err, entities.ErrMoved):
+		if rerr := h.refresh(ctx, started); store.Unavailable(rerr) {
+			// Routed again by a table that cannot be read, it would go
+			// to the same instance: it did not run, retry later.
+			return nil, fmt.Errorf("clusterhost: %s moved and the owners table cannot be read: %w: %w",
+				addr, components.ErrUnavailable, store.Classify(rerr))
+		}
 	}
 	return nil, err
+}
+
+// unknownLogMax bounds the "outcome unknown" lines a second.
+const unknownLogMax = 5
+
+// logUnknown logs a forward that may have run on the owner though its
+// caller gets an error, at most unknownLogMax lines a second.
+func (h *Host) logUnknown(call components.DeferredCall, addr string, err error) {
+	ok, leftOut := h.unknowns.Allow(time.Now())
+	if !ok {
+		return
+	}
+	args := []any{"component", call.ComponentID, "method", call.Method, "owner", addr, "err", err.Error()}
+	if leftOut > 0 {
+		args = append(args, "not_logged", leftOut)
+	}
+	h.log.Warn("clusterhost: a forwarded command's outcome is unknown: the owner may have applied it", args...)
 }
 
 // awaitOtherOwner waits until the table names an owner of shard other
@@ -293,7 +324,7 @@ func (h *Host) Handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
 	reply, err := h.run(ctx, c)
 	tracing.End(span, errorType(err))
 	if err != nil {
-		return peer.Reply{}, toPeer(err)
+		return peer.Reply{}, ToPeer(err)
 	}
 	return peer.Reply{Value: reply}, nil
 }

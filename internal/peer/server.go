@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/ratelog"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -60,7 +61,7 @@ type Server struct {
 	log    *slog.Logger
 	srv    *http.Server
 
-	refusals   logLimit // of the "call refused" lines
+	refusals   ratelog.Limit // of the "call refused" lines
 	tellOrder  tellOrders
 	stopping   context.Context // canceled when Shutdown starts: ends the tell streams
 	stopCancel context.CancelFunc
@@ -92,7 +93,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Secret = nil // the signer holds its own copy
 	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{}),
-		refusals: logLimit{max: refusalLogMax, window: time.Second}}
+		refusals: ratelog.Limit{Max: refusalLogMax, Window: time.Second}}
 	s.stopping, s.stopCancel = context.WithCancel(context.Background())
 
 	mux := http.NewServeMux()
@@ -261,7 +262,7 @@ func (s *Server) run(ctx context.Context, call Call) (reply Reply, err error) {
 // why (never the secret, which is not in the request anyway).
 // At most refusalLogMax lines a second are logged.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why error) {
-	if ok, leftOut := s.refusals.allow(time.Now()); ok {
+	if ok, leftOut := s.refusals.Allow(time.Now()); ok {
 		args := []any{"remote", r.RemoteAddr, "reason", why.Error()}
 		if leftOut > 0 {
 			args = append(args, "refusals_not_logged", leftOut)
