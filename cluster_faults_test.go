@@ -136,11 +136,13 @@ func TestClusterPartitionLinearizable(t *testing.T) {
 }
 
 // balancer plays a load balancer: it sends each request to one of the
-// instances in its rotation at random, and counts the answers.
+// instances in its rotation at random, and counts the answers and the
+// time the slowest took.
 type balancer struct {
 	mu       sync.Mutex
 	live     []*trellistest.Service
 	answered atomic.Int64
+	slowest  atomic.Int64 // nanoseconds
 }
 
 func newBalancer(insts []*trellistest.Service) *balancer {
@@ -150,8 +152,17 @@ func newBalancer(insts []*trellistest.Service) *balancer {
 func (b *balancer) pick(rng *rand.Rand) (*trellistest.Service, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.live[rng.IntN(len(b.live))], func() { b.answered.Add(1) }
+	sent := time.Now()
+	return b.live[rng.IntN(len(b.live))], func() {
+		b.answered.Add(1)
+		took := int64(time.Since(sent))
+		for old := b.slowest.Load(); took > old && !b.slowest.CompareAndSwap(old, took); old = b.slowest.Load() {
+		}
+	}
 }
+
+// slowestAnswer is the longest any request took so far.
+func (b *balancer) slowestAnswer() time.Duration { return time.Duration(b.slowest.Load()) }
 
 // remove takes ts out of the rotation.
 func (b *balancer) remove(ts *trellistest.Service) {

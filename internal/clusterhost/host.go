@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
@@ -72,6 +73,12 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
+// ErrLost is wrapped by Route when this instance's membership was lost
+// while the command waited for its shard's owner (its lease expired in
+// Redis): this Host will never serve a shard again, and the command is to
+// be routed by the membership that replaces it.
+var ErrLost = errors.New("clusterhost: the membership was lost")
+
 // Host is an instance's entities.Cluster and peer.Handler. It is safe for
 // concurrent use.
 type Host struct {
@@ -80,6 +87,7 @@ type Host struct {
 	gate gate
 	log  *slog.Logger
 
+	refreshes singleflight.Group // the Refresh under way, which concurrent callers share
 	refreshMu sync.Mutex
 	refreshed time.Time // when the last successful Refresh started
 
@@ -115,7 +123,8 @@ func (h *Host) Fence(entityType, id string) (cluster.Fence, bool) {
 
 // Route implements entities.Cluster: admitted here when this instance
 // serves the shard, the owner's address when another does, and otherwise
-// a wait, polling the table, until one of these holds or ctx ends.
+// a wait, polling the table, until one of these holds, ctx ends, or the
+// membership is lost (an error wrapping ErrLost).
 func (h *Host) Route(ctx context.Context, entityType, id string) (string, func(), error) {
 	shard := cluster.ShardOf(entityType, id)
 	for {
@@ -154,7 +163,9 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 		if !h.gate.draining(shard) {
 			return nil, fmt.Errorf("shard %d is not served by %s: %w", shard, h.cfg.Member.ID(), entities.ErrMoved)
 		}
-		if err := h.pause(ctx); err != nil {
+		if err := h.pause(ctx); errors.Is(err, ErrLost) {
+			return nil, fmt.Errorf("shard %d is not served by %s (%w): %w", shard, h.cfg.Member.ID(), err, entities.ErrMoved)
+		} else if err != nil {
 			return nil, fmt.Errorf("clusterhost: wait for the hand-over of shard %d: %w", shard, err)
 		}
 	}
@@ -206,8 +217,9 @@ func (h *Host) forward(ctx context.Context, addr string, call components.Deferre
 		h.logUnknown(call, addr, err)
 	case notRun(sent):
 		// The owner was not reached: once another instance owns the
-		// shard, the command goes there.
-		if h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr) == nil {
+		// shard (or this membership is lost, and the next one routes),
+		// the command goes there.
+		if werr := h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr); werr == nil || errors.Is(werr, ErrLost) {
 			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, err)
 		}
 	case errors.Is(err, entities.ErrMoved):
@@ -240,7 +252,7 @@ func (h *Host) logUnknown(call components.DeferredCall, addr string, err error) 
 
 // awaitOtherOwner waits until the table names an owner of shard other
 // than the one at addr (or this instance serves it), reading the records
-// again every refreshEvery; ctx's error if it ends first.
+// again every refreshEvery; ctx's error if it ends first, or ErrLost.
 func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) error {
 	for {
 		if _, ok := h.reb.Serving(shard); ok {
@@ -257,31 +269,48 @@ func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) erro
 }
 
 // refresh reads every shard record again unless a refresh that started
-// after since succeeded already; concurrent callers share one.
+// after since succeeded already. Concurrent callers share the one under
+// way, success or failure, each waiting for it within its own ctx: while
+// Redis does not answer, a hundred waiting commands wait for one read
+// timeout, not for a hundred in a row.
 func (h *Host) refresh(ctx context.Context, since time.Time) error {
 	h.refreshMu.Lock()
-	defer h.refreshMu.Unlock()
-	if h.refreshed.After(since) {
+	fresh := h.refreshed.After(since)
+	h.refreshMu.Unlock()
+	if fresh {
 		return nil
 	}
-	started := time.Now()
-	if err := h.reb.Refresh(ctx); err != nil {
-		if ctx.Err() == nil {
+	ch := h.refreshes.DoChan("", func() (any, error) {
+		started := time.Now()
+		err := h.reb.Refresh(ctx)
+		if err == nil {
+			h.refreshMu.Lock()
+			h.refreshed = started
+			h.refreshMu.Unlock()
+		} else if ctx.Err() == nil {
 			h.log.Debug("clusterhost: refresh the owners table", "err", err.Error())
 		}
-		return err
+		return nil, err
+	})
+	select {
+	case res := <-ch:
+		return res.Err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	h.refreshed = started
-	return nil
 }
 
-// pause waits one poll interval, or until ctx ends.
+// pause waits one poll interval, or until ctx ends (its error) or the
+// membership is lost (ErrLost): a lost membership serves no shard again,
+// and what waits on it must not wait for its deadline.
 func (h *Host) pause(ctx context.Context) error {
 	t := time.NewTimer(h.cfg.Poll)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
+	case <-h.cfg.Member.Lost():
+		return ErrLost
 	case <-ctx.Done():
 		return ctx.Err()
 	}
