@@ -96,8 +96,7 @@ func describe(ops []porcupine.Operation) string {
 // TestCheckCountersLongHistory: a history of 100,000 operations on one
 // counter, by 16 overlapping clients, with unknown outcomes among them,
 // is checked in seconds (porcupine gives up on it); the same with one
-// answer off by one
-// is not linearizable.
+// answer off by one is not linearizable.
 func TestCheckCountersLongHistory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n, clients = 100_000, 16
