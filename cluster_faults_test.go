@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/keyspace"
@@ -227,12 +229,17 @@ func keysOwnedBy(t *testing.T, ownerOf func(id string) int, owners []int) []stri
 // instance that owns a counter, as its shard record in Redis says.
 func owners(t *testing.T, insts []*trellistest.Service) func(id string) int {
 	t.Helper()
+	return ownersIn(t, insts, trellistest.Redis(t))
+}
+
+// ownersIn is owners for instances on the Redis rdb reaches.
+func ownersIn(t *testing.T, insts []*trellistest.Service, rdb redis.Cmdable) func(id string) int {
+	t.Helper()
 	ids := make([]string, len(insts))
 	for i, ts := range insts {
 		ids[i] = memberID(t, ts)
 	}
 	space := keyspace.Must(insts[0].Host().Config.RedisPrefix)
-	rdb := trellistest.Redis(t)
 	return func(id string) int {
 		t.Helper()
 		key := cluster.ShardRecordKey(space, cluster.ShardOf(counter.Entity.ComponentID(), id))
