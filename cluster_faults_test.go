@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/keyspace"
@@ -136,11 +138,13 @@ func TestClusterPartitionLinearizable(t *testing.T) {
 }
 
 // balancer plays a load balancer: it sends each request to one of the
-// instances in its rotation at random, and counts the answers.
+// instances in its rotation at random, and counts the answers and the
+// time the slowest took.
 type balancer struct {
 	mu       sync.Mutex
 	live     []*trellistest.Service
 	answered atomic.Int64
+	slowest  atomic.Int64 // nanoseconds
 }
 
 func newBalancer(insts []*trellistest.Service) *balancer {
@@ -150,8 +154,17 @@ func newBalancer(insts []*trellistest.Service) *balancer {
 func (b *balancer) pick(rng *rand.Rand) (*trellistest.Service, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.live[rng.IntN(len(b.live))], func() { b.answered.Add(1) }
+	sent := time.Now()
+	return b.live[rng.IntN(len(b.live))], func() {
+		b.answered.Add(1)
+		took := int64(time.Since(sent))
+		for old := b.slowest.Load(); took > old && !b.slowest.CompareAndSwap(old, took); old = b.slowest.Load() {
+		}
+	}
 }
+
+// slowestAnswer is the longest any request took so far.
+func (b *balancer) slowestAnswer() time.Duration { return time.Duration(b.slowest.Load()) }
 
 // remove takes ts out of the rotation.
 func (b *balancer) remove(ts *trellistest.Service) {
@@ -216,12 +229,17 @@ func keysOwnedBy(t *testing.T, ownerOf func(id string) int, owners []int) []stri
 // instance that owns a counter, as its shard record in Redis says.
 func owners(t *testing.T, insts []*trellistest.Service) func(id string) int {
 	t.Helper()
+	return ownersIn(t, insts, trellistest.Redis(t))
+}
+
+// ownersIn is owners for instances on the Redis rdb reaches.
+func ownersIn(t *testing.T, insts []*trellistest.Service, rdb redis.Cmdable) func(id string) int {
+	t.Helper()
 	ids := make([]string, len(insts))
 	for i, ts := range insts {
 		ids[i] = memberID(t, ts)
 	}
 	space := keyspace.Must(insts[0].Host().Config.RedisPrefix)
-	rdb := trellistest.Redis(t)
 	return func(id string) int {
 		t.Helper()
 		key := cluster.ShardRecordKey(space, cluster.ShardOf(counter.Entity.ComponentID(), id))

@@ -84,8 +84,9 @@ type clusterNode struct {
 // A membership that is lost (its lease expired in Redis: Redis was out of
 // reach for longer than the lease) is replaced by a new one.
 type membership struct {
-	member *cluster.Member
-	host   *clusterhost.Host
+	member   *cluster.Member
+	host     *clusterhost.Host
+	replaced chan struct{} // closed once the next membership is the node's
 }
 
 // handle runs a call another instance forwarded here, and counts it.
@@ -182,7 +183,7 @@ func (n *clusterNode) connect(ctx context.Context) (*membership, error) {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
 	n.log.Info("joined the cluster", "member", n.id, "addr", n.join.Addr, "lease", n.cfg.ClusterLease.String())
-	return &membership{member: member, host: host}, nil
+	return &membership{member: member, host: host, replaced: make(chan struct{})}, nil
 }
 
 // listen starts the transport on the cluster's listen address, signed

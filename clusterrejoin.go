@@ -3,12 +3,14 @@ package trellis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/clusterhost"
 	"github.com/trellis-go/trellis/internal/store"
 )
 
@@ -66,6 +68,9 @@ func (n *clusterNode) rejoin(old *membership) bool {
 			}
 			m.host.Rebalancer().Start()
 			n.cur.Store(m)
+			if old != nil {
+				close(old.replaced) // what waited on old routes by m now
+			}
 			return true
 		}
 		n.log.Warn("cluster: joining failed; trying again", "err", store.Redact(err, n.cfg.RedisURL, n.cfg.RedisClusterURL),
@@ -96,12 +101,27 @@ func (n *clusterNode) Fence(entityType, id string) (cluster.Fence, bool) {
 	return m.host.Fence(entityType, id)
 }
 
+// Route routes by the membership of the moment; a command that waited
+// for its shard's owner while that membership was lost waits for the next
+// one (bounded by ctx) and is routed by it.
 func (n *clusterNode) Route(ctx context.Context, entityType, id string) (string, func(), error) {
-	m := n.cur.Load()
-	if m == nil {
-		return "", nil, errNotJoined
+	for {
+		m := n.cur.Load()
+		if m == nil {
+			return "", nil, errNotJoined
+		}
+		addr, done, err := m.host.Route(ctx, entityType, id)
+		if !errors.Is(err, clusterhost.ErrLost) {
+			return addr, done, err
+		}
+		select {
+		case <-m.replaced:
+		case <-n.stop:
+			return "", nil, errNotJoined
+		case <-ctx.Done():
+			return "", nil, fmt.Errorf("wait for the cluster to be joined again: %w", ctx.Err())
+		}
 	}
-	return m.host.Route(ctx, entityType, id)
 }
 
 func (n *clusterNode) Admit(ctx context.Context, entityType, id string) (func(), error) {

@@ -47,8 +47,9 @@ type batch[S any] struct {
 }
 
 type heldReply[S any] struct {
-	env envelope[S]
-	out outcome
+	env   envelope[S]
+	out   outcome
+	wrote bool // the command updated the state: its reply is the write's
 }
 
 // runBatch runs commands, each on the state the ones before it left, and
@@ -57,7 +58,9 @@ type heldReply[S any] struct {
 // that is not stored; one before any update is given at once. When the
 // write conflicts, nothing was written, and the held commands run again
 // one at a time from the stored state; when the fence refuses it or it
-// fails, each held command fails as it would have alone. A delete ends
+// fails, each held command that wrote fails as it would have alone, and
+// one that wrote nothing runs again (a read is answered truthfully, not
+// with the write's failure). A delete ends
 // the batch: what is held is written first, then the delete and the
 // commands after it run one at a time.
 func (a *entityActor[S]) runBatch(envs []envelope[S]) {
@@ -70,17 +73,17 @@ func (a *entityActor[S]) runBatch(envs []envelope[S]) {
 		eff, err := a.runOn(b, env)
 		switch {
 		case err != nil:
-			b.hold(env, outcome{err: err})
+			b.hold(env, outcome{err: err}, false)
 		case eff.kind == replyOnly:
-			b.hold(env, outcome{value: eff.reply})
+			b.hold(env, outcome{value: eff.reply}, false)
 		case eff.kind == failWith:
-			b.hold(env, outcome{err: &components.CommandError{Kind: eff.refusal, Message: eff.message}})
+			b.hold(env, outcome{err: &components.CommandError{Kind: eff.refusal, Message: eff.message}}, false)
 		case eff.kind == updateThenReply:
 			if err := a.update(b, env, eff.state); err != nil {
-				b.hold(env, outcome{err: err})
+				b.hold(env, outcome{err: err}, false)
 				continue
 			}
-			b.hold(env, outcome{value: eff.reply})
+			b.hold(env, outcome{value: eff.reply}, true)
 		default: // a delete
 			a.flush(b)
 			for _, e := range envs[i:] {
@@ -123,13 +126,13 @@ func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S) error {
 }
 
 // hold keeps env's reply until the updates before it are written; with
-// none, it is given at once.
-func (b *batch[S]) hold(env envelope[S], out outcome) {
+// none, it is given at once. wrote says env's command updated the state.
+func (b *batch[S]) hold(env envelope[S], out outcome, wrote bool) {
 	if len(b.updates) == 0 {
 		env.reply <- out
 		return
 	}
-	b.held = append(b.held, heldReply[S]{env: env, out: out})
+	b.held = append(b.held, heldReply[S]{env: env, out: out, wrote: wrote})
 }
 
 // flush writes b's updates and gives the held replies (see runBatch); it
@@ -162,8 +165,16 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 		}
 	default:
 		// Whether it was written is unknown: the next command finds out.
+		// A command that wrote shares that unknown; one that did not (a
+		// read, a refusal) changed nothing and runs again, alone, on the
+		// state as the entity holds it, which none of the batch's writes
+		// is known to have changed.
 		for _, h := range b.held {
-			h.env.reply <- outcome{err: fmt.Errorf("%s: save the state: %w", a.op(h.env), err)}
+			if h.wrote {
+				h.env.reply <- outcome{err: fmt.Errorf("%s: save the state: %w", a.op(h.env), err)}
+				continue
+			}
+			a.receive(h.env)
 		}
 	}
 }

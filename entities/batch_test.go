@@ -2,12 +2,14 @@ package entities_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
@@ -238,6 +240,28 @@ func TestBatchFailures(t *testing.T) {
 				t.Fatalf("balance %d, want 9: each deposit once", b)
 			}
 		})
+	}
+}
+
+// TestBatchUnknownWriteReadsAnswered: when a batch's write gets no
+// answer, its writes are of unknown outcome, and a read batched behind
+// them, which changed nothing, is answered truthfully (from the state as
+// it was before the batch, which none of its writes is known to have
+// changed), not with the write's "may have applied the change".
+func TestBatchUnknownWriteReadsAnswered(t *testing.T) {
+	s := newBatchMemory(fence1)
+	_, _, wait := queueBehindWrite(t, s, deposit1, balanceOf)
+	s.failNextBatch(fmt.Errorf("save: %w", components.ErrOutcomeUnknown))
+	s.openAll()
+	r := wait()
+	if r[0].err != nil {
+		t.Fatalf("the held deposit: %v", r[0].err)
+	}
+	if !errors.Is(r[1].err, components.ErrOutcomeUnknown) {
+		t.Fatalf("the batched deposit = %+v, want outcome unknown", r[1])
+	}
+	if r[2].err != nil || r[2].v.(Acct).Balance != 6 {
+		t.Fatalf("the batched read = %+v, want 6 (the balance before the batch)", r[2])
 	}
 }
 

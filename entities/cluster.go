@@ -36,8 +36,10 @@ type Cluster interface {
 	// Forward runs call on the instance at addr and returns its JSON
 	// reply. Its errors are those the command would have had here
 	// (a *components.CommandError, ErrUnknownMethod, ErrBadArgument,
-	// ErrUnavailable, ErrConflict, ctx's error, ...), or wrap ErrMoved
-	// when that instance does not serve the shard (any more).
+	// ErrUnavailable, ErrConflict, ErrOutcomeUnknown, ctx's error, ...),
+	// or wrap ErrMoved when the command surely did not run because that
+	// instance does not serve the shard (any more). A command that may
+	// have run there is components.ErrOutcomeUnknown and never ErrMoved.
 	Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error)
 }
 
@@ -54,9 +56,11 @@ const maxRoutes = 4
 
 // route runs a command where its entity's shard is served: here, or on
 // its owner through the transport. A command refused with ErrMoved (the
-// shard moved meanwhile, or a write was fenced) is routed again, up to
-// maxRoutes times in all; then it is ErrMoved and components.ErrUnavailable
-// (retry later).
+// shard moved meanwhile, or a write was fenced), which surely did not
+// run, is routed again, up to maxRoutes times in all; then it is ErrMoved
+// and components.ErrUnavailable (retry later). One that may have run
+// (components.ErrOutcomeUnknown) is never routed again, whatever else its
+// error wraps: it could take effect twice.
 func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
 	var moved error
 	for range maxRoutes {
@@ -71,7 +75,7 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 		} else {
 			reply, err = r.forward(ctx, addr, entityID, cmd.Name, arg)
 		}
-		if !errors.Is(err, ErrMoved) {
+		if !errors.Is(err, ErrMoved) || errors.Is(err, components.ErrOutcomeUnknown) {
 			return reply, err
 		}
 		moved = err

@@ -238,6 +238,22 @@ func TestClusterMovedEveryTime(t *testing.T) {
 	}
 }
 
+// TestClusterMaybeRunNotRoutedAgain: a forward that may have run on the
+// owner is answered as unknown and never sent again, even when its error
+// also says the shard moved.
+func TestClusterMaybeRunNotRoutedAgain(t *testing.T) {
+	c := &fakeCluster{routes: []string{"127.0.0.1:9"},
+		fwdErr: fmt.Errorf("peer: %w: %w", entities.ErrMoved, components.ErrOutcomeUnknown)}
+	n := startClusterNode(t, c, newFencedMemory(fence1))
+	_, err := Deposit.Invoke(t.Context(), n.client, "a", 5)
+	if !errors.Is(err, components.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrOutcomeUnknown", err)
+	}
+	if len(c.forwards) != 1 {
+		t.Fatalf("forwarded %d times, want once", len(c.forwards))
+	}
+}
+
 // TestClusterInvokeHere: a forwarded command runs here once admitted, and
 // is refused with ErrMoved, never sent on, when it is not.
 func TestClusterInvokeHere(t *testing.T) {

@@ -20,7 +20,10 @@
 // command waits, polling the table (bounded by its context). An owner
 // that answers "moved", or that cannot be reached at all (the command did
 // not run), makes the table be read again; the entity layer then routes
-// the command once more.
+// the command once more. Every other answer of the owner comes back as
+// soon as it is given, its store's failures included: a write the owner's
+// store may have applied is components.ErrOutcomeUnknown (a 504 at the
+// edge, logged here), and is never routed again.
 //
 // # Handing a shard over
 //

@@ -11,7 +11,8 @@ import (
 
 // wireErrors are the errors of a component call that cross the transport
 // as a peer kind and code, and are the same sentinel again on the caller's
-// side.
+// side. components.ErrOutcomeUnknown crosses it as well, first of all
+// (see ToPeer and fromPeer).
 var wireErrors = []struct {
 	sentinel error
 	kind     peer.Kind
@@ -23,9 +24,12 @@ var wireErrors = []struct {
 	{components.ErrBadArgument, peer.KindBadRequest, "bad_argument"},
 	{components.ErrMissingEntityID, peer.KindBadRequest, "missing_entity_id"},
 	{components.ErrConflict, peer.KindRefused, "revision_conflict"},
-	{components.ErrOutcomeUnknown, peer.KindUnavailable, "store_outcome_unknown"},
 	{components.ErrUnavailable, peer.KindUnavailable, "store_unavailable"},
 }
+
+// codeOutcomeUnknown is the code of a command whose write the owner's
+// store may have applied; its *peer.Error has OutcomeUnknown set.
+const codeOutcomeUnknown = "store_outcome_unknown"
 
 // refusalCode prefixes the code of a *components.CommandError; its kind
 // follows ("refusal:not_found").
@@ -36,11 +40,19 @@ var refusalKinds = []components.ErrorKind{components.Failure, components.Invalid
 
 func refusalName(k components.ErrorKind) string { return strings.ReplaceAll(k.String(), " ", "_") }
 
-// toPeer is what the handler answers for err, a local call's error: a
-// command's refusal keeps its kind and message, a known sentinel its
-// code; a context error and anything else go as they are (the transport
-// makes them KindDeadline, KindCanceled or KindInternal).
-func toPeer(err error) error {
+// ToPeer is what a peer.Handler answers for err, a local call's error: a
+// command that may have taken effect (a write whose answer the store
+// lost) says so above all else, whatever else it wraps, so that the
+// caller never takes it for one that did not run; a command's refusal
+// keeps its kind and message, a known sentinel its code; a context error
+// and anything else go as they are (the transport makes them
+// KindDeadline, KindCanceled or KindInternal).
+func ToPeer(err error) error {
+	if errors.Is(err, components.ErrOutcomeUnknown) {
+		e := peer.NewError(peer.KindUnavailable, codeOutcomeUnknown, "%s", err.Error())
+		e.OutcomeUnknown = true
+		return e
+	}
 	var ce *components.CommandError
 	if errors.As(err, &ce) {
 		return peer.NewError(peer.KindRefused, refusalCode+refusalName(ce.Kind), "%s", ce.Message)
@@ -54,15 +66,22 @@ func toPeer(err error) error {
 }
 
 // fromPeer is a forwarded call's error as the caller would have had it
-// locally: a *components.CommandError again, or an error that is both the
-// sentinel its code names and the *peer.Error. The owner unreachable is
-// components.ErrUnavailable, a call sent whose answer was lost
-// components.ErrOutcomeUnknown; other transport errors stay *peer.Error
-// (which is context.DeadlineExceeded or context.Canceled for those kinds).
+// locally: a call that may have run (the owner says its store may have
+// applied it, or the call was sent and its answer lost) is
+// components.ErrOutcomeUnknown whatever its kind, and never ErrMoved or
+// ErrUnavailable, which promise it did not run; otherwise a
+// *components.CommandError again, or an error that is both the sentinel
+// its code names and the *peer.Error. The owner unreachable is
+// components.ErrUnavailable; other transport errors stay *peer.Error
+// (which is context.DeadlineExceeded or context.Canceled for those
+// kinds).
 func fromPeer(err error) error {
 	var pe *peer.Error
 	if !errors.As(err, &pe) {
 		return err
+	}
+	if pe.OutcomeUnknown || pe.Code == codeOutcomeUnknown { // the code alone: from a peer that does not set the flag
+		return remoteError{sentinel: components.ErrOutcomeUnknown, err: pe}
 	}
 	if name, ok := strings.CutPrefix(pe.Code, refusalCode); ok && pe.Kind == peer.KindRefused {
 		for _, k := range refusalKinds {
@@ -76,10 +95,6 @@ func fromPeer(err error) error {
 			return remoteError{sentinel: w.sentinel, err: pe}
 		}
 	}
-	if errors.Is(pe, peer.ErrOutcomeUnknown) {
-		// Sent, and no answer came back: the owner may have run it.
-		return remoteError{sentinel: components.ErrOutcomeUnknown, err: pe}
-	}
 	switch pe.Kind {
 	case peer.KindMoved:
 		return remoteError{sentinel: entities.ErrMoved, err: pe}
@@ -87,6 +102,16 @@ func fromPeer(err error) error {
 		return remoteError{sentinel: components.ErrUnavailable, err: pe}
 	}
 	return pe
+}
+
+// notRun reports whether err, a forward's error from the transport, says
+// that the owner surely did not run the call because it was never
+// reached: it could not be dialed, or the call's line was not written or
+// not read. An answer of the owner's own (its store unavailable, say) is
+// not one: the owner was reached and has answered.
+func notRun(err error) bool {
+	var pe *peer.Error
+	return errors.As(err, &pe) && pe.Kind == peer.KindUnavailable && !pe.OutcomeUnknown && pe.Code == ""
 }
 
 // remoteError is a forwarded call's failure that is also the sentinel a

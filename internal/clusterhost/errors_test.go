@@ -14,7 +14,7 @@ import (
 )
 
 // TestErrorsRoundTrip: each error a command can end with crosses the real
-// transport (toPeer on the owner, fromPeer on the caller) and is the same
+// transport (ToPeer on the owner, fromPeer on the caller) and is the same
 // sentinel, or an equal CommandError, on the caller's side.
 func TestErrorsRoundTrip(t *testing.T) {
 	var sent []error
@@ -24,11 +24,12 @@ func TestErrorsRoundTrip(t *testing.T) {
 	for _, w := range wireErrors {
 		sent = append(sent, fmt.Errorf("counter.add on %q: %w", "c-1", w.sentinel))
 	}
+	sent = append(sent, fmt.Errorf("counter.add on %q: %w", "c-1", components.ErrOutcomeUnknown))
 	secret := []byte("clusterhost-test-secret-0123456789abcdef")
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Logger: slog.New(slog.DiscardHandler),
 		Handler: func(_ context.Context, c peer.Call) (peer.Reply, error) {
 			i, _ := strconv.Atoi(c.EntityID)
-			return peer.Reply{}, toPeer(sent[i])
+			return peer.Reply{}, ToPeer(sent[i])
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +55,21 @@ func TestErrorsRoundTrip(t *testing.T) {
 			}
 		case !errors.Is(got, errors.Unwrap(want)):
 			t.Errorf("sent %v, got %v: not the same sentinel", want, got)
+		}
+	}
+	// What may have run is unknown, whatever else it wraps or says, and
+	// never an answer that promises it did not run.
+	mayHaveRun := []error{
+		ToPeer(fmt.Errorf("save: %w: %w", entities.ErrMoved, components.ErrOutcomeUnknown)),
+		ToPeer(fmt.Errorf("save: %w: %w", components.ErrUnavailable, components.ErrOutcomeUnknown)),
+		&peer.Error{Kind: peer.KindUnavailable, Code: "store_unavailable", OutcomeUnknown: true},
+		&peer.Error{Kind: peer.KindMoved, OutcomeUnknown: true},
+		&peer.Error{Kind: peer.KindUnavailable, Code: "store_outcome_unknown"}, // a peer that does not set the flag
+	}
+	for _, err := range mayHaveRun {
+		got := fromPeer(err)
+		if !errors.Is(got, components.ErrOutcomeUnknown) || errors.Is(got, entities.ErrMoved) || errors.Is(got, components.ErrUnavailable) {
+			t.Errorf("%v came back as %v: want unknown, and neither moved nor unavailable", err, got)
 		}
 	}
 	if got := fromPeer(&peer.Error{Kind: peer.KindUnavailable}); !errors.Is(got, components.ErrUnavailable) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -67,6 +68,7 @@ type instance struct {
 	cut       *renewalCut
 	paused    *pausable    // the Cluster its entities run with
 	storeCmds atomic.Int64 // commands the store's Redis client sent
+	fault     storeFault   // of the store's Redis client
 }
 
 // startCluster starts n instances on the test Redis under a prefix of
@@ -120,6 +122,7 @@ func startInstance(t *testing.T, url, prefix, id string) *instance {
 	inst.paused = &pausable{Host: inst.host}
 	storeClient := redisClient(t, url)
 	storeClient.AddHook(counting{&inst.storeCmds})
+	storeClient.AddHook(&inst.fault)
 	inst.store = entities.NewShardedRedisStore(storeClient, prefix)
 	sys := runtime.NewSystem(id, runtime.WithLogger(discard))
 	inst.client = components.NewClient(reg)
@@ -203,14 +206,23 @@ func servers(shard int, insts []*instance) []*instance {
 // entityServedBy returns the id of a counter whose shard inst serves.
 func entityServedBy(t *testing.T, inst *instance) string {
 	t.Helper()
-	for i := range 10_000 {
+	return entitiesServedBy(t, inst, 1)[0]
+}
+
+// entitiesServedBy returns the ids of n counters whose shards inst serves.
+func entitiesServedBy(t *testing.T, inst *instance, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; i < 10_000 && len(ids) < n; i++ {
 		id := fmt.Sprintf("c-%d", i)
 		if _, ok := inst.host.Fence("counter", id); ok {
-			return id
+			ids = append(ids, id)
 		}
 	}
-	t.Fatalf("%s serves no shard", inst.id)
-	return ""
+	if len(ids) < n {
+		t.Fatalf("%s serves the shards of %d of the first 10000 counters, want %d", inst.id, len(ids), n)
+	}
+	return ids
 }
 
 // pausable is the Host as the entities see it, except that after wake its
@@ -283,4 +295,54 @@ func (c counting) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		c.n.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
+}
+
+// storeFault fails the next write script that a store's Redis client
+// sends once armed (once per arming): faultLoseReply lets Redis run it and
+// then loses the reply, as a connection that breaks after the command was
+// sent; faultRefuse answers LOADING without sending it, as a Redis that
+// restarts.
+type storeFault struct{ mode atomic.Int32 }
+
+const (
+	faultNone int32 = iota
+	faultLoseReply
+	faultRefuse
+)
+
+// loadingReply is Redis's LOADING reply, as go-redis returns it.
+type loadingReply struct{}
+
+func (loadingReply) Error() string { return "LOADING Redis is loading the dataset in memory" }
+func (loadingReply) RedisError()   {}
+
+func (f *storeFault) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *storeFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+			return next(ctx, cmd)
+		}
+		switch f.mode.Load() {
+		case faultRefuse:
+			if f.mode.CompareAndSwap(faultRefuse, faultNone) {
+				cmd.SetErr(loadingReply{})
+				return cmd.Err()
+			}
+		case faultLoseReply:
+			if err := next(ctx, cmd); err != nil {
+				return err // not run (a script not loaded yet, say): the next send
+			}
+			if f.mode.CompareAndSwap(faultLoseReply, faultNone) {
+				cmd.SetErr(io.ErrUnexpectedEOF)
+				return cmd.Err()
+			}
+			return nil
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f *storeFault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/internal/ratelog"
 	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
@@ -71,6 +73,12 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
+// ErrLost is wrapped by Route when this instance's membership was lost
+// while the command waited for its shard's owner (its lease expired in
+// Redis): this Host will never serve a shard again, and the command is to
+// be routed by the membership that replaces it.
+var ErrLost = errors.New("clusterhost: the membership was lost")
+
 // Host is an instance's entities.Cluster and peer.Handler. It is safe for
 // concurrent use.
 type Host struct {
@@ -79,8 +87,11 @@ type Host struct {
 	gate gate
 	log  *slog.Logger
 
+	refreshes singleflight.Group // the Refresh under way, which concurrent callers share
 	refreshMu sync.Mutex
 	refreshed time.Time // when the last successful Refresh started
+
+	unknowns ratelog.Limit // of the "outcome unknown" lines
 }
 
 var _ entities.Cluster = (*Host)(nil)
@@ -95,7 +106,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
-	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
+	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), unknowns: ratelog.Limit{Max: unknownLogMax, Window: time.Second}}
 	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease, OnServe: cfg.OnServe, OnMoved: cfg.OnMoved})
 	h.gate.serving = h.reb.Serving
 	return h, nil
@@ -112,7 +123,8 @@ func (h *Host) Fence(entityType, id string) (cluster.Fence, bool) {
 
 // Route implements entities.Cluster: admitted here when this instance
 // serves the shard, the owner's address when another does, and otherwise
-// a wait, polling the table, until one of these holds or ctx ends.
+// a wait, polling the table, until one of these holds, ctx ends, or the
+// membership is lost (an error wrapping ErrLost).
 func (h *Host) Route(ctx context.Context, entityType, id string) (string, func(), error) {
 	shard := cluster.ShardOf(entityType, id)
 	for {
@@ -154,7 +166,9 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 		if !h.gate.draining(shard) {
 			return nil, fmt.Errorf("shard %d is not served by %s: %w", shard, h.cfg.Member.ID(), entities.ErrMoved)
 		}
-		if err := h.pause(ctx); err != nil {
+		if err := h.pause(ctx); errors.Is(err, ErrLost) {
+			return nil, fmt.Errorf("shard %d is not served by %s (%w): %w", shard, h.cfg.Member.ID(), err, entities.ErrMoved)
+		} else if err != nil {
 			return nil, fmt.Errorf("clusterhost: wait for the hand-over of shard %d: %w", shard, err)
 		}
 	}
@@ -162,11 +176,15 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 
 // Forward implements entities.Cluster over the peer transport, with ctx's
 // deadline and cancellation. Errors come back as the caller would have had
-// them locally (see fromPeer). When the owner answers "moved", the table
-// is read again before returning; when it cannot be reached at all (the
-// command did not run), Forward waits (bounded by ctx) until the table
-// names another owner, and then answers "moved" too, so that the entity
-// layer routes the command again.
+// them locally (see fromPeer), as soon as the owner answers: a command
+// that may have run there is components.ErrOutcomeUnknown (and logged),
+// never routed again. Only a command that surely did not run is: when the
+// owner answers "moved", the table is read again before returning (if it
+// cannot be, the answer is components.ErrUnavailable, since routing again
+// would find the same owner); when the owner cannot be reached at all,
+// Forward waits (bounded by ctx) until the table names another owner, and
+// then answers "moved" too, so that the entity layer routes the command
+// again.
 func (h *Host) Forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
 	ctx, span := tracing.StartCall(ctx, h.cfg.Tracer, "forward ", call.ComponentID, call.Method, call.EntityID, trace.SpanKindClient)
 	if span.IsRecording() {
@@ -188,31 +206,56 @@ func errorType(err error) string {
 
 func (h *Host) forward(ctx context.Context, addr string, call components.DeferredCall) (json.RawMessage, error) {
 	started := time.Now()
-	reply, err := h.cfg.Peers.Forward(ctx, addr, peer.Call{
+	reply, sent := h.cfg.Peers.Forward(ctx, addr, peer.Call{
 		ComponentID: call.ComponentID, Method: call.Method, EntityID: call.EntityID, Argument: call.Argument,
 	})
+	err := fromPeer(sent)
 	if h.cfg.OnForward != nil {
-		h.cfg.OnForward(call.ComponentID, time.Since(started), fromPeer(err))
+		h.cfg.OnForward(call.ComponentID, time.Since(started), err)
 	}
-	if err == nil {
+	switch {
+	case sent == nil:
 		return reply.Value, nil
-	}
-	if errors.Is(err, peer.ErrUnavailable) && !errors.Is(err, peer.ErrOutcomeUnknown) {
-		if h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr) == nil {
-			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, fromPeer(err))
+	case errors.Is(err, components.ErrOutcomeUnknown):
+		h.logUnknown(call, addr, err)
+	case notRun(sent):
+		// The owner was not reached: once another instance owns the
+		// shard (or this membership is lost, and the next one routes),
+		// the command goes there.
+		if werr := h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr); werr == nil || errors.Is(werr, ErrLost) {
+			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, err)
 		}
-		return nil, fromPeer(err)
-	}
-	err = fromPeer(err)
-	if errors.Is(err, entities.ErrMoved) {
-		_ = h.refresh(ctx, started) // best effort: the caller routes again either way
+	case errors.Is(err, entities.ErrMoved):
+		if rerr := h.refresh(ctx, started); store.Unavailable(rerr) {
+			// Routed again by a table that cannot be read, it would go
+			// to the same instance: it did not run, retry later.
+			return nil, fmt.Errorf("clusterhost: %s moved and the owners table cannot be read: %w: %w",
+				addr, components.ErrUnavailable, store.Classify(rerr))
+		}
 	}
 	return nil, err
 }
 
+// unknownLogMax bounds the "outcome unknown" lines a second.
+const unknownLogMax = 5
+
+// logUnknown logs a forward that may have run on the owner though its
+// caller gets an error, at most unknownLogMax lines a second.
+func (h *Host) logUnknown(call components.DeferredCall, addr string, err error) {
+	ok, leftOut := h.unknowns.Allow(time.Now())
+	if !ok {
+		return
+	}
+	args := []any{"component", call.ComponentID, "method", call.Method, "owner", addr, "err", err.Error()}
+	if leftOut > 0 {
+		args = append(args, "not_logged", leftOut)
+	}
+	h.log.Warn("clusterhost: a forwarded command's outcome is unknown: the owner may have applied it", args...)
+}
+
 // awaitOtherOwner waits until the table names an owner of shard other
 // than the one at addr (or this instance serves it), reading the records
-// again every refreshEvery; ctx's error if it ends first.
+// again every refreshEvery; ctx's error if it ends first, or ErrLost.
 func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) error {
 	defer cluster.Waiting(ctx, shard)()
 	for {
@@ -230,31 +273,48 @@ func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) erro
 }
 
 // refresh reads every shard record again unless a refresh that started
-// after since succeeded already; concurrent callers share one.
+// after since succeeded already. Concurrent callers share the one under
+// way, success or failure, each waiting for it within its own ctx: while
+// Redis does not answer, a hundred waiting commands wait for one read
+// timeout, not for a hundred in a row.
 func (h *Host) refresh(ctx context.Context, since time.Time) error {
 	h.refreshMu.Lock()
-	defer h.refreshMu.Unlock()
-	if h.refreshed.After(since) {
+	fresh := h.refreshed.After(since)
+	h.refreshMu.Unlock()
+	if fresh {
 		return nil
 	}
-	started := time.Now()
-	if err := h.reb.Refresh(ctx); err != nil {
-		if ctx.Err() == nil {
+	ch := h.refreshes.DoChan("", func() (any, error) {
+		started := time.Now()
+		err := h.reb.Refresh(ctx)
+		if err == nil {
+			h.refreshMu.Lock()
+			h.refreshed = started
+			h.refreshMu.Unlock()
+		} else if ctx.Err() == nil {
 			h.log.Debug("clusterhost: refresh the owners table", "err", err.Error())
 		}
-		return err
+		return nil, err
+	})
+	select {
+	case res := <-ch:
+		return res.Err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	h.refreshed = started
-	return nil
 }
 
-// pause waits one poll interval, or until ctx ends.
+// pause waits one poll interval, or until ctx ends (its error) or the
+// membership is lost (ErrLost): a lost membership serves no shard again,
+// and what waits on it must not wait for its deadline.
 func (h *Host) pause(ctx context.Context) error {
 	t := time.NewTimer(h.cfg.Poll)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
+	case <-h.cfg.Member.Lost():
+		return ErrLost
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -297,7 +357,7 @@ func (h *Host) Handle(ctx context.Context, c peer.Call) (peer.Reply, error) {
 	reply, err := h.run(ctx, c)
 	tracing.End(span, errorType(err))
 	if err != nil {
-		return peer.Reply{}, toPeer(err)
+		return peer.Reply{}, ToPeer(err)
 	}
 	return peer.Reply{Value: reply}, nil
 }

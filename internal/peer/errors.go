@@ -177,12 +177,14 @@ type wireError struct {
 }
 
 // classify turns a handler's error into what the server answers: an
-// *Error keeps its kind, a context error becomes KindDeadline or
-// KindCanceled, and a bare sentinel its kind; anything else is internal.
+// *Error keeps its kind and its OutcomeUnknown (a handler that cannot
+// tell whether the call took effect says so), a context error becomes
+// KindDeadline or KindCanceled, and a bare sentinel its kind; anything
+// else is internal.
 func classify(err error) wireError {
 	var pe *Error
 	if errors.As(err, &pe) {
-		return wireError{Kind: pe.Kind.String(), Code: pe.Code, Message: pe.Message}
+		return wireError{Kind: pe.Kind.String(), Code: pe.Code, Message: pe.Message, OutcomeUnknown: pe.OutcomeUnknown}
 	}
 	kind := KindInternal
 	switch {

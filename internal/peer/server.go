@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/ratelog"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -71,7 +72,7 @@ type Server struct {
 	log    *slog.Logger
 	srv    *http.Server
 
-	refusals   logLimit // of the "call refused" lines
+	refusals   ratelog.Limit // of the "call refused" lines
 	replays    *replayGuard
 	tellOrder  tellOrders
 	stopping   context.Context // canceled when Shutdown starts: ends the tell streams
@@ -105,7 +106,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Secret = nil // the signer holds its own copy
 	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{}),
-		refusals: logLimit{max: refusalLogMax, window: time.Second},
+		refusals: ratelog.Limit{Max: refusalLogMax, Window: time.Second},
 		replays:  newReplayGuard(cfg.MaxSkew, cfg.ReplayMemory)}
 	s.stopping, s.stopCancel = context.WithCancel(context.Background())
 
@@ -329,7 +330,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why error) {
 // logRefusal logs why r was refused, at most refusalLogMax lines a
 // second.
 func (s *Server) logRefusal(r *http.Request, why error) {
-	if ok, leftOut := s.refusals.allow(time.Now()); ok {
+	if ok, leftOut := s.refusals.Allow(time.Now()); ok {
 		args := []any{"remote", r.RemoteAddr, "reason", why.Error()}
 		if leftOut > 0 {
 			args = append(args, "refusals_not_logged", leftOut)
