@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
 )
@@ -57,7 +59,16 @@ const maxRoutes = 4
 // shard moved meanwhile, or a write was fenced) is routed again, up to
 // maxRoutes times in all; then it is ErrMoved and components.ErrUnavailable
 // (retry later).
+//
+// Every command gets a command id before its first attempt (the caller's
+// idempotency key stands for one), so that a command that does run twice
+// (sent again after an outcome nobody knew) is applied once.
 func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
+	if _, keyed := components.IdempotencyKeyFrom(ctx); !keyed {
+		if _, ok := components.CommandIDFrom(ctx); !ok {
+			ctx = components.WithCommandID(ctx, uuid.NewString())
+		}
+	}
 	var moved error
 	for range maxRoutes {
 		addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)
