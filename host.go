@@ -3,6 +3,7 @@ package trellis
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jonboulle/clockwork"
@@ -77,15 +78,22 @@ type Host struct {
 // keeps no change log.
 func (h *Host) Consumers() *consumers.Runner { return h.consumers }
 
+// idempotencySettle is how long past the request timeout an
+// Idempotency-Key's claim is kept: time for its answer to be settled. A
+// claim older than that belongs to a request that died (or whose answer
+// could not be settled) and lapses, so a retry is not told "in progress"
+// for long after a fault.
+const idempotencySettle = 5 * time.Second
+
 // Idempotent is the api.Idempotency middleware for the given routes
 // ("POST /orders/{id}/confirm": the method and the chi pattern), over the
 // host's store, keeping answers for Config.IdempotencyRetention and a
-// claim for twice the request timeout. Put it in a generated handler's
+// claim for the request timeout and idempotencySettle. Put it in a generated handler's
 // Middlewares, or on the routes with r.With.
 func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
 	return api.Idempotency(api.IdempotencyOptions{
 		Store: h.Idempotency, Routes: routes,
-		Retention: h.Config.IdempotencyRetention, InFlight: 2 * h.Config.RequestTimeout,
+		Retention: h.Config.IdempotencyRetention, InFlight: h.Config.RequestTimeout + idempotencySettle,
 	})
 }
 
