@@ -99,10 +99,13 @@ func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
 
 // Entities is the entities.Host to start key-value entities on, with the
 // entities' defaults: a worker pool of their own per type, the default
-// passivation and conflict limits. Change its fields before Start to
+// passivation and conflict limits; an idempotency key's answer kept as
+// long as the ingress keeps it (Config.IdempotencyRetention), a command
+// id's for four request timeouts. Change its fields before Start to
 // override them.
 func (h *Host) Entities() entities.Host {
-	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster}
+	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster,
+		KeyRetention: h.Config.IdempotencyRetention, CommandIDRetention: 4 * h.Config.RequestTimeout}
 }
 
 // Setup starts the application's components on the host and mounts its
