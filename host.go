@@ -3,6 +3,7 @@ package trellis
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jonboulle/clockwork"
@@ -77,24 +78,34 @@ type Host struct {
 // keeps no change log.
 func (h *Host) Consumers() *consumers.Runner { return h.consumers }
 
+// idempotencySettle is how long past the request timeout an
+// Idempotency-Key's claim is kept: time for its answer to be settled. A
+// claim older than that belongs to a request that died (or whose answer
+// could not be settled) and lapses, so a retry is not told "in progress"
+// for long after a fault.
+const idempotencySettle = 5 * time.Second
+
 // Idempotent is the api.Idempotency middleware for the given routes
 // ("POST /orders/{id}/confirm": the method and the chi pattern), over the
 // host's store, keeping answers for Config.IdempotencyRetention and a
-// claim for twice the request timeout. Put it in a generated handler's
+// claim for the request timeout and idempotencySettle. Put it in a generated handler's
 // Middlewares, or on the routes with r.With.
 func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
 	return api.Idempotency(api.IdempotencyOptions{
 		Store: h.Idempotency, Routes: routes,
-		Retention: h.Config.IdempotencyRetention, InFlight: 2 * h.Config.RequestTimeout,
+		Retention: h.Config.IdempotencyRetention, InFlight: h.Config.RequestTimeout + idempotencySettle,
 	})
 }
 
 // Entities is the entities.Host to start key-value entities on, with the
 // entities' defaults: a worker pool of their own per type, the default
-// passivation and conflict limits. Change its fields before Start to
+// passivation and conflict limits; an idempotency key's answer kept as
+// long as the ingress keeps it (Config.IdempotencyRetention), a command
+// id's for four request timeouts. Change its fields before Start to
 // override them.
 func (h *Host) Entities() entities.Host {
-	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster}
+	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster,
+		KeyRetention: h.Config.IdempotencyRetention, CommandIDRetention: 4 * h.Config.RequestTimeout}
 }
 
 // Setup starts the application's components on the host and mounts its

@@ -81,7 +81,8 @@ func InvalidField(field, message string) error {
 //     status of its kind (see [KindStatus]) with the message as the
 //     detail;
 //   - components.ErrConflict (entities.ErrConflict), a command that met a
-//     write conflict too many times in a row: 409, to be retried;
+//     write conflict too many times in a row: 409 with a Retry-After, to
+//     be retried;
 //   - an error with an HTTPStatus() int method: that status, with
 //     err.Error() as the detail for a 4xx;
 //   - components.ErrOutcomeUnknown, a write sent to the state store whose
@@ -124,6 +125,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case errors.Is(err, components.ErrConflict):
 		logAt(r, slog.LevelWarn, "write conflicts", err)
+		w.Header().Set("Retry-After", "1") // says "retry", unlike a business refusal's 409
 		WriteProblem(w, r, http.StatusConflict, "the entity was changed concurrently too many times; retry the request")
 		return
 	case errors.As(err, &withStatus) && withStatus.HTTPStatus() >= 400 && withStatus.HTTPStatus() < 500:

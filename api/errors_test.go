@@ -70,8 +70,10 @@ func TestWriteErrorStatuses(t *testing.T) {
 			if !strings.Contains(body, `"detail":"`+tt.detail+`"`) || strings.Contains(body, "hunter2") {
 				t.Fatalf("body %s, want detail %q and no internals", body, tt.detail)
 			}
-			if (tt.status == http.StatusServiceUnavailable) != (w.Header().Get("Retry-After") != "") {
-				t.Fatalf("Retry-After %q on a %d: it belongs to every 503, and only to them", w.Header().Get("Retry-After"), tt.status)
+			retry := tt.status == http.StatusServiceUnavailable || tt.name == "write conflicts"
+			if retry != (w.Header().Get("Retry-After") != "") {
+				t.Fatalf("Retry-After %q on a %d: it belongs to every 503 and write conflicts' 409, and only to them",
+					w.Header().Get("Retry-After"), tt.status)
 			}
 			if (tt.status >= 500) != strings.Contains(body, `"correlationId":"req-1"`) {
 				t.Fatalf("body %s: a correlation id belongs to 5xx only", body)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-go/trellis/components"
 )
 
 // The headers of idempotent requests (the IETF httpapi draft
@@ -36,6 +38,14 @@ const (
 // maxIdempotencyKey bounds a key's length.
 const maxIdempotencyKey = 255
 
+// ProblemTypeInProgress is the problem type of the 409 that answers a
+// request whose Idempotency-Key is held by a request still running: retry
+// after its Retry-After. A business refusal's 409 has another type.
+const ProblemTypeInProgress = "urn:trellis:problem:idempotency-key-in-progress"
+
+// inProgressRetryAfter is the in-progress 409's Retry-After, in seconds.
+const inProgressRetryAfter = "1"
+
 // IdempotencyOptions configure [Idempotency].
 type IdempotencyOptions struct {
 	// Store keeps the keys (required).
@@ -49,8 +59,10 @@ type IdempotencyOptions struct {
 	// (DefaultIdempotencyRetention when 0).
 	Retention time.Duration
 	// InFlight bounds a claim whose request never finished (its instance
-	// died): after it, the key may be claimed again
-	// (DefaultIdempotencyInFlight when 0; above the request timeout).
+	// died, or its answer could not be settled): after it, the key may be
+	// claimed again (DefaultIdempotencyInFlight when 0). The request
+	// timeout plus a few seconds to settle is enough: no request runs
+	// longer.
 	InFlight time.Duration
 }
 
@@ -66,10 +78,14 @@ type IdempotencyOptions struct {
 //     answered with the first answer, replayed, with
 //     Idempotency-Replayed: true, and does not run again;
 //   - the same key with a different request is 422;
-//   - the same key while the first request still runs is 409;
-//   - a first answer of 503 ("nothing was changed"), 409 (write
-//     conflicts), 408 or 429, each an invitation to retry, releases the
-//     key, so that the retry runs as if the first had not been made;
+//   - the same key while the first request still runs is 409 of type
+//     ProblemTypeInProgress, with a Retry-After;
+//   - a first answer of 503 ("nothing was changed"), 408, 429 or a 409
+//     with a Retry-After (write conflicts), each an invitation to retry,
+//     and a 202 (accepted, not settled: replaying it would present a
+//     pending answer as current), releases the key, so that the retry
+//     runs as if the first had not been made; any other answer, a
+//     business refusal included (a 409 without Retry-After), is kept;
 //   - a first answer of 504 or another 5xx (the outcome is unknown, or a
 //     fault) keeps the key as unknown: the retry with the same key runs
 //     the handler again, and its answer is kept. So the handlers of these
@@ -78,19 +94,26 @@ type IdempotencyOptions struct {
 //     derives the order's id from the key: see [IdempotencyKey]).
 //
 // Replaying a 504 instead would leave the client with "unknown" for good;
-// re-running is the one rule that ends in a known outcome, and with
-// handlers idempotent per key it causes one effect at most. A store that
-// cannot claim the key is a 503: nothing ran.
+// re-running is the one rule that ends in a known outcome, and it causes
+// one effect at most: the request's context carries the key (scoped to
+// the route) as a components.WithIdempotencyKey, so every entity command
+// the handler invokes records its answer with its write, and a re-run is
+// answered with the first answers. A store that cannot claim the key is
+// a 503: nothing ran. An empty Idempotency-Key header is a 400.
 func Idempotency(o IdempotencyOptions) func(http.Handler) http.Handler {
 	o.Retention = cmpOr(o.Retention, DefaultIdempotencyRetention)
 	o.InFlight = cmpOr(o.InFlight, DefaultIdempotencyInFlight)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := r.Header.Get(HeaderIdempotencyKey)
+			values, sent := r.Header[HeaderIdempotencyKey]
 			scope := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
-			if key == "" || !slices.Contains(o.Routes, scope) {
+			if !sent || !slices.Contains(o.Routes, scope) {
 				next.ServeHTTP(w, r)
 				return
+			}
+			key := ""
+			if len(values) == 1 {
+				key = values[0]
 			}
 			o.serve(w, r, next, scope, key)
 		})
@@ -119,21 +142,24 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 	case held.State == IdempotencyDone && held.Answer != nil:
 		replay(w, *held.Answer)
 	default:
-		WriteProblem(w, r, http.StatusConflict, "a request with this Idempotency-Key is still in progress; retry later")
+		w.Header().Set("Retry-After", inProgressRetryAfter)
+		WriteProblemBody(w, r, Problem{Status: http.StatusConflict, Type: ProblemTypeInProgress, Title: "Idempotency-Key in progress",
+			Detail: "a request with this Idempotency-Key is still in progress; retry after Retry-After"})
 	}
 }
 
 // run runs the claimed request and keeps, or releases, its answer.
 func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key, digest string) {
 	rec := newAnswerRecorder()
-	next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), idempotencyKeyKey, key)))
+	ctx := components.WithIdempotencyKey(context.WithValue(r.Context(), idempotencyKeyKey, key), scope+" "+key)
+	next.ServeHTTP(rec, r.WithContext(ctx))
 	answer := rec.answer()
 	// The request's context may be over (a 504): settle the key anyway.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), settleTimeout)
 	defer cancel()
 	var err error
 	switch {
-	case retryable(answer.Status):
+	case retryable(answer):
 		err = o.Store.Release(ctx, scope, key, digest)
 	case answer.Status >= 500:
 		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
@@ -150,13 +176,16 @@ func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next htt
 
 // retryable reports whether an answer says that nothing was changed and
 // that the same request may succeed later: 503 (the store was not
-// available), 409 (write conflicts: WriteError's only 409), 408 (the body
-// did not arrive) and 429. Replaying it would refuse the retry it invites,
-// so the key is released instead.
-func retryable(status int) bool {
-	switch status {
-	case http.StatusServiceUnavailable, http.StatusConflict, http.StatusRequestTimeout, http.StatusTooManyRequests:
+// available), 408 (the body did not arrive), 429, and a 409 with a
+// Retry-After (write conflicts; a business refusal has none); or that it
+// is not settled (202). Replaying it would refuse the retry it invites,
+// or present a pending answer as current, so the key is released instead.
+func retryable(a StoredAnswer) bool {
+	switch a.Status {
+	case http.StatusServiceUnavailable, http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusAccepted:
 		return true
+	case http.StatusConflict:
+		return a.Header.Get("Retry-After") != ""
 	}
 	return false
 }

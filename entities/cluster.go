@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
 )
@@ -61,7 +63,16 @@ const maxRoutes = 4
 // and components.ErrUnavailable (retry later). One that may have run
 // (components.ErrOutcomeUnknown) is never routed again, whatever else its
 // error wraps: it could take effect twice.
+//
+// Every command gets a command id before its first attempt (the caller's
+// idempotency key stands for one), so that a command that does run twice
+// is applied once.
 func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
+	if _, keyed := components.IdempotencyKeyFrom(ctx); !keyed {
+		if _, ok := components.CommandIDFrom(ctx); !ok {
+			ctx = components.WithCommandID(ctx, uuid.NewString())
+		}
+	}
 	var moved error
 	for range maxRoutes {
 		addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)

@@ -48,4 +48,23 @@
 // (ErrMoved) is routed again, up to 4 times. Without a Cluster nothing of this
 // applies: every instance may run any entity, checking the stored
 // revision on every command.
+//
+// # Applied once
+//
+// A command invoked with an idempotency key (components.WithIdempotencyKey:
+// the ingress's Idempotency-Key, a workflow step's id, or a caller's own)
+// is applied at most once per key: the entity records the key and the
+// command's answer (its reply, or its refusal) in the same atomic write as
+// its state ([AppliedStore]), and a retry within Host.KeyRetention (24 h
+// by default) is answered with the first answer and writes nothing,
+// whatever became of the first answer on its way back (a 504 included).
+// A command that changes nothing records its answer too (a write of the
+// record alone), so a retry gets the same answer even after the state
+// moved on. A key is scoped to the entity and the command's name. In a
+// cluster, every routed command carries a command id (the caller's key,
+// or a fresh one) recorded with its write for Host.CommandIDRetention (2
+// min by default), so that a command that runs twice (sent again after an
+// unknown outcome) is applied once. Expired records are trimmed by the
+// entity's later writes, oldest first; a deleted entity's records are
+// kept as long as its latest one.
 package entities

@@ -47,7 +47,7 @@ type RedisStore struct {
 	keys   keyspace.Space
 }
 
-var _ Store = (*RedisStore)(nil)
+var _ AppliedStore = (*RedisStore)(nil)
 
 // NewRedisStore returns a RedisStore over client whose keys start with
 // prefix ([DefaultRedisPrefix] when empty). Stores that share a Redis and a
@@ -73,9 +73,12 @@ func (s *RedisStore) key(entityType, id string) string {
 // the stored revision is not the expected one.
 var (
 	// saveIfRevision: KEYS[1] document; ARGV[1] expected revision ("0":
-	// absent), ARGV[2] data. The new revision is one more than the live
+	// absent), ARGV[2] data, ARGV[3..5] the applied record (appliedArgs;
+	// {2, first answer} when it is kept already). The new revision is one more than the live
 	// document's, or than the tombstone's, or 1.
-	saveIfRevision = redis.NewScript(`
+	saveIfRevision = redis.NewScript(appliedLua + `
+local now, first = applied_first(KEYS[1], ARGV[3])
+if first then return {2, first} end
 local found = redis.call('HGET', KEYS[1], 'rev') or '0'
 if found ~= ARGV[1] then
 	return {0, found}
@@ -94,14 +97,19 @@ if #rev > 20 or (#rev == 20 and rev > '18446744073709551615') then
 	return redis.error_reply('revision ' .. last .. ' is the last a uint64 holds')
 end
 redis.call('HDEL', KEYS[1], 'gone')
+if found == '0' then redis.call('PERSIST', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'data', ARGV[2], 'rev', rev)
+if now then applied_record(KEYS[1], ARGV[3], ARGV[4], ARGV[5], now) end
 return {1, rev}
 `)
 
-	// deleteIfRevision: KEYS[1] document; ARGV[1] expected revision.
+	// deleteIfRevision: KEYS[1] document; ARGV[1] expected revision,
+	// ARGV[2..4] the applied record, as saveIfRevision's.
 	// Replaces a live document by its tombstone; an absent one stays as
 	// it is.
-	deleteIfRevision = redis.NewScript(`
+	deleteIfRevision = redis.NewScript(appliedLua + `
+local now, first = applied_first(KEYS[1], ARGV[2])
+if first then return {2, first} end
 local found = redis.call('HGET', KEYS[1], 'rev') or '0'
 if found ~= ARGV[1] then
 	return {0, found}
@@ -109,6 +117,10 @@ end
 if found ~= '0' then
 	redis.call('HDEL', KEYS[1], 'data', 'rev')
 	redis.call('HSET', KEYS[1], 'gone', found)
+end
+if now then
+	applied_record(KEYS[1], ARGV[2], ARGV[3], ARGV[4], now)
+	if found == '0' and redis.call('HEXISTS', KEYS[1], 'gone') == 0 then applied_linger(KEYS[1], now) end
 end
 return {1, found}
 `)
@@ -169,11 +181,13 @@ func (s *RedisStore) Revision(ctx context.Context, entityType, id string) (uint6
 func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byte, expected uint64) (uint64, error) {
 	// go-redis writes data to the connection before Run returns, so the
 	// caller may reuse the buffer afterwards.
-	res, err := saveIfRevision.Run(ctx, s.client,
-		[]string{s.key(entityType, id)},
-		strconv.FormatUint(expected, 10), data).Slice()
+	args := append([]any{strconv.FormatUint(expected, 10), data}, appliedArgs(appliedIn(ctx))...)
+	res, err := saveIfRevision.Run(ctx, s.client, []string{s.key(entityType, id)}, args...).Slice()
 	if err != nil {
 		return 0, redisWriteErr(s.client, "save", entityType, id, err)
+	}
+	if applied(res) {
+		return 0, alreadyApplied("save", entityType, id, res[1])
 	}
 	ok, rev, err := parseScriptResult(res)
 	if err != nil {
@@ -187,11 +201,13 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 
 // Delete implements [Store] with the deleteIfRevision script.
 func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected uint64) error {
-	res, err := deleteIfRevision.Run(ctx, s.client,
-		[]string{s.key(entityType, id)},
-		strconv.FormatUint(expected, 10)).Slice()
+	args := append([]any{strconv.FormatUint(expected, 10)}, appliedArgs(appliedIn(ctx))...)
+	res, err := deleteIfRevision.Run(ctx, s.client, []string{s.key(entityType, id)}, args...).Slice()
 	if err != nil {
 		return redisWriteErr(s.client, "delete", entityType, id, err)
+	}
+	if applied(res) {
+		return alreadyApplied("delete", entityType, id, res[1])
 	}
 	ok, found, err := parseScriptResult(res)
 	if err != nil {
@@ -201,6 +217,22 @@ func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected
 		return conflictErr("delete", entityType, id, expected, found)
 	}
 	return nil
+}
+
+// Record implements [AppliedStore] with the record script.
+func (s *RedisStore) Record(ctx context.Context, entityType, id string, expected uint64, a Applied) error {
+	_, err := runRecord(ctx, s.client, s.key(entityType, id), entityType, id, expected, a)
+	return err
+}
+
+// applied reports whether a save or delete script answered {2, answer}:
+// its applied record was kept already.
+func applied(res []any) bool {
+	if len(res) != 2 {
+		return false
+	}
+	flag, _ := res[0].(int64)
+	return flag == 2
 }
 
 // Ping implements [Store] with PING (on a cluster: to every master, since

@@ -57,8 +57,8 @@ const DefaultWorkers = 64
 type Running[S any] struct {
 	t        *Type[S]
 	host     Host
-	fenced   FencedStore // Host.Store, when Host.Cluster is set
-	batch    BatchStore  // fenced, when it writes batches
+	fenced   FencedStore  // Host.Store, when Host.Cluster is set
+	batch    BatchStore   // fenced, when it writes batches
 	recorder AppliedStore // Host.Store, when it records answers alone
 	sharding *runtime.Sharding[envelope[S]]
 }

@@ -16,6 +16,11 @@ type Update struct {
 	// TraceContext is the command's trace context (tracing.CaptureForLink's
 	// form, "" for none), kept with its change.
 	TraceContext string
+	// Applied is the command's applied record, nil for none: when one of
+	// a batch's records is kept already, nothing is written and the
+	// batch fails with an *AlreadyAppliedError (of no answer: the
+	// commands are to run one at a time).
+	Applied *Applied
 }
 
 // BatchStore is a [FencedStore] that writes several updates of one entity
@@ -37,7 +42,7 @@ type BatchStore interface {
 //go:embed shardedsavebatch.lua
 var shardedSaveBatchLua string
 
-var shardedSaveBatch = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + shardedSaveBatchLua)
+var shardedSaveBatch = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + appliedLua + "\n" + shardedSaveBatchLua)
 
 var _ BatchStore = (*ShardedRedisStore)(nil)
 
@@ -50,10 +55,11 @@ func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f cluster.Fence
 	if err != nil {
 		return nil, opErr(op, entityType, id, err)
 	}
-	args := f.AppendArgs(make([]any, 0, 6+2*len(updates)))
+	args := f.AppendArgs(make([]any, 0, 6+5*len(updates)))
 	args = append(args, strconv.FormatUint(expected, 10), entityType, id, s.limit)
 	for _, u := range updates {
 		args = append(args, u.Data, u.TraceContext)
+		args = append(args, appliedArgs(u.Applied)...)
 	}
 	res, err := shardedSaveBatch.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
@@ -64,6 +70,8 @@ func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f cluster.Fence
 	}
 	code, _ := res[0].(int64)
 	switch {
+	case code == scriptApplied && len(res) == 1:
+		return nil, alreadyApplied(op, entityType, id, nil)
 	case code == scriptFenced && len(res) == 1:
 		return nil, opErr(op, entityType, id, fmt.Errorf("refused by the fence of shard %d (epoch %d): %w", f.Shard, f.Epoch, ErrFenced))
 	case code == scriptConflict && len(res) == 2:

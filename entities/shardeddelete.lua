@@ -6,21 +6,29 @@
 -- ARGV[4] floor ('' or a legacy revision the counter is raised to),
 -- ARGV[5] entity type, ARGV[6] entity id, ARGV[7] the log's limit: a
 -- delete of a present state is recorded with it (record_change), ARGV[8]
--- the write's trace context ('' for none).
--- Returns {0, ''} fenced, {1, found} deleted (or absent as expected;
+-- the write's trace context ('' for none), ARGV[9] the applied record's
+-- key ('' for none), ARGV[10] its answer, ARGV[11] its retention in ms
+-- (applied.lua): the records outlive the state, the hash kept as long as
+-- its latest record.
+-- Returns {0, ''} fenced, {4, answer} applied already (nothing written), {1, found} deleted (or absent as expected;
 -- {1, found, seq, at} when the delete was recorded),
 -- {2, found} conflict, {3, '0'} absent here but expected present (the
 -- caller checks the legacy key).
 if not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then
 	return {0, ''}
 end
+local now, first = applied_first(KEYS[2], ARGV[9])
+if first then return {4, first} end
 local found = redis.call('HGET', KEYS[2], 'rev') or '0'
 if found ~= ARGV[3] then
 	if found == '0' then return {3, '0'} end
 	return {2, found}
 end
 if ARGV[4] ~= '' then raise_counter(KEYS[3], ARGV[4]) end
-redis.call('DEL', KEYS[2])
+redis.call('HDEL', KEYS[2], 'data', 'rev')
+now = now or applied_now()
+if ARGV[9] ~= '' then applied_record(KEYS[2], ARGV[9], ARGV[10], ARGV[11], now) end
+applied_linger(KEYS[2], now)
 if found ~= '0' then
 	local seq, at = record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[5], ARGV[6], found, false, ARGV[7], ARGV[8])
 	if seq then return {1, found, seq, at} end

@@ -78,7 +78,10 @@ type ShardedRedisStore struct {
 	watches watchers
 }
 
-var _ FencedStore = (*ShardedRedisStore)(nil)
+var (
+	_ FencedStore  = (*ShardedRedisStore)(nil)
+	_ AppliedStore = (*ShardedRedisStore)(nil)
+)
 
 // NewShardedRedisStore returns a ShardedRedisStore over client whose keys
 // start with prefix ([DefaultRedisPrefix] when empty); the cluster's
@@ -138,9 +141,17 @@ var shardedDeleteLua string
 //go:embed shardedchange.lua
 var changeLua string
 
+//go:embed applied.lua
+var appliedLua string
+
+//go:embed record.lua
+var recordLua string
+
 var (
-	shardedSave   = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + shardedSaveLua)
-	shardedDelete = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + shardedDeleteLua)
+	shardedSave   = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + appliedLua + "\n" + shardedSaveLua)
+	shardedDelete = cluster.FencedScript(counterLua + "\n" + changeLua + "\n" + appliedLua + "\n" + shardedDeleteLua)
+	// recordScript serves both stores' layouts.
+	recordScript = redis.NewScript(appliedLua + "\n" + recordLua)
 )
 
 // The first value of the scripts' replies.
@@ -149,6 +160,7 @@ const (
 	scriptDone     = 1
 	scriptConflict = 2
 	scriptAbsent   = 3 // absent here: the caller checks the legacy key
+	scriptApplied  = 4 // the write's applied record is kept already: nothing written
 )
 
 // Load implements [Store]: the new key, else the legacy one.
@@ -184,6 +196,49 @@ func (s *ShardedRedisStore) Delete(_ context.Context, entityType, id string, _ u
 
 // Ping implements [Store].
 func (s *ShardedRedisStore) Ping(ctx context.Context) error { return s.legacy.Ping(ctx) }
+
+// Record implements [AppliedStore] on the new layout's key, unfenced: the
+// revision check is what makes it safe. A state still under the legacy
+// key is checked there first, then the record goes to the new key.
+func (s *ShardedRedisStore) Record(ctx context.Context, entityType, id string, expected uint64, a Applied) error {
+	key := s.stateKey(entityType, id)
+	found, err := runRecord(ctx, s.client, key, entityType, id, expected, a)
+	if err == nil || !errors.Is(err, ErrConflict) || found != 0 {
+		return err
+	}
+	if _, err := s.legacyFloor(ctx, "record", entityType, id, expected); err != nil {
+		return err
+	}
+	_, err = runRecord(ctx, s.client, key, entityType, id, 0, a)
+	return err
+}
+
+// runRecord runs recordScript on the entity's hash at key; on a conflict
+// it returns the revision found.
+func runRecord(ctx context.Context, client redis.UniversalClient, key, entityType, id string, expected uint64, a Applied) (uint64, error) {
+	const op = "record"
+	args := append([]any{strconv.FormatUint(expected, 10)}, appliedArgs(&a)...)
+	res, err := recordScript.Run(ctx, client, []string{key}, args...).Slice()
+	if err != nil {
+		return 0, redisWriteErr(client, op, entityType, id, err)
+	}
+	if len(res) != 2 {
+		return 0, opErr(op, entityType, id, fmt.Errorf("unexpected reply %v", res))
+	}
+	code, _ := res[0].(int64)
+	switch code {
+	case scriptApplied:
+		return 0, alreadyApplied(op, entityType, id, res[1])
+	case scriptDone:
+		return 0, nil
+	}
+	text, _ := res[1].(string)
+	found, err := parseRevision(text)
+	if code != scriptConflict || err != nil {
+		return 0, opErr(op, entityType, id, fmt.Errorf("unexpected reply %v", res))
+	}
+	return found, conflictErr(op, entityType, id, expected, found)
+}
 
 // SaveFenced implements [FencedStore]: one script in the common case; a
 // create also reads the legacy key first, and a write over a legacy key
@@ -227,6 +282,8 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 		return 0, redisWriteErr(s.client, op, entityType, id, err)
 	}
 	switch r.code {
+	case scriptApplied:
+		return 0, alreadyApplied(op, entityType, id, r.answer)
 	case scriptFenced:
 		return 0, opErr(op, entityType, id, fmt.Errorf("refused by the fence of shard %d (epoch %d): %w", f.Shard, f.Epoch, ErrFenced))
 	case scriptConflict:
@@ -293,10 +350,11 @@ func (s *ShardedRedisStore) legacyFloor(ctx context.Context, op, entityType, id 
 // and the change's seq and time when the write was recorded in the log
 // (seq 0 when not).
 type scriptReply struct {
-	code int64
-	rev  uint64
-	seq  uint64
-	at   time.Time
+	code   int64
+	rev    uint64
+	seq    uint64
+	at     time.Time
+	answer any // with scriptApplied: the first answer
 }
 
 // run runs a fenced script, with the write's trace context
@@ -309,6 +367,7 @@ func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys 
 		args = append(args, data)
 	}
 	args = append(args, floor, entityType, id, s.limit, traceCtx)
+	args = append(args, appliedArgs(appliedIn(ctx))...)
 	res, err := script.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		return scriptReply{}, err
@@ -324,6 +383,9 @@ func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys 
 	}
 	if code == scriptFenced {
 		return scriptReply{code: code}, nil
+	}
+	if code == scriptApplied {
+		return scriptReply{code: code, answer: res[1]}, nil
 	}
 	r := scriptReply{code: code}
 	if r.rev, err = parseRevision(revText); err != nil {

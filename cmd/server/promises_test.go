@@ -109,8 +109,7 @@ func TestFrozenStoreAnswersKeepPromises(t *testing.T) {
 					failed.Add(1)
 				}
 				if a.op == increase && a.status == http.StatusGatewayTimeout {
-					// A client retries an unknown outcome promptly: a counter
-					// remembers only its last counter.MaxApplied keys.
+					// A client retries an unknown outcome with its key.
 					retryUntilDone(t, ts, a)
 				}
 				mu.Lock()

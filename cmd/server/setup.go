@@ -75,9 +75,9 @@ func setup(s *samples) trellis.Setup {
 		}, contract.ChiServerOptions{
 			BaseRouter: r, ErrorHandlerFunc: api.WriteParamError,
 			// The samples' POSTs take Idempotency-Keys: each is idempotent
-			// per key (see ordering.IdempotentRoutes and
-			// counter.IncreaseOnce), so a retry after an unknown outcome
-			// (504) is safe.
+			// per key (see ordering.IdempotentRoutes; counter.Increase is
+			// applied once per key by the platform), so a retry after an
+			// unknown outcome (504) is safe.
 			Middlewares: []contract.MiddlewareFunc{
 				h.Idempotent(slices.Concat(ordering.IdempotentRoutes, counter.IdempotentRoutes)...),
 			},

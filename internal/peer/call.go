@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/trellis-go/trellis/components"
 )
 
 // Call is one forwarded component call: what components.DeferredCall
@@ -21,6 +23,13 @@ type Call struct {
 	// handler's context (zero: none). The client takes it from its ctx
 	// and ignores this field.
 	Deadline time.Time
+	// Key is the caller's idempotency key (components.WithIdempotencyKey)
+	// and CommandID the platform's command id (components.WithCommandID),
+	// "" for none: the client takes them from its ctx (one of them: the
+	// key when there is one), and the server puts them in the handler's
+	// ctx, so that a forwarded command is applied once as it would be
+	// here.
+	Key, CommandID string
 }
 
 // String names the call as component.method[entity] for logs and errors;
@@ -77,7 +86,9 @@ func callContext(ctx context.Context, timeout string, call *Call) (_ context.Con
 // errEmptyName: a call names its component and method.
 var errEmptyName = errors.New("component id and method must not be empty")
 
-// forwardPath is the call's request path, escaped.
+// forwardPath is the call's request path, escaped, with its key or
+// command id in the query (?k= or ?i=): signed with the path, on a call
+// stream and on a request of its own alike.
 func forwardPath(c Call) (string, error) {
 	if c.ComponentID == "" || c.Method == "" {
 		return "", errEmptyName
@@ -90,12 +101,33 @@ func forwardPath(c Call) (string, error) {
 	b.WriteString(url.PathEscape(c.Method))
 	b.WriteByte('/')
 	b.WriteString(url.PathEscape(c.EntityID))
+	switch {
+	case c.Key != "":
+		b.WriteString("?k=")
+		b.WriteString(url.QueryEscape(c.Key))
+	case c.CommandID != "":
+		b.WriteString("?i=")
+		b.WriteString(url.QueryEscape(c.CommandID))
+	}
 	return b.String(), nil
+}
+
+// keyed is c with the key and command id ctx carries.
+func keyed(ctx context.Context, c Call) Call {
+	c.Key, _ = components.IdempotencyKeyFrom(ctx)
+	c.CommandID, _ = components.CommandIDFrom(ctx)
+	return c
+}
+
+// withKeys is ctx carrying c's key and command id, for its handler.
+func withKeys(ctx context.Context, c Call) context.Context {
+	return components.WithCommandID(components.WithIdempotencyKey(ctx, c.Key), c.CommandID)
 }
 
 // parseForwardPath reads the names of a call from its request URI, as
 // sent and signed (not as net/url re-read it).
 func parseForwardPath(uri string) (Call, error) {
+	uri, query, _ := strings.Cut(uri, "?")
 	rest, ok := strings.CutPrefix(uri, forwardPrefix)
 	comp, rest, ok1 := strings.Cut(rest, "/")
 	method, entity, ok2 := strings.Cut(rest, "/")
@@ -110,6 +142,20 @@ func parseForwardPath(uri string) (Call, error) {
 	}{{&c.ComponentID, comp}, {&c.Method, method}, {&c.EntityID, entity}} {
 		if *f.dst, err = url.PathUnescape(f.src); err != nil {
 			return Call{}, fmt.Errorf("path %q: %w", uri, err)
+		}
+	}
+	if query != "" {
+		name, value, _ := strings.Cut(query, "=")
+		v, err := url.QueryUnescape(value)
+		switch {
+		case err != nil:
+			return Call{}, fmt.Errorf("query %q: %w", query, err)
+		case name == "k":
+			c.Key = v
+		case name == "i":
+			c.CommandID = v
+		default:
+			return Call{}, fmt.Errorf("query %q: want k= (an idempotency key) or i= (a command id)", query)
 		}
 	}
 	return c, nil

@@ -154,7 +154,7 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 	if !c.signer.enabled {
 		return fail(&Error{Kind: KindUnauthorized, Message: errNoSecret.Error()})
 	}
-	path, err := forwardPath(call)
+	path, err := forwardPath(keyed(ctx, call))
 	if err != nil {
 		return fail(&Error{Kind: KindBadRequest, Message: err.Error()})
 	}

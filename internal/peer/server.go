@@ -314,7 +314,7 @@ func (s *Server) run(ctx context.Context, call Call) (reply Reply, err error) {
 			err = NewError(KindInternal, "", "the handler panicked")
 		}
 	}()
-	return s.cfg.Handler(ctx, call)
+	return s.cfg.Handler(withKeys(ctx, call), call)
 }
 
 // refuse answers 401 to a request that did not authenticate, and logs

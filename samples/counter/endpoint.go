@@ -21,7 +21,8 @@ func NewEndpoint(client *components.Client) *Endpoint { return &Endpoint{client:
 
 // IncreaseCounter handles POST /counters/{id}/increase: body {"by": N}
 // with N from 1 to 1,000,000; replies with the new counter. With an
-// Idempotency-Key, the increase happens once per key (IncreaseOnce).
+// Idempotency-Key, the increase happens once per key (the key reaches
+// the entity in the request's context).
 func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id contract.CounterID) {
 	if !checkID(w, r, id) {
 		return
@@ -31,18 +32,12 @@ func (e *Endpoint) IncreaseCounter(w http.ResponseWriter, r *http.Request, id co
 		api.WriteError(w, r, err)
 		return
 	}
-	ctx := r.Context()
-	if key := api.IdempotencyKey(ctx); key != "" {
-		c, err := IncreaseOnce.Invoke(ctx, e.client, id, Once{By: body.By, Key: key})
-		reply(w, r, c, err)
-		return
-	}
-	c, err := Increase.Invoke(ctx, e.client, id, body.By)
+	c, err := Increase.Invoke(r.Context(), e.client, id, body.By)
 	reply(w, r, c, err)
 }
 
 // IdempotentRoutes are the counter routes that take an Idempotency-Key
-// (see api.Idempotency): an increase with a key runs IncreaseOnce.
+// (see api.Idempotency): an increase with a key is applied once per key.
 var IdempotentRoutes = []string{"POST /counters/{id}/increase"}
 
 // GetCounter handles GET /counters/{id}.
