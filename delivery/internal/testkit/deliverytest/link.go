@@ -59,6 +59,9 @@ type FaultLink[A any] struct {
 	ccFaults   Faults
 	pcFaults   Faults
 	delayCount atomic.Uint64
+	sentMax    atomic.Int64 // the highest SequencedMessage number the producer side sent through
+	passedMu   sync.Mutex
+	passed     []passedChunk                                            // the chunks that reached the consumer controller, in order
 	learned    atomic.Pointer[runtime.Ref[delivery.ProducerCommand[A]]] // with pc nil: the last sender
 
 	// The test's own choices, made before the random faults: gate says
@@ -169,7 +172,14 @@ func (l *FaultLink[A]) toProducer(m delivery.ProducerCommand[A]) {
 // toConsumer passes a SequencedMessage on as a producer controller sends
 // it: postponable, so that a consumer controller with a delivery out holds
 // it (runtime.PostponeWakeups), and the faults meet that path too.
-func (l *FaultLink[A]) toConsumer(m delivery.ConsumerCommand[A]) { runtime.TellPostponable(l.cc, m) }
+func (l *FaultLink[A]) toConsumer(m delivery.ConsumerCommand[A]) {
+	if sm, ok := m.(*delivery.SequencedMessage[A]); ok && sm.Chunk != nil {
+		l.passedMu.Lock()
+		l.passed = append(l.passed, passedChunk{seqNr: sm.SeqNr, chunk: sm.Chunk})
+		l.passedMu.Unlock()
+	}
+	runtime.TellPostponable(l.cc, m)
+}
 
 // linkDelayed is a message the link held back, back from its timer.
 type linkDelayed struct{ msg any }
@@ -202,6 +212,9 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 			}
 			switch m := m.(type) {
 			case *delivery.SequencedMessage[A]:
+				if m.SeqNr > l.sentMax.Load() {
+					l.sentMax.Store(m.SeqNr)
+				}
 				if l.pc == nil {
 					if p := l.learned.Load(); p == nil || *p != m.ProducerController {
 						pc := m.ProducerController
