@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/pattern"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -196,17 +196,16 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	cc runtime.Ref[delivery.ConsumerCommand[A]], toCC, toPC Faults, seed uint64) *FaultLink[A] {
 	t.Helper()
 	l := &FaultLink[A]{pc: pc, cc: cc, ccFaults: toCC, pcFaults: toPC}
-	hooks := pattern.Hooks[A]()
 	var err error
 	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[delivery.ConsumerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		return runtime.ReceiveFunc(func(ctx *runtime.Context[delivery.ConsumerCommand[A]], m delivery.ConsumerCommand[A]) {
-			if v, ok := hooks.UnwrapConsumer(m); ok {
+			if v, ok := impl.UnwrapConsumer(m); ok {
 				switch v := v.(type) {
 				case linkDelayed:
 					l.toConsumer(v.msg.(delivery.ConsumerCommand[A]))
 				case linkLagTick:
-					releaseLagged(ctx, v.f, hooks.WrapConsumer)
+					releaseLagged(ctx, v.f, impl.WrapConsumer[A])
 				}
 				return
 			}
@@ -223,7 +222,7 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 				}
 				c := *m // shared with the producer controller: copy, never modify
 				c.ProducerController = l.ToPC
-				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, delivery.ConsumerCommand[A](&c), l.toConsumer, hooks.WrapConsumer)
+				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, delivery.ConsumerCommand[A](&c), l.toConsumer, impl.WrapConsumer[A])
 			default:
 				l.cc.Tell(m)
 			}
@@ -235,21 +234,21 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	l.ToPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[delivery.ProducerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		return runtime.ReceiveFunc(func(ctx *runtime.Context[delivery.ProducerCommand[A]], m delivery.ProducerCommand[A]) {
-			if v, ok := hooks.UnwrapProducer(m); ok {
+			if v, ok := impl.UnwrapProducer(m); ok {
 				switch v := v.(type) {
 				case linkDelayed:
 					l.toProducer(v.msg.(delivery.ProducerCommand[A]))
 				case linkLagTick:
-					releaseLagged(ctx, v.f, hooks.WrapProducer)
+					releaseLagged(ctx, v.f, impl.WrapProducer[A])
 				}
 				return
 			}
 			switch m := m.(type) {
 			case delivery.RegisterConsumer[A]:
 				m.ConsumerController = l.toCC
-				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, delivery.ProducerCommand[A](m), l.toProducer, hooks.WrapProducer)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, delivery.ProducerCommand[A](m), l.toProducer, impl.WrapProducer[A])
 			case delivery.Request[A], delivery.Resend[A], delivery.Ack[A], *delivery.Ack[A]:
-				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, m, l.toProducer, hooks.WrapProducer)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, m, l.toProducer, impl.WrapProducer[A])
 			default:
 				l.toProducer(m)
 			}
