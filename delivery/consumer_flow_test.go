@@ -1,6 +1,8 @@
 package delivery_test
 
 import (
+	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -115,6 +117,52 @@ func TestConsumerOnlyFlowControlChunks(t *testing.T) {
 			if r := h.lastRequest(t); r.RequestUpToSeqNr < n+3 {
 				t.Fatalf("after message %d the demand is %+v, want past it", n+2, r)
 			}
+		})
+	}
+}
+
+// TestConsumerOnlyFlowControlWholeJobsOnly: jobs in 1-byte chunks, each
+// chunk lost at random (a fixed stream: the random-loss test's link with
+// one of its seeds), then one whole job. Without resending the consumer
+// controller delivers exactly the jobs none of whose chunks was lost, each
+// as soon as its last chunk comes, however many broken ones came before.
+func TestConsumerOnlyFlowControlWholeJobsOnly(t *testing.T) {
+	cases := []struct {
+		name string
+		drop float64
+		jobs int
+	}{
+		{name: "drop 0.50", drop: 0.4958439978948622, jobs: 60},
+		{name: "drop 0.20", drop: 0.2, jobs: 100},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20, OnlyFlowControl: true, ResendIntervalMin: time.Second, ResendIntervalMax: time.Second})
+			rng := rand.New(rand.NewPCG(3459146754235917482, 1))
+			seqNr, whole := delivery.SeqNr(0), 0
+			for n := 1; n <= tc.jobs+1; n++ {
+				data, _ := json.Marshal(deliverytest.Job{N: n})
+				lost := false
+				for i := range data {
+					seqNr++
+					if n <= tc.jobs && rng.Float64() < tc.drop { // the last job is whole
+						lost = true
+						continue
+					}
+					h.sendChunk(seqNr, string(data[i]), i == 0, i == len(data)-1)
+				}
+				if lost {
+					continue
+				}
+				whole++
+				d := h.consumer.Expect(t)
+				if d.Message.N != n || d.SeqNr != seqNr {
+					t.Fatalf("delivered job %d (seqNr %d), want job %d, whole on arrival, with seqNr %d", d.Message.N, d.SeqNr, n, seqNr)
+				}
+				d.Confirm()
+			}
+			h.consumer.ExpectNone(t, 20*time.Millisecond)
+			t.Logf("%d of %d jobs whole", whole, tc.jobs+1)
 		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -401,10 +401,10 @@ func TestConsumerStopsWithConsumer(t *testing.T) {
 // than that of any registration made before.
 func TestConsumerRegisterRetries(t *testing.T) {
 	h := newCC(t, delivery.ConsumerSettings{FlowControlWindow: 20})
-	before := controller.NextRegistration()
+	before := impl.NextRegistration()
 	h.cc.Tell(delivery.RegisterToProducerController[deliverytest.Job]{ProducerController: h.pc.Ref})
 	first, ok := h.pc.Expect(t).(delivery.RegisterConsumer[deliverytest.Job])
-	if !ok || first.ConsumerController != h.cc || controller.Registration(first) <= before {
+	if !ok || first.ConsumerController != h.cc || impl.Registration(first) <= before {
 		t.Fatalf("producer controller got %#v, want a RegisterConsumer of %v numbered above %d", first, h.cc, before)
 	}
 	h.tick(t, 2*time.Second)

@@ -313,18 +313,18 @@
 //
 // # Packages
 //
-// Package delivery imports none of its sub-packages: delivery/workpulling
-// and delivery/sharding import it. What they need of its controllers that
-// a user must not see (a producer controller that takes its messages
-// without RequestNext and carries the pattern controller's generation, the
+// Package delivery is the public face of the point-to-point controllers,
+// whose implementation is delivery/internal/impl: its types are aliases of
+// that package's (the same types, so fields and methods are documented
+// there: go doc ./delivery/internal/impl TYPE) and its functions call
+// that package's. It imports none of its public sub-packages:
+// delivery/workpulling and delivery/sharding import it for its names and
+// run delivery/internal/impl's controllers directly, with what a user must
+// not see (a producer controller that takes its messages without
+// RequestNext and carries the pattern controller's generation, the
 // consumer controller's report that it holds nothing, which keeps a
-// sharded entity from passivation) is lent to them through
-// delivery/internal/controller: this package's init registers there one
-// function that returns, for a message type A, the hooks of A, made by an
-// unexported generic method, and delivery/internal/pattern gives them
-// their types for the pattern packages. None of it is in this package's
-// exported API, and there is no linkname. The containers, the durable
-// queue client and the checks the controllers share are in
-// delivery/internal too (ring, slab, durablecalls, controller); the test
-// support of the three packages is delivery/internal/testkit/deliverytest.
+// sharded entity from passivation). The containers, the durable queue
+// client and the checks the controllers share are in delivery/internal
+// too (ring, slab, durablecalls, controller, pattern); the test support of
+// the three packages is delivery/internal/testkit/deliverytest.
 package delivery

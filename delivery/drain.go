@@ -2,8 +2,7 @@ package delivery
 
 import (
 	"context"
-
-	"github.com/trellis-go/trellis/delivery/internal/drain"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -25,62 +24,4 @@ import (
 // returns ctx's error if ctx ends first (a consumer that does not confirm,
 // a durable queue that does not answer); Shutdown is then no worse than
 // without a Drain.
-func Drain(ctx context.Context, sys *runtime.System) error { return drain.Run(ctx, sys) }
-
-// drainStage is a stage of Drain, as a command of a consumer or producer
-// controller.
-type drainStage[A any] struct {
-	stage drain.Stage
-	done  func()
-}
-
-func (drainStage[A]) consumerCommand(A) {}
-func (drainStage[A]) producerCommand(A) {}
-
-// registerDrain registers the consumer controller for Drain's first stage.
-func (c *consumer[A]) registerDrain() {
-	self := c.self
-	c.undrain = drain.Register(c.ctx.System(), drain.Consumers, func(done func()) {
-		self.Tell(drainStage[A]{stage: drain.Consumers, done: done})
-	})
-}
-
-// onDrain stops delivering and, once the Delivery outstanding (if any) is
-// confirmed, tells the producer controller what was confirmed.
-func (c *consumer[A]) onDrain(m drainStage[A]) {
-	c.drained = true
-	c.drainDone = m.done
-	if !c.outstanding {
-		c.drainReported()
-	}
-}
-
-// drainReported tells the producer controller what was confirmed and ends
-// the consumer controller's part of Drain.
-func (c *consumer[A]) drainReported() {
-	if c.associated && !c.failed {
-		c.sendAck()
-	}
-	done := c.drainDone
-	c.drainDone = nil
-	done()
-}
-
-// registerDrain registers the producer controller for Drain's second
-// stage (its durable queue's client registers for the third).
-func (p *producer[A]) registerDrain() {
-	self := p.self
-	p.undrain = drain.Register(p.ctx.System(), drain.Producers, func(done func()) {
-		self.Tell(drainStage[A]{stage: drain.Producers, done: done})
-	})
-}
-
-// leaveDrain leaves Drain's stages: the controller stops or failed.
-func (p *producer[A]) leaveDrain() {
-	if p.undrain != nil {
-		p.undrain()
-	}
-	if p.dq != nil {
-		p.dq.LeaveDrain()
-	}
-}
+func Drain(ctx context.Context, sys *runtime.System) error { return impl.Drain(ctx, sys) }

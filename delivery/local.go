@@ -1,9 +1,7 @@
 package delivery
 
 import (
-	"errors"
-
-	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 )
 
 // ErrNotLocal is wrapped by the error with which a controller stops when
@@ -13,10 +11,4 @@ import (
 // and its producer or consumer messages are plain tells, with nothing to
 // make up for a lost one, so the rule is checked where the runtime can
 // tell (see runtime.IsLocal), as the reference implementation does.
-var ErrNotLocal = errors.New("delivery: not local to its controller")
-
-// The checks and spawning every controller shares.
-var (
-	requireLocal = controller.RequireLocal
-	isNil        = controller.IsNil
-)
+var ErrNotLocal = impl.ErrNotLocal

@@ -1,39 +1,26 @@
 package delivery
 
 import (
-	"fmt"
-
 	"github.com/trellis-go/trellis/delivery/durable"
-	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/runtime"
 )
 
 // ProducerOption configures a producer controller beyond its settings.
-type ProducerOption[A any] func(*producerConfig[A])
+type ProducerOption[A any] = impl.ProducerOption[A]
 
 // WithDurableQueue makes the producer controller store every message in q
 // before it sends it, and load q when it starts: a new controller with the
 // same producer id sends again every message that was not confirmed.
 func WithDurableQueue[A any](q durable.Queue[A]) ProducerOption[A] {
-	return func(c *producerConfig[A]) { c.queue, c.queueSet = q, true }
+	return impl.WithDurableQueue[A](q)
 }
 
 // WithProducerCodec sets the codec that serializes messages when
 // [ProducerSettings.ChunkLargeMessages] is on (default [JSONCodec]). The
 // consumer controller must use a codec with the same manifest.
 func WithProducerCodec[A any](codec Codec[A]) ProducerOption[A] {
-	return func(c *producerConfig[A]) { c.codec = codec }
-}
-
-type producerConfig[A any] struct {
-	id       string
-	settings ProducerSettings
-	queue    durable.Queue[A]
-	queueSet bool // WithDurableQueue was given, so queue must not be nil
-	// generation is that of the producer controllers of a work-pulling or
-	// sharding controller: the incarnation of its durable queue.
-	generation uint64
-	codec      Codec[A]
+	return impl.WithProducerCodec[A](codec)
 }
 
 // NewProducerController validates the settings and returns the factory of
@@ -48,41 +35,12 @@ type producerConfig[A any] struct {
 // controller knows a new producer controller from the old one even when
 // both have the same producer id.
 func NewProducerController[A any](producerID string, settings ProducerSettings, opts ...ProducerOption[A]) (func() runtime.Behavior[ProducerCommand[A]], error) {
-	cfg, err := newProducerConfig(producerID, settings, opts)
-	if err != nil {
-		return nil, err
-	}
-	return func() runtime.Behavior[ProducerCommand[A]] { return newProducer(cfg) }, nil
+	return impl.NewProducerController[A](producerID, settings, opts...)
 }
 
 // SpawnProducerController spawns a producer controller under on, named
 // name. It stops if it fails: a controller that restarted empty would have
 // neither producer nor consumer.
 func SpawnProducerController[A any](on runtime.Spawner, name, producerID string, settings ProducerSettings, opts ...ProducerOption[A]) (runtime.Ref[ProducerCommand[A]], error) {
-	factory, err := NewProducerController(producerID, settings, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return controller.Spawn(on, name, fmt.Sprintf("producer controller %q", producerID), factory)
-}
-
-func newProducerConfig[A any](producerID string, settings ProducerSettings, opts []ProducerOption[A]) (*producerConfig[A], error) {
-	s, err := settings.validate()
-	if err != nil {
-		return nil, fmt.Errorf("producer controller %q: %w", producerID, err)
-	}
-	if producerID == "" {
-		return nil, fmt.Errorf("producer controller: %w: the producer id is empty", ErrInvalidSettings)
-	}
-	cfg := &producerConfig[A]{id: producerID, settings: s, codec: JSONCodec[A]{}}
-	for _, o := range opts {
-		o(cfg)
-	}
-	if cfg.queueSet && isNil(cfg.queue) {
-		return nil, fmt.Errorf("producer controller %q: %w: the durable queue is nil (%T)", producerID, ErrInvalidSettings, cfg.queue)
-	}
-	if isNil(cfg.codec) {
-		return nil, fmt.Errorf("producer controller %q: %w: the codec is nil", producerID, ErrInvalidSettings)
-	}
-	return cfg, nil
+	return impl.SpawnProducerController[A](on, name, producerID, settings, opts...)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
-	"github.com/trellis-go/trellis/delivery/internal/pattern"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -43,13 +43,11 @@ func NewConsumerController[A, C any](newConsumer func(entityID string, start run
 	if newConsumer == nil {
 		return nil, fmt.Errorf("sharding consumer controller: %w: the consumer factory is nil", delivery.ErrInvalidSettings)
 	}
-	hooks := pattern.Hooks[A]()
-	cc, err := hooks.NewConsumer(s.Consumer, opts)
+	cc, err := impl.NewPatternConsumer(s.Consumer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
-	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, controller: cc, bufferSize: s.BufferSize,
-		wrap: hooks.WrapConsumer, unwrap: hooks.UnwrapConsumer}
+	cfg := &shardingConsumerConfig[A, C]{newConsumer: newConsumer, controller: cc, bufferSize: s.BufferSize}
 	return func(entityID string) runtime.Behavior[delivery.ConsumerCommand[A]] {
 		return &shardingConsumer[A, C]{cfg: cfg, entityID: entityID}
 	}, nil
@@ -57,13 +55,8 @@ func NewConsumerController[A, C any](newConsumer func(entityID string, start run
 
 type shardingConsumerConfig[A, C any] struct {
 	newConsumer func(entityID string, start runtime.Ref[delivery.ConsumerStart[A]]) runtime.Behavior[C]
-	controller  *pattern.ConsumerHooks[A]
+	controller  *impl.PatternConsumer[A]
 	bufferSize  int
-	// wrap makes the entity's own messages (scProducerStopped,
-	// scControllerStopped, scConsumerStopped) consumer commands; unwrap
-	// gives them back.
-	wrap   func(v any) delivery.ConsumerCommand[A]
-	unwrap func(m delivery.ConsumerCommand[A]) (any, bool)
 }
 
 // producerLink is the consumer controller of one producer id, and the
@@ -83,7 +76,7 @@ type producerLink[A any] struct {
 }
 
 // Internal messages of the entity, from its watches, wrapped as consumer
-// commands (see shardingConsumerConfig.wrap).
+// commands (see impl.WrapConsumer).
 type (
 	scProducerStopped   struct{ pc runtime.AnyRef }
 	scControllerStopped struct {
@@ -123,7 +116,7 @@ func (s *shardingConsumer[A, C]) OnSignal(ctx *runtime.Context[delivery.Consumer
 		_ = ctx.Stop(ctx.Self())
 		return
 	}
-	ctx.WatchWith(consumer, s.cfg.wrap(scConsumerStopped{}))
+	ctx.WatchWith(consumer, impl.WrapConsumer[A](scConsumerStopped{}))
 }
 
 func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[delivery.ConsumerCommand[A]], msg delivery.ConsumerCommand[A]) {
@@ -155,11 +148,11 @@ func (s *shardingConsumer[A, C]) Receive(ctx *runtime.Context[delivery.ConsumerC
 // onOwn handles the entity's own messages: a consumer controller's report
 // that it holds nothing, and the entity's watches.
 func (s *shardingConsumer[A, C]) onOwn(ctx *runtime.Context[delivery.ConsumerCommand[A]], msg delivery.ConsumerCommand[A]) {
-	if cc, handled, ok := s.cfg.controller.Idle(msg); ok {
+	if cc, handled, ok := impl.Idle(msg); ok {
 		s.onIdle(cc, handled)
 		return
 	}
-	v, _ := s.cfg.unwrap(msg)
+	v, _ := impl.UnwrapConsumer(msg)
 	switch m := v.(type) {
 	case scProducerStopped:
 		s.onProducerStopped(m.pc)
@@ -218,7 +211,7 @@ func (s *shardingConsumer[A, C]) route(m *delivery.SequencedMessage[A]) {
 		}
 		l = &producerLink[A]{cc: cc}
 		s.byProducer[m.ProducerID] = l
-		s.ctx.WatchWith(cc, s.cfg.wrap(scControllerStopped{producerID: m.ProducerID, cc: cc}))
+		s.ctx.WatchWith(cc, impl.WrapConsumer[A](scControllerStopped{producerID: m.ProducerID, cc: cc}))
 		cc.Tell(delivery.ConsumerStart[A]{DeliverTo: s.deliverTo})
 	}
 	if l.pc != m.ProducerController {
@@ -229,7 +222,7 @@ func (s *shardingConsumer[A, C]) route(m *delivery.SequencedMessage[A]) {
 		}
 		l.pc, l.generation = m.ProducerController, m.Generation
 		s.byPC[l.pc] = m.ProducerID
-		s.ctx.WatchWith(l.pc, s.cfg.wrap(scProducerStopped{pc: l.pc}))
+		s.ctx.WatchWith(l.pc, impl.WrapConsumer[A](scProducerStopped{pc: l.pc}))
 	}
 	l.routed++
 	l.cc.Tell(m)

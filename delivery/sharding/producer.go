@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/internal/tracing"
@@ -160,7 +161,7 @@ func NewProducerController[A any](producerID string, region EntityRegion[A], set
 	if controller.IsNil(region) {
 		return nil, fmt.Errorf("sharding producer controller %q: %w: the entity region is nil", producerID, delivery.ErrInvalidSettings)
 	}
-	cfg, err := pattern.Hooks[A]().NewProducer(producerID, s.Producer, opts)
+	cfg, err := impl.NewPatternProducer(producerID, s.Producer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sharding %w", err)
 	}
@@ -222,7 +223,7 @@ type shardingProducer[A any] struct {
 	storingE *spEntry[A]
 }
 
-func newShardingProducer[A any](cfg *pattern.ProducerHooks[A], region EntityRegion[A], s Settings) *shardingProducer[A] {
+func newShardingProducer[A any](cfg *impl.PatternProducer[A], region EntityRegion[A], s Settings) *shardingProducer[A] {
 	return &shardingProducer[A]{
 		Controller: pattern.NewController[A, Command[A], RequestNext[A]]("sharding", cfg),
 		settings:   s,

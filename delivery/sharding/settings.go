@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 )
 
@@ -70,7 +71,7 @@ func (s Settings) validate() (Settings, error) {
 	case s.ResendFirstUnconfirmedIdleTimeout < time.Millisecond:
 		return s, controller.Invalid("sharding.Settings.ResendFirstUnconfirmedIdleTimeout", s.ResendFirstUnconfirmedIdleTimeout, "must be at least 1ms")
 	}
-	p, err := pattern.ValidateProducerSettings(s.Producer)
+	p, err := impl.ValidateProducerSettings(s.Producer)
 	if err != nil {
 		return s, fmt.Errorf("sharding.Settings.Producer: %w", err)
 	}
@@ -102,7 +103,7 @@ func (s ConsumerSettings) validate() (ConsumerSettings, error) {
 	if s.BufferSize < 1 {
 		return s, controller.Invalid("sharding.ConsumerSettings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
 	}
-	c, err := pattern.ValidateConsumerSettings(s.Consumer)
+	c, err := impl.ValidateConsumerSettings(s.Consumer)
 	if err != nil {
 		return s, fmt.Errorf("sharding.ConsumerSettings.Consumer: %w", err)
 	}

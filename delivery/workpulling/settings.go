@@ -5,6 +5,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 )
 
@@ -50,7 +51,7 @@ func (s Settings) validate() (Settings, error) {
 	if s.BufferSize < 1 {
 		return s, controller.Invalid("workpulling.Settings.BufferSize", s.BufferSize, "must be at least 1 (or 0 for the default)")
 	}
-	p, err := pattern.ValidateProducerSettings(s.Producer)
+	p, err := impl.ValidateProducerSettings(s.Producer)
 	if err != nil {
 		return s, fmt.Errorf("workpulling.Settings.Producer: %w", err)
 	}

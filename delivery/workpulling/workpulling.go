@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/delivery/internal/pattern"
 	"github.com/trellis-go/trellis/delivery/internal/ring"
 	"github.com/trellis-go/trellis/internal/tracing"
@@ -127,7 +128,7 @@ func NewProducerController[A any](producerID string, key runtime.ServiceKey[deli
 	if err != nil {
 		return nil, fmt.Errorf("work-pulling producer controller %q: %w", producerID, err)
 	}
-	cfg, err := pattern.Hooks[A]().NewProducer(producerID, s.Producer, opts)
+	cfg, err := impl.NewPatternProducer(producerID, s.Producer, opts)
 	if err != nil {
 		return nil, fmt.Errorf("work-pulling %w", err)
 	}
@@ -189,7 +190,7 @@ type workPulling[A any] struct {
 	storingW *worker[A]
 }
 
-func newWorkPulling[A any](cfg *pattern.ProducerHooks[A], key runtime.ServiceKey[delivery.ConsumerCommand[A]], bufferSize int) *workPulling[A] {
+func newWorkPulling[A any](cfg *impl.PatternProducer[A], key runtime.ServiceKey[delivery.ConsumerCommand[A]], bufferSize int) *workPulling[A] {
 	return &workPulling[A]{
 		Controller: pattern.NewController[A, Command[A], RequestNext[A]]("work-pulling", cfg),
 		key:        key,

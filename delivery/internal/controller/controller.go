@@ -1,33 +1,24 @@
-// Package controller holds what delivery's controllers share and what
-// delivery lends its pattern packages (delivery/workpulling,
-// delivery/sharding) of its point-to-point controllers, none of which a
-// user of delivery sees: the errors the patterns wrap, spawning a
-// controller, the argument checks, and the hooks (see [Hooks]).
-//
-// Delivery imports this package, never the other way round, so the hooks
-// are set by delivery itself: its init registers one function ([Register])
-// that, given a value of one of delivery's generic types for some message
-// type A (a *delivery.SequencedMessage[A], the probe), returns the
-// [Hooks] for A, built by a generic method of that type. The pattern
-// packages reach them through delivery/internal/pattern, which names
-// delivery's types and asserts the result once, when a controller is made.
-// No linkname, and nothing of it in delivery's exported API.
+// Package controller holds what every controller of delivery (the
+// point-to-point ones of delivery/internal/impl and the pattern ones)
+// shares: the errors they wrap, spawning a controller, and the argument
+// checks.
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/trellis-go/trellis/runtime"
 )
 
-// ErrInvalidSettings is delivery's, set by its init (before any package
-// that imports delivery uses it).
-var ErrInvalidSettings error
+// ErrInvalidSettings is wrapped by the errors of settings out of range
+// (delivery.ErrInvalidSettings).
+var ErrInvalidSettings = errors.New("delivery: invalid settings")
 
-// ErrNotLocal is delivery's, set by its init (before any package that
-// imports delivery uses it).
-var ErrNotLocal error
+// ErrNotLocal is wrapped by the error of a producer or consumer that is
+// not local to its controller (delivery.ErrNotLocal).
+var ErrNotLocal = errors.New("delivery: not local to its controller")
 
 // Invalid returns the error of a settings field out of range, wrapping
 // ErrInvalidSettings.

@@ -5,19 +5,18 @@
 // point-to-point producer controller of package delivery, made the same
 // way, whose demand they track in a [DemandSet]. Each embeds a
 // [Controller]; what differs (which worker or entity a message goes to,
-// buffering, stats) is theirs. They reach delivery's controllers through
-// [Hooks] (see delivery/internal/controller), which this package gives
-// delivery's types.
+// buffering, stats) is theirs. The point-to-point controllers are
+// delivery/internal/impl's, which the public package delivery faces.
 package pattern
 
 import (
 	"errors"
 	"log/slog"
 
-	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/internal/controller"
 	"github.com/trellis-go/trellis/delivery/internal/durablecalls"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -27,39 +26,12 @@ import (
 // RequestNext can do.
 var ErrBufferFull = errors.New("delivery: buffer full")
 
-// ProducerHooks are what a pattern controller uses of delivery's producer
-// controller (see controller.Hooks).
-type ProducerHooks[A any] = controller.Producer[A, delivery.ProducerCommand[A]]
-
-// ConsumerHooks are what a sharded entity uses of delivery's consumer
-// controller.
-type ConsumerHooks[A any] = controller.Consumer[A, delivery.ConsumerCommand[A]]
-
-// Hooks returns delivery's hooks for messages of type A.
-func Hooks[A any]() *controller.Hooks[A, delivery.ProducerCommand[A], delivery.ConsumerCommand[A]] {
-	return controller.For[A, delivery.ProducerCommand[A], delivery.ConsumerCommand[A]]((*delivery.SequencedMessage[A])(nil))
-}
-
-// ValidateProducerSettings returns s with its defaults, or an error naming
-// the first field out of range.
-func ValidateProducerSettings(s delivery.ProducerSettings) (delivery.ProducerSettings, error) {
-	v, err := controller.ValidateProducerSettings(s)
-	return v.(delivery.ProducerSettings), err
-}
-
-// ValidateConsumerSettings is ValidateProducerSettings for consumer
-// settings.
-func ValidateConsumerSettings(s delivery.ConsumerSettings) (delivery.ConsumerSettings, error) {
-	v, err := controller.ValidateConsumerSettings(s)
-	return v.(delivery.ConsumerSettings), err
-}
-
 // Controller is the part of a work-pulling or sharding producer
 // controller that is not about its workers or entities. C is the
 // controller's command type, N its RequestNext type.
 type Controller[A, C, N any] struct {
 	kind string // "work-pulling" or "sharding": names the controller in its log and errors
-	Cfg  *ProducerHooks[A]
+	Cfg  *impl.PatternProducer[A]
 	Ctx  *runtime.Context[C]
 	self runtime.Ref[C]
 	Log  *slog.Logger
@@ -69,14 +41,14 @@ type Controller[A, C, N any] struct {
 	Loaded    bool // the durable state is loaded (at once without a queue)
 	Failed    bool
 
-	CurrentSeqNr delivery.SeqNr // the next message's number
-	generation   uint64         // of the internal producer controllers: the queue's incarnation
+	CurrentSeqNr impl.SeqNr // the next message's number
+	generation   uint64     // of the internal producer controllers: the queue's incarnation
 	Dq           *durablecalls.Calls[A, C]
 }
 
 // NewController makes the controller of kind ("work-pulling" or
 // "sharding") with cfg's hooks; it is loaded at once if it has no queue.
-func NewController[A, C, N any](kind string, cfg *ProducerHooks[A]) Controller[A, C, N] {
+func NewController[A, C, N any](kind string, cfg *impl.PatternProducer[A]) Controller[A, C, N] {
 	return Controller[A, C, N]{kind: kind, Cfg: cfg, Loaded: cfg.Queue == nil, CurrentSeqNr: 1}
 }
 
@@ -142,16 +114,16 @@ func (f *Controller[A, C, N]) Storing() bool { return f.Dq != nil && f.Dq.Storin
 // controller stores for it), connected to consumer. Its RequestNexts come
 // to the controller as next, its replies to asks sent with replyTo (one
 // per message, in order) as confirmed, and its stop as stopped.
-func (f *Controller[A, C, N]) SpawnChild(producerID string, consumer runtime.Ref[delivery.ConsumerCommand[A]],
-	next, confirmed, stopped C) (pc runtime.Ref[delivery.ProducerCommand[A]], replyTo runtime.Ref[delivery.SeqNr], err error) {
+func (f *Controller[A, C, N]) SpawnChild(producerID string, consumer runtime.Ref[impl.ConsumerCommand[A]],
+	next, confirmed, stopped C) (pc runtime.Ref[impl.ProducerCommand[A]], replyTo runtime.Ref[impl.SeqNr], err error) {
 	pc, err = runtime.Spawn(f.Ctx, "", f.Cfg.Child(producerID, f.generation), runtime.WithSupervision(runtime.StopOnFailure()))
 	if err != nil {
 		return nil, nil, err
 	}
-	replyTo = runtime.MessageAdapter(f.Ctx, func(delivery.SeqNr) C { return confirmed })
+	replyTo = runtime.MessageAdapter(f.Ctx, func(impl.SeqNr) C { return confirmed })
 	f.Ctx.WatchWith(pc, stopped)
-	pc.Tell(delivery.ProducerStart[A]{Producer: runtime.MessageAdapter(f.Ctx, func(delivery.RequestNext[A]) C { return next })})
-	pc.Tell(delivery.RegisterConsumer[A]{ConsumerController: consumer})
+	pc.Tell(impl.ProducerStart[A]{Producer: runtime.MessageAdapter(f.Ctx, func(impl.RequestNext[A]) C { return next })})
+	pc.Tell(impl.RegisterConsumer[A]{ConsumerController: consumer})
 	return pc, replyTo, nil
 }
 

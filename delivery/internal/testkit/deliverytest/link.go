@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/delivery"
-	"github.com/trellis-go/trellis/delivery/internal/pattern"
+	"github.com/trellis-go/trellis/delivery/internal/impl"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -59,6 +59,9 @@ type FaultLink[A any] struct {
 	ccFaults   Faults
 	pcFaults   Faults
 	delayCount atomic.Uint64
+	sentMax    atomic.Int64 // the highest SequencedMessage number the producer side sent through
+	passedMu   sync.Mutex
+	passed     []passedChunk                                            // the chunks that reached the consumer controller, in order
 	learned    atomic.Pointer[runtime.Ref[delivery.ProducerCommand[A]]] // with pc nil: the last sender
 
 	// The test's own choices, made before the random faults: gate says
@@ -169,7 +172,14 @@ func (l *FaultLink[A]) toProducer(m delivery.ProducerCommand[A]) {
 // toConsumer passes a SequencedMessage on as a producer controller sends
 // it: postponable, so that a consumer controller with a delivery out holds
 // it (runtime.PostponeWakeups), and the faults meet that path too.
-func (l *FaultLink[A]) toConsumer(m delivery.ConsumerCommand[A]) { runtime.TellPostponable(l.cc, m) }
+func (l *FaultLink[A]) toConsumer(m delivery.ConsumerCommand[A]) {
+	if sm, ok := m.(*delivery.SequencedMessage[A]); ok && sm.Chunk != nil {
+		l.passedMu.Lock()
+		l.passed = append(l.passed, passedChunk{seqNr: sm.SeqNr, chunk: sm.Chunk})
+		l.passedMu.Unlock()
+	}
+	runtime.TellPostponable(l.cc, m)
+}
 
 // linkDelayed is a message the link held back, back from its timer.
 type linkDelayed struct{ msg any }
@@ -186,22 +196,24 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	cc runtime.Ref[delivery.ConsumerCommand[A]], toCC, toPC Faults, seed uint64) *FaultLink[A] {
 	t.Helper()
 	l := &FaultLink[A]{pc: pc, cc: cc, ccFaults: toCC, pcFaults: toPC}
-	hooks := pattern.Hooks[A]()
 	var err error
 	l.toCC, err = runtime.Spawn(sys, name+"-to-cc", func() runtime.Behavior[delivery.ConsumerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		return runtime.ReceiveFunc(func(ctx *runtime.Context[delivery.ConsumerCommand[A]], m delivery.ConsumerCommand[A]) {
-			if v, ok := hooks.UnwrapConsumer(m); ok {
+			if v, ok := impl.UnwrapConsumer(m); ok {
 				switch v := v.(type) {
 				case linkDelayed:
 					l.toConsumer(v.msg.(delivery.ConsumerCommand[A]))
 				case linkLagTick:
-					releaseLagged(ctx, v.f, hooks.WrapConsumer)
+					releaseLagged(ctx, v.f, impl.WrapConsumer[A])
 				}
 				return
 			}
 			switch m := m.(type) {
 			case *delivery.SequencedMessage[A]:
+				if m.SeqNr > l.sentMax.Load() {
+					l.sentMax.Store(m.SeqNr)
+				}
 				if l.pc == nil {
 					if p := l.learned.Load(); p == nil || *p != m.ProducerController {
 						pc := m.ProducerController
@@ -210,7 +222,7 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 				}
 				c := *m // shared with the producer controller: copy, never modify
 				c.ProducerController = l.ToPC
-				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, delivery.ConsumerCommand[A](&c), l.toConsumer, hooks.WrapConsumer)
+				linkApply(ctx, rng, l, &l.ccFaults, &l.toCCStats, delivery.ConsumerCommand[A](&c), l.toConsumer, impl.WrapConsumer[A])
 			default:
 				l.cc.Tell(m)
 			}
@@ -222,21 +234,21 @@ func NewFaultLink[A any](t testing.TB, sys *runtime.System, name string, pc runt
 	l.ToPC, err = runtime.Spawn(sys, name+"-to-pc", func() runtime.Behavior[delivery.ProducerCommand[A]] {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		return runtime.ReceiveFunc(func(ctx *runtime.Context[delivery.ProducerCommand[A]], m delivery.ProducerCommand[A]) {
-			if v, ok := hooks.UnwrapProducer(m); ok {
+			if v, ok := impl.UnwrapProducer(m); ok {
 				switch v := v.(type) {
 				case linkDelayed:
 					l.toProducer(v.msg.(delivery.ProducerCommand[A]))
 				case linkLagTick:
-					releaseLagged(ctx, v.f, hooks.WrapProducer)
+					releaseLagged(ctx, v.f, impl.WrapProducer[A])
 				}
 				return
 			}
 			switch m := m.(type) {
 			case delivery.RegisterConsumer[A]:
 				m.ConsumerController = l.toCC
-				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, delivery.ProducerCommand[A](m), l.toProducer, hooks.WrapProducer)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, delivery.ProducerCommand[A](m), l.toProducer, impl.WrapProducer[A])
 			case delivery.Request[A], delivery.Resend[A], delivery.Ack[A], *delivery.Ack[A]:
-				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, m, l.toProducer, hooks.WrapProducer)
+				linkApply(ctx, rng, l, &l.pcFaults, &l.ToPCStats, m, l.toProducer, impl.WrapProducer[A])
 			default:
 				l.toProducer(m)
 			}

@@ -1,4 +1,4 @@
-package delivery
+package impl
 
 // The producer controller's use of its durable queue (the calls themselves,
 // their deadlines and retries, are in durable_calls.go): every message is

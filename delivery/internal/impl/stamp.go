@@ -1,4 +1,4 @@
-package delivery
+package impl
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package delivery
+package impl
 
 // The producer controller's resending: on a consumer controller's Resend,
 // to wake a silent entity, and of the first message of an association
