@@ -56,8 +56,8 @@ func rowFields(t reflect.Type) (map[string]*field, map[string]string, error) {
 				name = n
 			}
 		}
-		if len(sf.Index) > 1 {
-			continue // a promoted field: not top-level in every row's JSON form
+		if _, taken := ok[name]; taken || throughPointer(t, sf.Index) {
+			continue // shadowed, as encoding/json does; or nil in some rows
 		}
 		k, err := kindOf(sf.Type)
 		if err != nil {
@@ -67,6 +67,18 @@ func rowFields(t reflect.Type) (map[string]*field, map[string]string, error) {
 		ok[name] = &field{name: name, index: sf.Index, kind: k}
 	}
 	return ok, not, nil
+}
+
+// throughPointer reports whether the field at index is promoted through
+// an embedded pointer.
+func throughPointer(t reflect.Type, index []int) bool {
+	for _, i := range index[:len(index)-1] {
+		t = t.Field(i).Type
+		if t.Kind() == reflect.Pointer {
+			return true
+		}
+	}
+	return false
 }
 
 func kindOf(t reflect.Type) (kind, error) {
