@@ -27,11 +27,11 @@ func TestViewPagingModel(t *testing.T) {
 			write := func() string {
 				id := fmt.Sprintf("m-%03d", rng.IntN(entities))
 				touched[id] = true
-				switch r := rng.IntN(10); {
-				case r == 0:
+				switch rng.IntN(10) {
+				case 0:
 					delete(model, id)
 					return remove(t, ts, id)
-				case r == 1:
+				case 1:
 					delete(model, id)
 					return put(t, ts, id, order{Customer: "c", Status: "cancelled", Total: rng.IntN(1000)})
 				default:

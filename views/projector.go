@@ -97,14 +97,15 @@ func (p *projector) run() {
 		p.prev = nil
 	}
 	for !p.stopping() {
-		if err := p.open(); err == nil {
+		err := p.open()
+		if err == nil {
 			break
-		} else if errors.Is(err, entities.ErrFenced) {
-			return
-		} else {
-			p.warn("open", err)
-			p.wait(time.Second)
 		}
+		if errors.Is(err, entities.ErrFenced) {
+			return
+		}
+		p.warn("open", err)
+		p.wait(time.Second)
 	}
 	for !p.stopping() {
 		more, err := p.step()

@@ -19,6 +19,7 @@ type Query[R any] struct {
 // Order is a query's sort order.
 type Order int
 
+// The orders: ascending (the lowest first) and descending.
 const (
 	Asc Order = iota
 	Desc

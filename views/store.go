@@ -61,11 +61,6 @@ type shardRows struct {
 	rows []entry
 }
 
-// inBounds reports whether key is within b.
-func (b bounds) inBounds(key string) bool {
-	return !below(key, b.lo) && !aboveHi(key, b.hi)
-}
-
 // below reports whether key is under the lower bound lo.
 func below(key, lo string) bool {
 	c := strings.Compare(key, lo[1:])
