@@ -29,6 +29,7 @@ import (
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/runtime"
+	"github.com/trellis-go/trellis/views"
 )
 
 // clusterNode is this instance's part in a cluster (on by default with a
@@ -68,6 +69,9 @@ type clusterNode struct {
 	// consumers is the service's consumer runner, which stops consuming
 	// a shard before it is released (set before start).
 	consumers func() *consumers.Runner
+	// views is the service's view runner, which stops projecting a shard
+	// before it is released.
+	views func() *views.Runner
 
 	// producers take the sends other instances hand to the queues this
 	// one owns (DurableProducer), by producer id.
@@ -262,6 +266,9 @@ func (n *clusterNode) listen(ctx context.Context) error {
 func (n *clusterNode) beforeRelease(ctx context.Context, shard int) {
 	if n.consumers != nil {
 		n.consumers().BeforeRelease(ctx, shard)
+	}
+	if n.views != nil {
+		n.views().BeforeRelease(ctx, shard)
 	}
 	n.placement.BeforeRelease(ctx, shard)
 }

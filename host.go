@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/views"
 )
 
 // Host is what the application's setup starts its components on.
@@ -64,6 +65,8 @@ type Host struct {
 	node *clusterNode
 	// consumers runs the consumers setup starts (see Consumers).
 	consumers *consumers.Runner
+	// views runs the views setup starts (see Views).
+	views *views.Runner
 	// checks are the application's readiness checks (AddReadinessCheck).
 	checks *httpserver.Checks
 	// tracing is what Tracing is made of, flushed at shutdown.

@@ -99,7 +99,11 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		releaseHost(h, conn, node)
 		return nil, err
 	}
-	metrics, err := httpserver.NewMetrics(append(tr.collectors(), h.Timers.Collector(), h.consumers.Collector())...)
+	if err := openViews(h, node); err != nil {
+		releaseHost(h, conn, node)
+		return nil, err
+	}
+	metrics, err := httpserver.NewMetrics(append(tr.collectors(), h.Timers.Collector(), h.consumers.Collector(), h.views.Collector())...)
 	if err != nil {
 		releaseHost(h, conn, node)
 		return nil, fmt.Errorf("trellis: %w", err)
@@ -151,6 +155,7 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		o.faults.OnKill(s.kill)
 	}
 	h.consumers.Start(context.Background())
+	h.views.Start(context.Background())
 	node.start() // every entity type and consumer is started: shards may come
 	h.Timers.StartRetrying(timerRetry)
 	s.srv = &http.Server{
@@ -265,6 +270,9 @@ func releaseHost(h *Host, conn *store.Conn, node *clusterNode) {
 	defer cancel()
 	if h.consumers != nil {
 		_ = h.consumers.Stop(ctx)
+	}
+	if h.views != nil {
+		_ = h.views.Stop(ctx)
 	}
 	if node != nil {
 		node.abort()
@@ -434,6 +442,10 @@ func (s *Service) shutdown(ctx context.Context) error {
 	}
 	s.log.Info("shutting down: stopping the consumers")
 	if err := s.host.consumers.Stop(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	s.log.Info("shutting down: stopping the views' projectors")
+	if err := s.host.views.Stop(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if s.node != nil {

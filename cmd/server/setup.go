@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/samples/ordering"
+	"github.com/trellis-go/trellis/views"
 )
 
 // endpoints is the server's implementation of the samples' contract: one
@@ -68,6 +69,14 @@ func setup(s *samples) trellis.Setup {
 		orders, err := ordering.NewEndpoint(h.Client, h.Timers, expiry)
 		if err != nil {
 			return fmt.Errorf("start the order sample: %w", err)
+		}
+		switch err := ordering.CustomerOrders.Start(h.Views()); {
+		case errors.Is(err, views.ErrNoChangeLog):
+			h.Logger.Warn("the customers' order lists are off: " + err.Error())
+		case err != nil:
+			return fmt.Errorf("start the order sample's view: %w", err)
+		default:
+			orders.ServeViews(h.Views(), h.Clock)
 		}
 		contract.HandlerWithOptions(endpoints{
 			counterRoutes: counter.NewEndpoint(h.Client),

@@ -4,6 +4,7 @@
 package contract
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -26,6 +27,24 @@ func (e OrderResultOutcome) Valid() bool {
 	case OutcomeNotFound:
 		return true
 	case OutcomeOK:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListCustomerOrdersParamsStatus.
+const (
+	Confirmed ListCustomerOrdersParamsStatus = "confirmed"
+	Placed    ListCustomerOrdersParamsStatus = "placed"
+)
+
+// Valid indicates whether the value is a known member of the ListCustomerOrdersParamsStatus enum.
+func (e ListCustomerOrdersParamsStatus) Valid() bool {
+	switch e {
+	case Confirmed:
+		return true
+	case Placed:
 		return true
 	default:
 		return false
@@ -100,10 +119,22 @@ type Order struct {
 	Quantity int `json:"quantity"`
 }
 
+// OrderPage One page of a customer's orders.
+type OrderPage struct {
+	// Next The next page's token; absent on the last page.
+	Next   string  `json:"next,omitempty"`
+	Orders []Order `json:"orders"`
+}
+
 // OrderRequest What to order.
 //
 // Example: {"item":"Pizza Margherita","quantity":1}
 type OrderRequest struct {
+	// Customer Who orders, 1 to 200 characters (optional): the customer's orders are listed at `/customers/{customer}/orders`.
+	//
+	// Example: alice
+	Customer string `json:"customer,omitempty" validate:"omitempty,min=1,max=200"`
+
 	// Item What is ordered, 1 to 200 characters.
 	//
 	// Example: Pizza Margherita
@@ -254,6 +285,24 @@ type UnsupportedMediaType = Problem
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
 type WriteConflict = Problem
 
+// ListCustomerOrdersParams defines parameters for ListCustomerOrders.
+type ListCustomerOrdersParams struct {
+	// Status The orders' status (`placed` when absent).
+	Status ListCustomerOrdersParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit The most orders of the page, 1 to 100 (20 when absent).
+	Limit int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// PageToken The previous page's `next`, as it was.
+	PageToken string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+
+	// After A `Trellis-Change-Position` from placing or confirming an order: the page waits until the view has applied it.
+	After string `form:"after,omitempty" json:"after,omitempty"`
+}
+
+// ListCustomerOrdersParamsStatus defines parameters for ListCustomerOrders.
+type ListCustomerOrdersParamsStatus string
+
 // IncreaseCounterJSONRequestBody defines body for IncreaseCounter for application/json ContentType.
 type IncreaseCounterJSONRequestBody = CounterIncrease
 
@@ -271,6 +320,9 @@ type ServerInterface interface {
 	// IncreaseCounter Increase a counter
 	// (POST /counters/{id}/increase)
 	IncreaseCounter(w http.ResponseWriter, r *http.Request, id CounterID)
+	// ListCustomerOrders List a customer's orders of one status, newest first
+	// (GET /customers/{customer}/orders)
+	ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params ListCustomerOrdersParams)
 	// PlaceOrder Place an order
 	// (POST /orders)
 	PlaceOrder(w http.ResponseWriter, r *http.Request)
@@ -304,6 +356,12 @@ func (_ Unimplemented) GetCounter(w http.ResponseWriter, r *http.Request, id Cou
 // IncreaseCounter Increase a counter
 // (POST /counters/{id}/increase)
 func (_ Unimplemented) IncreaseCounter(w http.ResponseWriter, r *http.Request, id CounterID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListCustomerOrders List a customer's orders of one status, newest first
+// (GET /customers/{customer}/orders)
+func (_ Unimplemented) ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params ListCustomerOrdersParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -409,6 +467,87 @@ func (siw *ServerInterfaceWrapper) IncreaseCounter(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.IncreaseCounter(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListCustomerOrders operation middleware
+func (siw *ServerInterfaceWrapper) ListCustomerOrders(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "customer" -------------
+	var customer string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "customer", chi.URLParam(r, "customer"), &customer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "customer", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCustomerOrdersParams
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", r.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "status"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "status", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "pageToken" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageToken", r.URL.Query(), &params.PageToken, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "pageToken"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "pageToken", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", r.URL.Query(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "after"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "after", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListCustomerOrders(w, r, customer, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -634,6 +773,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/orders", wrapper.PlaceOrder)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/customers/{customer}/orders", wrapper.ListCustomerOrders)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/orders/{id}", wrapper.GetOrder)

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/views"
 )
 
 // Endpoint serves the order routes of the contract (PlaceOrder, GetOrder,
@@ -25,6 +27,8 @@ type Endpoint struct {
 	client *components.Client
 	timers *timers.Scheduler
 	expiry time.Duration
+	views  *views.Runner // nil: the customers' lists are off (see ServeViews)
+	clock  clockwork.Clock
 }
 
 // NewEndpoint makes the endpoint over client and scheduler; an order that
@@ -36,7 +40,7 @@ func NewEndpoint(client *components.Client, scheduler *timers.Scheduler, expiry 
 	case expiry <= 0:
 		return nil, fmt.Errorf("ordering.NewEndpoint: the expiry must be positive, not %v", expiry)
 	}
-	return &Endpoint{client: client, timers: scheduler, expiry: expiry}, nil
+	return &Endpoint{client: client, timers: scheduler, expiry: expiry, clock: clockwork.NewRealClock()}, nil
 }
 
 // IdempotentRoutes are the order routes that take an Idempotency-Key
@@ -77,7 +81,8 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// PlaceOrder here is the entity's command, not this method.
-	o, err := PlaceOrder.Invoke(ctx, e.client, id, OrderRequest{Item: body.Item, Quantity: body.Quantity})
+	o, err := PlaceOrder.Invoke(ctx, e.client, id, OrderRequest{Item: body.Item, Quantity: body.Quantity,
+		Customer: body.Customer, PlacedAt: e.clock.Now().UnixMilli()})
 	if err != nil {
 		if errors.Is(err, components.ErrUnavailable) && !errors.Is(err, components.ErrOutcomeUnknown) {
 			// Not stored: its timer has nothing to expire.
@@ -89,6 +94,7 @@ func (e *Endpoint) PlaceOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/orders/"+id)
+	e.setPosition(w, r, id)
 	api.WriteJSON(w, r, http.StatusCreated, toAPI(o))
 }
 

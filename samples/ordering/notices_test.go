@@ -55,7 +55,8 @@ func TestNotices(t *testing.T) {
 }
 
 // orderApp is the order sample's setup: the entity, the timed action,
-// the notices consumer (set in *notices) and the order routes, orders
+// the notices consumer (set in *notices), the customers' orders view and
+// the order routes, orders
 // expiring after expiry.
 func orderApp(expiry time.Duration, notices **ordering.Notices) trellis.Setup {
 	return func(h *trellis.Host, r chi.Router) error {
@@ -73,6 +74,10 @@ func orderApp(expiry time.Duration, notices **ordering.Notices) trellis.Setup {
 		if err != nil {
 			return err
 		}
+		if err := ordering.CustomerOrders.Start(h.Views()); err != nil {
+			return err
+		}
+		orders.ServeViews(h.Views(), h.Clock)
 		contract.HandlerWithOptions(orderRoutes{Endpoint: orders}, contract.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
 		return nil
 	}

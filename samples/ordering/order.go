@@ -15,12 +15,19 @@ type Order struct {
 	Item      string `json:"item"`
 	Quantity  int    `json:"quantity"`
 	Expired   bool   `json:"expired,omitempty"`
+	// Customer is who placed it, if the request said; PlacedAt when, in
+	// Unix milliseconds (0 for an order placed before it was kept).
+	Customer string `json:"customer,omitempty"`
+	PlacedAt int64  `json:"placedAt,omitempty"`
 }
 
 // OrderRequest is what placing an order takes.
 type OrderRequest struct {
 	Item     string `json:"item"`
 	Quantity int    `json:"quantity"`
+	Customer string `json:"customer,omitempty"`
+	// PlacedAt is when the endpoint took the order, in Unix milliseconds.
+	PlacedAt int64 `json:"placedAt,omitempty"`
 }
 
 // Outcome is a business result of confirm and cancel. They are replies,
@@ -53,7 +60,7 @@ var Orders = entities.Define("order", func(id string) Order { return Order{ID: i
 // placed, and the reply is the order as placed.
 var PlaceOrder = entities.Command(Orders, "placeOrder",
 	func(ctx *entities.Ctx[Order, Order], current Order, req OrderRequest) entities.Effect[Order, Order] {
-		o := Order{ID: ctx.EntityID(), Placed: true, Item: req.Item, Quantity: req.Quantity}
+		o := Order{ID: ctx.EntityID(), Placed: true, Item: req.Item, Quantity: req.Quantity, Customer: req.Customer, PlacedAt: req.PlacedAt}
 		switch {
 		case current.Expired:
 			return ctx.DeleteEntity().ThenReply(o)

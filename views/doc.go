@@ -1,0 +1,48 @@
+// Package views keeps tables of rows built from an entity type's changes,
+// indexed for the queries declared with them, paged by token.
+//
+// A view is defined from a key-value entity type (Define) with an
+// updater, a pure function that maps each change of an entity to its row
+// (Upsert), to no row (Delete), or to nothing (Ignore); the row is a Go
+// struct encoded with encoding/json. Queries are declared with the view
+// (View.Query): equality on some of the row's fields (Eq), an order on
+// one more (SortBy), a range on that field (Range), a maximum page size
+// (MaxLimit). Each query is its own index, kept with the rows; Start
+// refuses, naming the field, a query over a field the row does not have
+// or cannot index.
+//
+// # What a view sees, and when
+//
+// The view is fed by the per-shard change log the entity store writes in
+// the same atomic step as the state (the log consumers read): a projector
+// per view and shard, on the instance that serves the shard, applies the
+// shard's changes in order, a batch at a time, each batch with its rows,
+// index entries and the position of its last change in one atomic step
+// (one Lua script in the shard's slot on Redis, under the shard's fence),
+// so a batch applied again is a no-op. A view never built on a shard, or
+// behind the log's bound, is built from the entities' current states.
+// Queries read the store on any instance: a page may miss changes the
+// projector has not applied yet (its lag, in /metrics); a query that must
+// see a command's change waits for its position (Request.After, from
+// Runner.Written after the command replied).
+//
+// # Paging
+//
+// A page's token (Page.Next) holds the index key of its last row and the
+// position of every shard's view when the first page was read: the next
+// page starts after that key and leaves out the index entries made since
+// that position. A row that stays in the result without moving is seen
+// exactly once across the pages; a row that moves, leaves or enters the
+// result during the paging is seen at most once; the order holds across
+// pages. Tokens are plain data (no state on the instance that made them)
+// and survive a restart; a token of another query, of other parameters,
+// or not a token is refused (ErrBadToken). Offsets are not offered.
+//
+// # Storage
+//
+// On Redis and Redis Cluster a view's keys of one shard carry the shard's
+// hash tag (see NewRedisStore): a row and its index entries are written
+// in one script, and a query reads each shard's index (one script per
+// shard, pipelined: on a Redis Cluster, one round trip per master) and
+// merges them. In memory, each index is a sorted slice.
+package views

@@ -1,0 +1,114 @@
+package views
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Page reads one page of the query's result on r, the service's views
+// (any instance: the rows are in the store). Its errors are Go errors
+// wrapping ErrBadToken, ErrBadParam, ErrBadLimit, ErrBadPosition (each a
+// 400 for api.WriteError), ErrBehind, ErrNotStarted, or the store's.
+func (q *Query[R]) Page(ctx context.Context, r *Runner, req Request) (*Page[R], error) {
+	raw, err := r.Page(ctx, q.view.name, q.def.name, req)
+	if err != nil {
+		return nil, err
+	}
+	out := &Page[R]{Rows: make([]R, len(raw.Rows)), IDs: raw.IDs, Next: raw.Next}
+	for i, row := range raw.Rows {
+		if err := json.Unmarshal(row, &out.Rows[i]); err != nil {
+			return nil, fmt.Errorf("view %s: decode the row of %s: %w", q.view.name, raw.IDs[i], err)
+		}
+	}
+	return out, nil
+}
+
+// RawPage is a page whose rows are left in their JSON form.
+type RawPage struct {
+	Rows []json.RawMessage
+	IDs  []string
+	Next string
+}
+
+// Page reads one page of query of view by their names, its rows in their
+// JSON form: for an endpoint that serves any query. An unknown query
+// wraps ErrUnknownQuery (a 400 for api.WriteError).
+func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*RawPage, error) {
+	d, err := r.view(view)
+	if err != nil {
+		return nil, err
+	}
+	qi, qd := d.query(query)
+	if qd == nil {
+		names := make([]string, len(d.queries))
+		for i, q := range d.queries {
+			names[i] = q.name
+		}
+		return nil, refuse(ErrUnknownQuery, "query", "view %s has no query %q (its queries: %s)", view, query, strings.Join(names, ", "))
+	}
+	s, err := qd.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	b := bounds{lo: s.lo, hi: s.hi, desc: qd.desc, limit: s.limit}
+	shards, snapshots := make([]int, numShards), make([]int64, numShards)
+	for i := range shards {
+		shards[i], snapshots[i] = i, -1
+	}
+	var tok *token
+	if req.Token != "" {
+		if tok, err = parseToken(req.Token, d.name, s); err != nil {
+			return nil, err
+		}
+		last := string(tok.Last)
+		if qd.desc {
+			b.hi = "(" + last
+		} else {
+			b.lo = "(" + above(last)
+		}
+		for i := range snapshots {
+			snapshots[i] = int64(tok.snapshot(i))
+		}
+	}
+	if req.After != "" {
+		if err := r.waitFor(ctx, d.name, req.After, req.Wait); err != nil {
+			return nil, err
+		}
+	}
+	res, err := r.cfg.Store.scan(ctx, d, qi, b, shards, snapshots)
+	if err != nil {
+		return nil, err
+	}
+	var all []entry
+	for _, sr := range res {
+		all = append(all, sr.rows...)
+	}
+	slices.SortFunc(all, func(x, y entry) int {
+		if qd.desc {
+			return strings.Compare(y.key, x.key)
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	out := &RawPage{}
+	for _, e := range all[:min(len(all), s.limit)] {
+		out.Rows = append(out.Rows, e.row)
+		out.IDs = append(out.IDs, e.id)
+	}
+	if len(all) > s.limit {
+		next := &token{Version: tokenVersion, View: d.name, Query: qd.name, Hash: s.hash(), Last: []byte(all[s.limit-1].key)}
+		if tok != nil {
+			next.Shards = tok.Shards
+		} else {
+			for i, sr := range res {
+				if sr.pos > 0 {
+					next.Shards = append(next.Shards, [2]int64{int64(shards[i]), int64(sr.pos)})
+				}
+			}
+		}
+		out.Next = next.encode()
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+// Position is a place in a shard's change log: a view that applied it
+// shows every change recorded there up to it.
+type Position struct {
+	Shard int
+	Seq   uint64
+}
+
+// String is the position as a query's Request.After takes it:
+// "<shard>.<seq>".
+func (p Position) String() string { return strconv.Itoa(p.Shard) + "." + strconv.FormatUint(p.Seq, 10) }
+
+// ParsePosition reads a Position's String.
+func ParsePosition(text string) (Position, error) {
+	shardText, seqText, ok := strings.Cut(text, ".")
+	shard, err1 := strconv.Atoi(shardText)
+	seq, err2 := strconv.ParseUint(seqText, 10, 64)
+	if !ok || err1 != nil || err2 != nil || shard < 0 || shard >= numShards {
+		return Position{}, refuse(ErrBadPosition, "after", "%q is not a change position (<shard>.<seq>, shard 0 to %d)", text, numShards-1)
+	}
+	return Position{Shard: shard, Seq: seq}, nil
+}
+
+// Written is the position of the last change recorded in the shard of
+// the entity entityType id: once a command on that entity has replied,
+// its change is at or before it. An endpoint returns it with a command's
+// reply, for a query that must see the command's change (Request.After).
+func (r *Runner) Written(ctx context.Context, entityType, id string) (Position, error) {
+	if r.cfg.Log == nil {
+		return Position{}, fmt.Errorf("views: %w: %s", ErrNoChangeLog, r.cfg.NoLog)
+	}
+	shard := cluster.ShardOf(entityType, id)
+	_, head, _, err := r.cfg.Log.Changes(ctx, shard, 0, 1)
+	if err != nil {
+		return Position{}, err
+	}
+	return Position{Shard: shard, Seq: head}, nil
+}
+
+// Waits for a position.
+const (
+	// DefaultWait is how long a query waits for Request.After when
+	// Request.Wait is zero.
+	DefaultWait = 5 * time.Second
+	// MaxWait is the longest a query waits for it.
+	MaxWait = 30 * time.Second
+)
+
+// waitFor waits until view applied the position after (text), bounded by
+// wait and ctx.
+func (r *Runner) waitFor(ctx context.Context, view, after string, wait time.Duration) error {
+	pos, err := ParsePosition(after)
+	if err != nil {
+		return err
+	}
+	wait = min(cmp.Or(wait, DefaultWait), MaxWait)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return r.WaitFor(ctx, view, pos)
+}
+
+// WaitFor waits until view applied pos, or ctx ends: then it returns an
+// error wrapping ErrBehind and ctx's error.
+func (r *Runner) WaitFor(ctx context.Context, view string, pos Position) error {
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		at, _, err := r.cfg.Store.position(ctx, view, pos.Shard)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if at >= pos.Seq {
+			return nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("view %s at %d on shard %d, waiting for %s: %w: %w", view, at, pos.Shard, pos, ErrBehind, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+// Shards says which shards this instance serves now, and under which
+// fence: a view's shard is projected only there. The cluster mode's node
+// implements it.
+type Shards interface {
+	Serving(shard int) (cluster.Fence, bool)
+}
+
+// Config is what NewRunner needs.
+type Config struct {
+	// Log is the store's change log; nil when the store keeps none, and
+	// then a view's Start fails, saying NoLog.
+	Log   entities.ChangeLog
+	NoLog string
+	// Store keeps the views (required): NewMemoryStore with the embedded
+	// entity store, NewRedisStore with Redis.
+	Store Store
+	// Shards are the shards this instance serves; nil: every shard.
+	Shards Shards
+	// Logger receives failures (slog.Default when nil).
+	Logger *slog.Logger
+	// Poll is how often a projector reads its shard's log for changes it
+	// was not told of (DefaultPoll when zero).
+	Poll time.Duration
+}
+
+// DefaultPoll is Config.Poll's default: changes this instance writes
+// wake their projector at once; others' (a shard's owner may have
+// changed) are read at least this often.
+const DefaultPoll = time.Second
+
+const (
+	superviseEvery  = 50 * time.Millisecond
+	handoverTimeout = 10 * time.Second
+)
+
+// Runner runs a service's views: for each view, a projector per shard
+// this instance serves, which applies the shard's changes to the view's
+// rows; and it answers the views' queries (on any instance: the rows are
+// in the store). The service makes one, its setup starts the views
+// (View.Start), then the service starts it, and stops it at shutdown
+// before the cluster hands its shards over. It is safe for concurrent
+// use.
+type Runner struct {
+	cfg Config
+	log *slog.Logger
+
+	mu         sync.Mutex
+	views      map[string]*viewDef
+	projectors map[projKey]*projector
+	releasing  map[int]cluster.Fence
+	started    bool
+	stopped    bool
+
+	stop      chan struct{}
+	loopDone  chan struct{}
+	stopWatch func()
+}
+
+type projKey struct {
+	view  string
+	shard int
+}
+
+// NewRunner returns a Runner for cfg, not started.
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("views: Config.Store is required")
+	}
+	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
+	return &Runner{
+		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "views"),
+		views: make(map[string]*viewDef), projectors: make(map[projKey]*projector),
+		releasing: make(map[int]cluster.Fence),
+		stop:      make(chan struct{}), loopDone: make(chan struct{}),
+	}, nil
+}
+
+// consumerID is the name a view registers under in the change log: the
+// log keeps a shard's changes for it until it applied them.
+func consumerID(view string) string { return "view:" + view }
+
+func (r *Runner) add(d *viewDef) error {
+	if r.cfg.Log == nil {
+		return fmt.Errorf("start view %q: %w: %s", d.name, ErrNoChangeLog, r.cfg.NoLog)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.views[d.name]; dup {
+		return fmt.Errorf("start view %q: a view with this name is started already", d.name)
+	}
+	if r.stopped {
+		return fmt.Errorf("start view %q: the service's views are stopped", d.name)
+	}
+	r.views[d.name] = d
+	if r.started {
+		go r.register(context.Background(), d)
+	}
+	return nil
+}
+
+// view is the started view named name.
+func (r *Runner) view(name string) (*viewDef, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.views[name]; d != nil {
+		return d, nil
+	}
+	return nil, fmt.Errorf("view %q: %w", name, ErrNotStarted)
+}
+
+// Views lists the names of the views started.
+func (r *Runner) Views() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.views))
+	for name := range r.views {
+		names = append(names, name)
+	}
+	return names
+}
+
+// Start registers every view in every shard's change log (so that every
+// change from now on is kept for it) and starts projecting. It returns at
+// once: a failure to reach the store is logged, and each projector
+// registers again when it starts.
+func (r *Runner) Start(ctx context.Context) {
+	r.mu.Lock()
+	if r.started || r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.started = true
+	ds := make([]*viewDef, 0, len(r.views))
+	for _, d := range r.views {
+		ds = append(ds, d)
+	}
+	r.mu.Unlock()
+	if r.cfg.Log == nil {
+		close(r.loopDone)
+		return
+	}
+	for _, d := range ds {
+		r.register(ctx, d)
+	}
+	r.stopWatch = r.cfg.Log.Watch(r.heard)
+	go r.supervise()
+}
+
+func (r *Runner) register(ctx context.Context, d *viewDef) {
+	for shard := range numShards {
+		if _, err := r.cfg.Log.Register(ctx, consumerID(d.name), shard); err != nil {
+			r.log.Warn("views: register", "view", d.name, "err", err.Error())
+			return
+		}
+	}
+}
+
+// heard wakes the projectors of a shard this instance wrote to.
+func (r *Runner) heard(shard int, _ entities.Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name := range r.views {
+		if p := r.projectors[projKey{name, shard}]; p != nil {
+			p.wake()
+		}
+	}
+}
+
+func (r *Runner) supervise() {
+	defer close(r.loopDone)
+	tick := time.NewTicker(superviseEvery)
+	defer tick.Stop()
+	for {
+		r.pass()
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// pass starts a projector for every view on every shard served here, and
+// stops those of shards no longer served.
+func (r *Runner) pass() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for shard := range numShards {
+		f, serving := r.serving(shard)
+		if rf, ok := r.releasing[shard]; ok && (!serving || rf == f) {
+			serving = false
+		} else if ok {
+			delete(r.releasing, shard)
+		}
+		for name, d := range r.views {
+			key := projKey{name, shard}
+			p := r.projectors[key]
+			switch {
+			case serving && (p == nil || p.fence != f):
+				if p != nil {
+					p.halt()
+				}
+				r.projectors[key] = startProjector(r, d, shard, f, p)
+			case !serving && p != nil:
+				p.halt()
+				delete(r.projectors, key)
+			}
+		}
+	}
+}
+
+func (r *Runner) serving(shard int) (cluster.Fence, bool) {
+	if r.cfg.Shards == nil {
+		return cluster.Fence{}, true
+	}
+	return r.cfg.Shards.Serving(shard)
+}
+
+// BeforeRelease stops projecting shard before this instance hands it
+// over (bounded by ctx): it is projected again only under a new fence.
+func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
+	ctx, cancel := context.WithTimeout(ctx, handoverTimeout)
+	defer cancel()
+	r.mu.Lock()
+	if f, ok := r.serving(shard); ok {
+		r.releasing[shard] = f
+	}
+	var ps []*projector
+	for name := range r.views {
+		key := projKey{name, shard}
+		if p := r.projectors[key]; p != nil {
+			ps = append(ps, p)
+			delete(r.projectors, key)
+		}
+	}
+	r.mu.Unlock()
+	_ = r.halt(ctx, ps)
+}
+
+// Stop stops every projector, each after the batch it is applying,
+// bounded by ctx. Queries still answer from the store after.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	started := r.started
+	r.mu.Unlock()
+	if started {
+		close(r.stop)
+		<-r.loopDone
+		if r.stopWatch != nil {
+			r.stopWatch()
+		}
+	}
+	r.mu.Lock()
+	ps := make([]*projector, 0, len(r.projectors))
+	for key, p := range r.projectors {
+		ps = append(ps, p)
+		delete(r.projectors, key)
+	}
+	r.mu.Unlock()
+	return r.halt(ctx, ps)
+}
+
+func (r *Runner) halt(ctx context.Context, ps []*projector) error {
+	for _, p := range ps {
+		p.halt()
+	}
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			for _, p := range ps {
+				p.cancel()
+			}
+			return fmt.Errorf("stop the views: %w", ctx.Err())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package views
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"hash/fnv"
+)
+
+// token is what a page token holds: the query it continues (view, query,
+// and a hash of its parameters), the index key of the last row returned,
+// and the position of each shard's view when the first page was read.
+// A row whose index entry was made after that position (it entered the
+// result, or moved in it, since) is left out of the later pages, so no
+// row is seen twice. Nothing in it depends on the instance that made it.
+type token struct {
+	Version int        `json:"t"`
+	View    string     `json:"v"`
+	Query   string     `json:"q"`
+	Hash    uint64     `json:"h"`
+	Last    []byte     `json:"k"`
+	Shards  [][2]int64 `json:"s,omitempty"` // shard, position; a shard not listed was at 0
+}
+
+const tokenVersion = 1
+
+// hash is a request's fingerprint: its parameters and bounds.
+func (s *scan) hash() uint64 {
+	h := fnv.New64a()
+	for _, part := range []string{s.prefix, s.lo, s.hi} {
+		_, _ = h.Write([]byte(part))
+		_, _ = h.Write([]byte{0xFF})
+	}
+	return h.Sum64()
+}
+
+func (t *token) encode() string {
+	data, _ := json.Marshal(t) // a struct of plain fields: never fails
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+// parseToken reads text as a token of view's query s; it fails with
+// ErrBadToken.
+func parseToken(text, view string, s *scan) (*token, error) {
+	data, err := base64.RawURLEncoding.DecodeString(text)
+	var t token
+	if err == nil {
+		err = json.Unmarshal(data, &t)
+	}
+	switch {
+	case err != nil || t.Version != tokenVersion || len(t.Last) == 0:
+		return nil, refuse(ErrBadToken, "token", "not a page token of this service (take the token from the previous page's next, as it is)")
+	case t.View != view || t.Query != s.q.name:
+		return nil, refuse(ErrBadToken, "token", "a token of query %s of view %s, not of query %s of view %s", t.Query, t.View, s.q.name, view)
+	case t.Hash != s.hash():
+		return nil, refuse(ErrBadToken, "token", "made for other parameters: a token goes on only the query it came from, with the same parameters")
+	}
+	for _, sp := range t.Shards {
+		if sp[0] < 0 || sp[0] >= numShards || sp[1] < 0 {
+			return nil, refuse(ErrBadToken, "token", "not a page token of this service")
+		}
+	}
+	return &t, nil
+}
+
+// snapshot is the position of shard's view in t.
+func (t *token) snapshot(shard int) uint64 {
+	for _, sp := range t.Shards {
+		if int(sp[0]) == shard {
+			return uint64(sp[1])
+		}
+	}
+	return 0
+}

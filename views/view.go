@@ -1,0 +1,180 @@
+package views
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/trellis-go/trellis/entities"
+)
+
+// View is the definition of a view: its name, the entity type whose
+// changes it is built from, its updater and its queries. It holds no
+// running state: Start adds it to a service's runner.
+type View[S, R any] struct {
+	def    *viewDef
+	entity *entities.Type[S]
+	update func(Change[S]) Update[R]
+}
+
+// Change is one change of an entity as an updater gets it.
+type Change[S any] struct {
+	EntityID string
+	// State is the entity's state; its empty state when Deleted.
+	State S
+	// Revision is the state's revision (for a deletion, the revision of
+	// the state deleted); 0 for a state read while the view is built.
+	Revision uint64
+	Deleted  bool
+	// At is when the change was recorded (the store's clock); zero for a
+	// state read while the view is built.
+	At time.Time
+}
+
+// Update is what an updater makes of a change: the entity's row set to a
+// value (Upsert), removed (Delete), or left as it is (Ignore).
+type Update[R any] struct {
+	op  updateOp
+	row R
+}
+
+type updateOp int
+
+const (
+	opIgnore updateOp = iota
+	opUpsert
+	opDelete
+)
+
+// Upsert sets the changed entity's row to row.
+func Upsert[R any](row R) Update[R] { return Update[R]{op: opUpsert, row: row} }
+
+// Delete removes the changed entity's row, if it has one.
+func Delete[R any]() Update[R] { return Update[R]{op: opDelete} }
+
+// Ignore leaves the changed entity's row as it is.
+func Ignore[R any]() Update[R] { return Update[R]{} }
+
+// Define defines a view named name (its rows and indexes are kept under
+// it: renaming a view builds a new one) over entity's changes: each
+// entity has at most one row, which update sets from each change of the
+// entity, in the order of the changes. update must be a pure function of
+// the change: it runs again on a replay, and over every entity's current
+// state when the view is built. R is a struct encoded with encoding/json;
+// queries name its fields by their JSON names.
+func Define[S, R any](name string, entity *entities.Type[S], update func(Change[S]) Update[R]) *View[S, R] {
+	v := &View[S, R]{entity: entity, update: update}
+	v.def = &viewDef{name: name, rowType: reflect.TypeFor[R](), project: v.project}
+	if entity != nil {
+		v.def.entityType = entity.ComponentID()
+	}
+	return v
+}
+
+// Name is the view's name.
+func (v *View[S, R]) Name() string { return v.def.name }
+
+// Start adds the view to r, the service's views: it is built and kept up
+// to date once r is started, each shard on the instance that serves it.
+// It fails, naming the field, when a query uses a field the row does not
+// have or cannot index, and when the store keeps no change log or a view
+// of that name is started already.
+func (v *View[S, R]) Start(r *Runner) error {
+	if v.def.name == "" || v.entity == nil || v.update == nil {
+		return errors.New("views: Define needs a name, an entity type and an updater")
+	}
+	if err := v.def.compile(); err != nil {
+		return err
+	}
+	return r.add(v.def)
+}
+
+// project maps one change to the operation on its row; ok is false when
+// the row is left as it is.
+func (v *View[S, R]) project(c entities.Change) (op rowOp, ok bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("view %s: the updater panicked: %v", v.def.name, p)
+		}
+	}()
+	rev := c.Revision
+	if c.Deleted {
+		rev = 0
+	}
+	state, err := v.entity.Decode(c.EntityID, rev, c.Data)
+	if err != nil {
+		return rowOp{}, false, fmt.Errorf("view %s: %w", v.def.name, err)
+	}
+	u := v.update(Change[S]{EntityID: c.EntityID, State: state, Revision: c.Revision, Deleted: c.Deleted, At: c.At})
+	switch u.op {
+	case opDelete:
+		return rowOp{id: c.EntityID}, true, nil
+	case opUpsert:
+		data, err := json.Marshal(u.row)
+		if err != nil {
+			return rowOp{}, false, fmt.Errorf("view %s: encode the row of %s: %w", v.def.name, c.EntityID, err)
+		}
+		return rowOp{id: c.EntityID, row: data, keys: v.def.keys(c.EntityID, reflect.ValueOf(u.row))}, true, nil
+	}
+	return rowOp{}, false, nil
+}
+
+// viewDef is a view with its types erased, as the runner keeps it.
+type viewDef struct {
+	name       string
+	entityType string
+	rowType    reflect.Type
+	queries    []*queryDef
+	project    func(entities.Change) (rowOp, bool, error)
+}
+
+// rowOp is what a change does to its entity's row: row nil removes it;
+// keys are its index key in each query, in the view's order of queries.
+type rowOp struct {
+	id   string
+	row  []byte
+	keys []string
+	// since is the change's position: where an index entry made now
+	// enters the index.
+	since uint64
+}
+
+// keys is the row's index key in each of the view's queries.
+func (d *viewDef) keys(id string, row reflect.Value) []string {
+	keys := make([]string, len(d.queries))
+	for i, q := range d.queries {
+		keys[i] = q.key(id, row)
+	}
+	return keys
+}
+
+// query is the view's query named name.
+func (d *viewDef) query(name string) (int, *queryDef) {
+	for i, q := range d.queries {
+		if q.name == name {
+			return i, q
+		}
+	}
+	return -1, nil
+}
+
+// compile checks every query against the row type.
+func (d *viewDef) compile() error {
+	fields, not, err := rowFields(d.rowType)
+	if err != nil {
+		return fmt.Errorf("view %s: %w", d.name, err)
+	}
+	seen := make(map[string]bool)
+	for _, q := range d.queries {
+		if seen[q.name] {
+			return fmt.Errorf("view %s: two queries named %q", d.name, q.name)
+		}
+		seen[q.name] = true
+		if err := q.compile(fields, not); err != nil {
+			return fmt.Errorf("view %s: query %s: %w", d.name, q.name, err)
+		}
+	}
+	return nil
+}
