@@ -21,7 +21,7 @@ import (
 	"github.com/trellis-go/trellis/internal/clusterhost"
 	"github.com/trellis-go/trellis/internal/clusterplacement"
 	"github.com/trellis-go/trellis/internal/directory"
-	"github.com/trellis-go/trellis/internal/faults"
+	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
@@ -49,7 +49,7 @@ type clusterNode struct {
 	sys      *runtime.System      // whose actors the tells reach, and whose remote refs use peers
 	tracer   trace.Tracer         // the service's; nil when tracing is off
 	id       string               // the member id: the same in every join
-	faults   *faults.Points       // a test's fault points (WithFaults); nil in production
+	faults   faulthook.Points     // a test's fault points (a test kit's, see faulthook); nil in production
 	metrics  *clusterMetrics      // forwards and shard moves, across joins
 
 	// Set by the first connect, then fixed: the transport and what a join
@@ -213,7 +213,7 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	clientCfg := peer.ClientConfig{Secret: secret, Logger: n.log}
 	// Tells carry messages to this instance's actors (runtime.RemoteRef).
 	serverCfg := peer.ServerConfig{Secret: secret, Handler: n.handle, Receive: n.sys.ReceiveRemote, Logger: n.log}
-	if n.faults != nil { // a test's fault points: see WithFaults
+	if n.faults != nil { // a test kit's fault points: see faulthook
 		clientCfg.Dial, serverCfg.Listen = n.faults.Dial, n.faults.Listen
 	}
 	peers, err := peer.NewClient(clientCfg)

@@ -6,7 +6,7 @@ import (
 )
 
 // kill stops the service the way a crash does, for the fault points of a
-// test (WithFaults), walking the service's list (see parts.kill): the
+// test kit (internal/faulthook), walking the service's list (see parts.kill): the
 // HTTP and cluster listeners and connections close at once, requests in
 // flight included; the cluster membership is abandoned, not left (its key
 // expires after the lease, and the others take its shards only then); no

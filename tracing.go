@@ -117,5 +117,5 @@ func (t serviceTracing) makeGlobal(log *slog.Logger) {
 // the OTEL_* variables describe; the caller owns tp and shuts it down.
 // Tests pass an SDK provider over an in-memory exporter.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracerProvider = tp }
+	return optionFunc(func(o *options) { o.tracerProvider = tp })
 }
