@@ -40,6 +40,7 @@ var flagFailoverKill = flag.Bool("failover.kill", false,
 // an honest 503 or 504 and that the counters answer again, and reports
 // the verdict and the acknowledged increases lost.
 func TestClusterRedisFailover(t *testing.T) {
+	testenv.Long(t)
 	rc := trellistest.StartCluster(t)
 	// Runs last: the clients of a killed master's pool see their close late.
 	t.Cleanup(func() { testenv.WaitGoroutinesGone(t, "(*ConnPool).tryDial") })

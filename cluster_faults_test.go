@@ -23,6 +23,8 @@ import (
 	"github.com/trellis-go/trellis/internal/testkit/lincheck"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/trellistest"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The cluster under the test kit's faults: an instance killed, and an
@@ -55,6 +57,7 @@ func startFaultCounters(t *testing.T, more func(*trellis.Config)) []*trellistest
 // the killed instance's shards are all served, within the lease and a few
 // seconds; the history is linearizable.
 func TestClusterKilledOwnerServedAgain(t *testing.T) {
+	testenv.Long(t)
 	insts := startFaultCounters(t, func(*trellis.Config) {})
 	keys := []string{"kill-a", "kill-b", "kill-c"}
 	victim := owners(t, insts)(keys[0])
@@ -93,6 +96,7 @@ func TestClusterKilledOwnerServedAgain(t *testing.T) {
 // cannot reach the owner of its entity fails with 503 or 504 (the request
 // timeout), never with a value; the history is linearizable.
 func TestClusterPartitionLinearizable(t *testing.T) {
+	testenv.Long(t)
 	insts := startFaultCounters(t, func(c *trellis.Config) { c.RequestTimeout = 2 * time.Second })
 	const victim = 2
 	want := []int{victim, 0, 1} // the owner of each key

@@ -10,6 +10,8 @@ import (
 	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/internal/testkit/peertest"
 	"github.com/trellis-go/trellis/trellistest"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestClusterRejoinsAfterLostMembership: an instance whose Redis is out of
@@ -17,6 +19,7 @@ import (
 // its shards); once Redis is back it joins again, takes its share anew,
 // and serves commands.
 func TestClusterRejoinsAfterLostMembership(t *testing.T) {
+	testenv.Long(t)
 	url := trellistest.RedisURL(t)
 	app := &fixture.CounterApp{}
 	quiet := trellistest.WithLogger(slog.New(slog.DiscardHandler))

@@ -15,6 +15,8 @@ import (
 	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/internal/testkit/lincheck"
 	"github.com/trellis-go/trellis/trellistest"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // startCounters starts n instances of the counter app as one cluster and
@@ -58,6 +60,7 @@ func TestClusterAnyInstanceReachesAnyEntity(t *testing.T) {
 // TestClusterLinearizable: the linearizability check of increases and
 // reads through three instances of a cluster.
 func TestClusterLinearizable(t *testing.T) {
+	testenv.Long(t)
 	instances := startCounters(t, 3)
 	h, failed := runCounterClients(t, instances, []string{"hot-a", "hot-b", "hot-c"}, 8, 2*time.Second)
 	if len(failed) > 0 {
@@ -72,6 +75,7 @@ func TestClusterLinearizable(t *testing.T) {
 // shards over) and a new one joins: no request fails, and the history is
 // linearizable (no increase lost, no stale read).
 func TestClusterRollingRestart(t *testing.T) {
+	testenv.Long(t)
 	app := &fixture.CounterApp{}
 	quiet := trellistest.WithLogger(slog.New(slog.DiscardHandler))
 	first := trellistest.StartInstances(t, 3, app.Setup, quiet)

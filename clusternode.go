@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,18 +17,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/consumers"
-	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/clusterhost"
 	"github.com/trellis-go/trellis/internal/clusterplacement"
 	"github.com/trellis-go/trellis/internal/directory"
-	"github.com/trellis-go/trellis/internal/faults"
+	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/runtime"
-	"github.com/trellis-go/trellis/views"
 )
 
 // clusterNode is this instance's part in a cluster (on by default with a
@@ -53,7 +49,7 @@ type clusterNode struct {
 	sys      *runtime.System      // whose actors the tells reach, and whose remote refs use peers
 	tracer   trace.Tracer         // the service's; nil when tracing is off
 	id       string               // the member id: the same in every join
-	faults   *faults.Points       // a test's fault points (WithFaults); nil in production
+	faults   faulthook.Points     // a test's fault points (a test kit's, see faulthook); nil in production
 	metrics  *clusterMetrics      // forwards and shard moves, across joins
 
 	// Set by the first connect, then fixed: the transport and what a join
@@ -66,20 +62,19 @@ type clusterNode struct {
 	// instance that serves its shard.
 	placement *clusterplacement.Placement
 
-	// consumers is the service's consumer runner, which stops consuming
-	// a shard before it is released (set before start).
-	consumers func() *consumers.Runner
-	// views is the service's view runner, which stops projecting a shard
-	// before it is released.
-	views func() *views.Runner
+	// view is the membership of the moment, which the entity layer, the
+	// consumers and the placement read.
+	view *shardView
+	// releasing stops what else runs on a shard before it is released:
+	// the consumers and the views' projectors of the shard.
+	releasing func(ctx context.Context, shard int)
 
 	// producers take the sends other instances hand to the queues this
 	// one owns (DurableProducer), by producer id.
 	producers   map[string]func(context.Context, json.RawMessage) (json.RawMessage, error)
 	producersMu sync.RWMutex
 
-	cur      atomic.Pointer[membership] // the membership now; nil until the first join
-	stop     chan struct{}              // closed by leave or abort: no more joins
+	stop     chan struct{} // closed by leave or abort: no more joins
 	stopOnce sync.Once
 	watching sync.WaitGroup // the watcher that joins (again) while there is no membership
 }
@@ -106,7 +101,7 @@ func (n *clusterNode) run(ctx context.Context, c peer.Call) (peer.Reply, error) 
 	if c.ComponentID == producerComponent {
 		return n.handleSend(ctx, c)
 	}
-	m := n.cur.Load()
+	m := n.view.cur.Load()
 	if m == nil {
 		return peer.Reply{}, peer.NewError(peer.KindMoved, "starting", "this instance is still joining the cluster")
 	}
@@ -145,26 +140,43 @@ func (n *clusterNode) handleSend(ctx context.Context, c peer.Call) (peer.Reply, 
 	return peer.Reply{Value: v}, err
 }
 
-// joinCluster starts the transport and joins the cluster of the instances
-// that share h's Redis and prefix. When Redis does not answer, it returns
-// a node that joins once Redis does (see start); any other failure (the
-// port taken, say) is an error.
-func joinCluster(ctx context.Context, h *Host, cfg Config, fp *faults.Points) (*clusterNode, error) {
-	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis, faults: fp,
-		registry: h.Client.Registry(), sys: h.System, tracer: h.Client.Tracer(), id: uuid.NewString(), stop: make(chan struct{}),
-		metrics: newClusterMetrics()}
-	m, err := n.connect(ctx)
+// joinCluster starts the transport and joins the cluster of the
+// instances that share the host's Redis and prefix, when the instance is
+// part of one (else it adds no part). When Redis does not answer, the
+// node joins once it does (see start); any other failure (the port taken,
+// say) is an error. The node's shards are taken once every part before it
+// has started (start), and handed over when the service stops.
+func joinCluster(a *assembly) error {
+	if a.view == nil {
+		return nil
+	}
+	h, cfg := a.host, a.cfg
+	n := &clusterNode{log: h.Logger.With("component", "cluster"), cfg: cfg, redis: h.Redis, faults: a.o.faults,
+		registry: h.Client.Registry(), sys: h.System, tracer: h.Client.Tracer(), id: uuid.NewString(), stop: a.view.stop,
+		metrics: newClusterMetrics(), view: a.view, releasing: func(ctx context.Context, shard int) {
+			h.consumers.BeforeRelease(ctx, shard)
+			h.views.BeforeRelease(ctx, shard)
+		}}
+	m, err := n.connect(context.Background())
 	switch {
 	case err == nil:
-		n.cur.Store(m)
+		n.view.cur.Store(m)
 	case store.Unavailable(err) && !errors.Is(err, errListen):
 		n.log.Warn("cluster: Redis does not answer: joining once it does; until then this instance serves no entity",
 			"err", store.Redact(err, cfg.RedisURL, cfg.RedisClusterURL))
 	default:
 		n.abort()
-		return nil, err
+		return fmt.Errorf("trellis: %w", err)
 	}
-	return n, nil
+	a.add(part{name: "the cluster", start: n.start, stop: n.shutdown, cut: n.crash})
+	h.cluster, h.node, a.admin = a.view, n, n
+	a.collectors = append(a.collectors, n.collectors()...)
+	// Unready until a member: the first of the checks, before the
+	// application's own.
+	if err := h.checks.Add("the cluster membership", a.view.ready); err != nil {
+		return fmt.Errorf("trellis: %w", err)
+	}
+	return nil
 }
 
 // connect starts the transport (the first time) and joins the cluster
@@ -205,7 +217,7 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	clientCfg := peer.ClientConfig{Secret: secret, Logger: n.log}
 	// Tells carry messages to this instance's actors (runtime.RemoteRef).
 	serverCfg := peer.ServerConfig{Secret: secret, Handler: n.handle, Receive: n.sys.ReceiveRemote, Logger: n.log}
-	if n.faults != nil { // a test's fault points: see WithFaults
+	if n.faults != nil { // a test kit's fault points: see faulthook
 		clientCfg.Dial, serverCfg.Listen = n.faults.Dial, n.faults.Listen
 	}
 	if files := n.cfg.clusterTLS(); files.Set() { // mutual TLS, the secret signing as well
@@ -253,7 +265,7 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	n.server, n.peers = server, peers
 	n.sys.SetRemote(advertise, peers) // refs to other instances' actors travel over peers
 	n.sys.SetDirectory(n.dir)         // the receptionist lists every instance's registrations
-	n.placement = clusterplacement.New(n.sys, n, advertise)
+	n.placement = clusterplacement.New(n.sys, n.view, advertise)
 	n.join = cluster.Config{Client: n.redis, Prefix: n.cfg.RedisPrefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.ClusterLease, Logger: n.log}
 	return nil
@@ -264,33 +276,8 @@ func (n *clusterNode) listen(ctx context.Context) error {
 // the shard's sharded entities (runtime.Sharding) stop here: their
 // messages go to the next owner.
 func (n *clusterNode) beforeRelease(ctx context.Context, shard int) {
-	if n.consumers != nil {
-		n.consumers().BeforeRelease(ctx, shard)
-	}
-	if n.views != nil {
-		n.views().BeforeRelease(ctx, shard)
-	}
+	n.releasing(ctx, shard)
 	n.placement.BeforeRelease(ctx, shard)
-}
-
-// Serving is consumers.Shards: whether this instance serves shard now,
-// in its membership of the moment.
-func (n *clusterNode) Serving(shard int) (cluster.Fence, bool) {
-	m := n.cur.Load()
-	if m == nil {
-		return cluster.Fence{}, false
-	}
-	return m.host.Rebalancer().Serving(shard)
-}
-
-// Owner is clusterplacement.Table's: the owner of shard in the table of
-// the membership of the moment.
-func (n *clusterNode) Owner(shard int) (cluster.Ownership, bool) {
-	m := n.cur.Load()
-	if m == nil {
-		return cluster.Ownership{}, false
-	}
-	return m.host.Rebalancer().Owner(shard)
 }
 
 // advertised is the address the other instances dial: the advertise
@@ -342,27 +329,33 @@ func localAddress() string {
 	return "127.0.0.1"
 }
 
-// entities is the cluster the entity layer routes through (the node
-// itself, which follows its membership across joins); nil when the
-// instance is not part of one.
-func (n *clusterNode) entities() entities.Cluster {
-	if n == nil {
-		return nil
-	}
-	return n
-}
-
-// start lets the rebalancer take shards (after setup started every entity
-// type), and watches the membership: when it is lost, the node joins
-// again.
-func (n *clusterNode) start() {
-	if n == nil {
-		return
-	}
-	if m := n.cur.Load(); m != nil {
+// start lets the rebalancer take shards (once every part before the
+// cluster started: every entity type and consumer), and watches the
+// membership: when it is lost, the node joins again.
+func (n *clusterNode) start(context.Context) error {
+	if m := n.view.cur.Load(); m != nil {
 		m.host.Rebalancer().Start()
 	}
 	n.watching.Go(n.watch)
+	return nil
+}
+
+// shutdown hands the shards over (leave), then stops the transport (close).
+// A Redis out of reach cannot take the shards back: the others take them
+// when this member's lease lapses, as after a kill.
+func (n *clusterNode) shutdown(ctx context.Context) error {
+	var errs []error
+	switch err := n.leave(ctx); {
+	case store.Unavailable(err):
+		n.log.Warn("shutting down: could not hand the shards over, Redis does not answer: the other instances serve them once this one's lease lapses",
+			"err", store.Redact(err, n.cfg.RedisURL, n.cfg.RedisClusterURL))
+	case err != nil:
+		errs = append(errs, err)
+	}
+	if err := n.close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop the cluster transport: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // leave hands every shard this instance owns over to the others, one at
@@ -370,11 +363,8 @@ func (n *clusterNode) start() {
 // membership. The transport still answers meanwhile: a command forwarded
 // here for a shard being handed over waits for the new owner.
 func (n *clusterNode) leave(ctx context.Context) error {
-	if n == nil {
-		return nil
-	}
 	n.stopJoining()
-	m := n.cur.Load()
+	m := n.view.cur.Load()
 	if m == nil {
 		return nil
 	}
@@ -399,9 +389,6 @@ func (n *clusterNode) stopJoining() {
 // close stops the transport once nothing is forwarded here any more:
 // commands in flight finish (bounded by ctx).
 func (n *clusterNode) close(ctx context.Context) error {
-	if n == nil {
-		return nil
-	}
 	if n.server == nil { // never listened: Redis never answered
 		return nil
 	}
@@ -413,36 +400,35 @@ func (n *clusterNode) abort() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
 	n.stopJoining()
-	if m := n.cur.Load(); m != nil {
+	if m := n.view.cur.Load(); m != nil {
 		m.host.Rebalancer().Shutdown()
 		_ = m.member.Leave(ctx)
 	}
-	if n.dir != nil {
-		_ = n.dir.Close(ctx)
-	}
 	if n.server != nil {
-		_ = n.server.Shutdown(ctx)
-	}
-	if n.peers != nil {
-		_ = n.peers.Close()
+		_ = errors.Join(n.dir.Close(ctx), n.server.Shutdown(ctx), n.peers.Close())
 	}
 }
 
 // abortTimeout bounds the undoing of a join that failed half way.
 const abortTimeout = 10 * time.Second
 
-// served counts the shards this instance acts for now.
-func (n *clusterNode) served() int {
-	if n == nil {
-		return 0
+// crash ends the node's part in the cluster without a word to Redis or
+// to the other instances: no more renewals, moves or joins, the shards
+// still recorded as owned, the transport's connections closed at once.
+func (n *clusterNode) crash() {
+	n.stopJoining()
+	if m := n.view.cur.Load(); m != nil {
+		m.host.Rebalancer().Shutdown()
+		m.member.Abandon()
 	}
-	count := 0
-	for shard := range cluster.NumShards {
-		if _, ok := n.Serving(shard); ok {
-			count++
-		}
+	if n.server == nil { // never listened: Redis never answered
+		return
 	}
-	return count
+	n.dir.Abandon() // its registrations lapse with the lease
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // a done context: the server closes its connections at once
+	_ = n.server.Shutdown(now)
+	_ = n.peers.Close()
 }
 
 // collectors are the cluster's series on the service's /metrics: how many
@@ -453,13 +439,13 @@ func (n *clusterNode) collectors() []prometheus.Collector {
 	served := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "trellis_cluster_shards_served",
 		Help: "Shards of the cluster this instance serves now (of " + fmt.Sprint(cluster.NumShards) + ").",
-	}, func() float64 { return float64(n.served()) })
+	}, func() float64 { return float64(n.view.served()) })
 	member := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "trellis_cluster_member",
 		Help:        "This instance's membership: 1 while it is a member of the cluster, 0 while it joins; its member id as a label.",
 		ConstLabels: prometheus.Labels{"member": n.id},
 	}, func() float64 {
-		if n.cur.Load() == nil {
+		if n.view.cur.Load() == nil {
 			return 0
 		}
 		return 1

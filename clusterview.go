@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/trellis-go/trellis/internal/admin"
 	"github.com/trellis-go/trellis/internal/cluster"
 )
 
@@ -21,15 +20,6 @@ func (n *clusterNode) View(ctx context.Context) (cluster.View, error) {
 	return cluster.ReadView(ctx, n.redis, n.cfg.RedisPrefix)
 }
 
-// admin is the cluster the admin API reads; nil when the instance is not
-// part of one.
-func (n *clusterNode) admin() admin.Cluster {
-	if n == nil {
-		return nil
-	}
-	return n
-}
-
 // viewCollectors are the series of this instance's view of the cluster:
 // how many members it sees alive (at its last poll, every lease/3), and
 // how long ago its last accepted lease renewal was sent.
@@ -38,7 +28,7 @@ func (n *clusterNode) viewCollectors() []prometheus.Collector {
 		Name: "trellis_cluster_members",
 		Help: "Members of the cluster alive in Redis at this instance's last poll (every third of the lease), itself included.",
 	}, func() float64 {
-		if m := n.cur.Load(); m != nil {
+		if m := n.view.cur.Load(); m != nil {
 			return float64(m.host.Rebalancer().MembersSeen())
 		}
 		return 0
@@ -48,7 +38,7 @@ func (n *clusterNode) viewCollectors() []prometheus.Collector {
 		Help: "Seconds since this instance sent its last lease renewal that Redis accepted; " +
 			"it renews every third of the lease and stops serving its shards at 90 % of it.",
 	}, func() float64 {
-		if m := n.cur.Load(); m != nil {
+		if m := n.view.cur.Load(); m != nil {
 			return m.member.Lease().SinceRenewal().Seconds()
 		}
 		return 0 // not a member yet: trellis_cluster_member is 0

@@ -18,6 +18,8 @@ import (
 	"github.com/trellis-go/trellis/internal/testkit/lincheck"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/trellistest"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The linearizability check of entity commands across instances: clients
@@ -118,6 +120,7 @@ func counterCall(ts *trellistest.Service, op lincheck.CounterOp) (lincheck.Count
 // hot counters to all of them at random: every answer is explained by one
 // order of the operations.
 func TestCounterLinearizableAcrossInstances(t *testing.T) {
+	testenv.Long(t)
 	url := trellistest.RedisURL(t)
 	prefix := fmt.Sprintf("lin-%d", time.Now().UnixNano())
 	var instances []*trellistest.Service

@@ -11,19 +11,24 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/trellis-go/trellis/internal/faults"
+	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/httpserver"
 )
 
 // Option configures New and Run.
-type Option func(*options)
+type Option interface{ apply(*options) }
+
+// optionFunc is an Option that sets what it closes over.
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
 	logger   *slog.Logger
 	clock    clockwork.Clock
-	clockSet bool   // WithClock was given: timers on Redis follow it too
-	contract []byte // served at GET /openapi.yaml
-	faults   *faults.Points
+	clockSet bool             // WithClock was given: timers on Redis follow it too
+	contract []byte           // served at GET /openapi.yaml
+	faults   faulthook.Points // a test kit's (see faulthook); nil in production
 	flags    []func(*flag.FlagSet)
 	usage    string
 	// tracerProvider replaces the pipeline of the OTEL_* variables.
@@ -39,7 +44,11 @@ type options struct {
 func newOptions(cfg Config, opts []Option) options {
 	o := options{clock: clockwork.NewRealClock(), args: os.Args[1:], getenv: os.Getenv, stderr: os.Stderr}
 	for _, opt := range opts {
-		opt(&o)
+		if f, ok := opt.(faulthook.Option); ok {
+			o.faults = f.FaultPoints()
+			continue
+		}
+		opt.apply(&o)
 	}
 	if o.logger == nil {
 		o.logger = defaultLogger(cfg.LogLevel)
@@ -54,13 +63,13 @@ func defaultLogger(level slog.Level) *slog.Logger {
 }
 
 // WithLogger sets the logger (default: JSON on stderr at Config.LogLevel).
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.logger = l }) }
 
 // WithClock sets the clock of the actor system: its timers and passivation
 // (default: the real clock). Tests pass a clockwork.FakeClock.
 // With Redis, timers then also take their time from c instead of Redis TIME.
 func WithClock(c clockwork.Clock) Option {
-	return func(o *options) { o.clock, o.clockSet = c, true }
+	return optionFunc(func(o *options) { o.clock, o.clockSet = c, true })
 }
 
 // WithContract serves spec, the application's OpenAPI document, at GET
@@ -71,7 +80,7 @@ func WithClock(c clockwork.Clock) Option {
 // valid OpenAPI. Without it that route answers 404. The framework's own
 // contract (health, metrics, admin API) is served at GET
 // /admin/openapi.yaml either way.
-func WithContract(spec []byte) Option { return func(o *options) { o.contract = spec } }
+func WithContract(spec []byte) Option { return optionFunc(func(o *options) { o.contract = spec }) }
 
 // contractMiddleware is the validation of the application's requests
 // against its contract (none without one).
@@ -86,32 +95,27 @@ func contractMiddleware(spec []byte) ([]func(http.Handler) http.Handler, error) 
 	return []func(http.Handler) http.Handler{enforce}, nil
 }
 
-// WithFaults routes the instance's cluster connections through the fault
-// points p, and lets p kill the instance without a goodbye. It is for
-// Trellis's own test kit (trellistest: Service.Kill, Service.Partition),
-// which makes p; the package of p is internal, so an application cannot
-// make one, and a nil p changes nothing.
-func WithFaults(p *faults.Points) Option { return func(o *options) { o.faults = p } }
-
 // WithFlags defines the application's own flags for Run, on the flag set
 // that holds Trellis's (-addr, -redis-url …), so that both are given on
 // one command line: an unknown flag is still an error (exit 2). The
 // variables they set are ready when setup runs.
 func WithFlags(define func(fs *flag.FlagSet)) Option {
-	return func(o *options) { o.flags = append(o.flags, define) }
+	return optionFunc(func(o *options) { o.flags = append(o.flags, define) })
 }
 
 // WithUsage adds text to what -h prints after the flags, such as the
 // environment variables the application reads.
-func WithUsage(text string) Option { return func(o *options) { o.usage += text } }
+func WithUsage(text string) Option { return optionFunc(func(o *options) { o.usage += text }) }
 
 // WithArgs sets the command-line arguments Run reads, without the program
 // name (default: os.Args[1:]).
-func WithArgs(args []string) Option { return func(o *options) { o.args = args } }
+func WithArgs(args []string) Option { return optionFunc(func(o *options) { o.args = args }) }
 
 // WithGetenv sets how Run reads the environment (default: os.Getenv).
-func WithGetenv(getenv func(string) string) Option { return func(o *options) { o.getenv = getenv } }
+func WithGetenv(getenv func(string) string) Option {
+	return optionFunc(func(o *options) { o.getenv = getenv })
+}
 
 // WithStderr sets where Run writes its messages: the usage, an invalid
 // setting, a failure (default: os.Stderr). The log goes to the logger.
-func WithStderr(w io.Writer) Option { return func(o *options) { o.stderr = w } }
+func WithStderr(w io.Writer) Option { return optionFunc(func(o *options) { o.stderr = w }) }

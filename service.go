@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
@@ -33,8 +34,8 @@ type Service struct {
 	handler http.Handler
 	metrics *httpserver.Metrics
 	srv     *http.Server
-	conn    *store.Conn  // the Redis client's connection; nil with the embedded store
-	node    *clusterNode // nil when the instance is not part of a cluster
+	parts   parts    // what New built, in the order it starts
+	shards  shardSet // the shards this instance serves
 
 	mu      sync.Mutex
 	ln      net.Listener  // set by Start or Serve
@@ -54,13 +55,16 @@ const (
 	idleTimeout       = 2 * time.Minute
 )
 
-// New builds the service: the state store (Redis when cfg.RedisURL is set,
-// else the embedded in-memory store), the actor system, the component
-// client, the timer scheduler, the HTTP router with the service's own
-// routes and the admin API, and the application (setup), which mounts its
-// routes. It does not listen yet. On error everything it built is
-// released. The zero fields of cfg take their defaults (so Config{} is
-// the default configuration); the others must be valid.
+// New builds the service, part by part in the order of its list
+// (newService's steps): tracing, the state store (Redis when cfg.RedisURL
+// is set, else the embedded in-memory store), the actor system and the
+// component client, reliable delivery's drain, the consumers, the
+// cluster (when the instance is part of one), the timer scheduler, and
+// the HTTP server with the service's own routes, the admin API and the
+// application (setup), which mounts its routes. It does not listen yet.
+// On error every part it built is stopped again, in the reverse order.
+// The zero fields of cfg take their defaults (so Config{} is the default
+// configuration); the others must be valid.
 func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -70,104 +74,174 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 		return nil, errors.New("trellis: the setup function is nil")
 	}
 	o := newOptions(cfg, opts)
-	tr, err := openTracing(o)
-	if err != nil {
-		return nil, fmt.Errorf("trellis: %w", err)
-	}
-	o.logger = tr.logger(o.logger)
-	h := &Host{Config: cfg, Clock: o.clock, Logger: o.logger, checks: &httpserver.Checks{}, Tracing: tr.provider, tracing: tr}
-	conn, err := openStore(h)
-	if err != nil {
-		_ = tr.shutdown(context.Background())
-		return nil, err
-	}
-	h.System = runtime.NewSystem("trellis", runtime.WithClock(o.clock), runtime.WithLogger(o.logger), runtime.WithTracer(tr.tracer))
-	h.Client = components.NewClient(components.NewRegistry(), components.WithTracer(tr.tracer))
-	var node *clusterNode
+	s := &Service{cfg: cfg, log: o.logger}
+	a := &assembly{cfg: cfg, o: o, svc: s, setup: setup, shards: everyShard{}}
 	if cfg.clustered() {
-		if node, err = joinCluster(context.Background(), h, cfg, o.faults); err != nil {
-			releaseHost(h, conn, nil)
-			return nil, fmt.Errorf("trellis: %w", err)
-		}
-		h.cluster, h.node = node.entities(), node
+		a.view = newShardView()
+		a.shards = a.view
 	}
-	if err := openTimers(h, o); err != nil {
-		releaseHost(h, conn, node)
+	if err := a.build(); err != nil {
+		a.parts.release(o.logger)
 		return nil, err
 	}
-	if err := openConsumers(h, node); err != nil {
-		releaseHost(h, conn, node)
-		return nil, err
+	s.log, s.host, s.parts, s.shards = a.o.logger, a.host, a.parts, a.shards
+	if o.faults != nil {
+		o.faults.OnKill(s.kill)
 	}
-	if err := openViews(h, node); err != nil {
-		releaseHost(h, conn, node)
-		return nil, err
-	}
-	metrics, err := httpserver.NewMetrics(append(tr.collectors(), h.Timers.Collector(), h.consumers.Collector(), h.views.Collector())...)
-	if err != nil {
-		releaseHost(h, conn, node)
+	if err := s.parts.startAll(context.Background()); err != nil {
+		s.parts.release(o.logger)
 		return nil, fmt.Errorf("trellis: %w", err)
+	}
+	return s, nil
+}
+
+// assembly is what New's steps build the service with: each step makes
+// one part on the host, from the configuration and what the earlier
+// steps made, and adds it to the list.
+type assembly struct {
+	cfg   Config
+	o     options
+	svc   *Service
+	setup Setup
+	host  *Host
+	tr    serviceTracing
+	parts parts
+	// shards are the shards this instance serves: every one, or those of
+	// its membership of the moment in a cluster.
+	shards shardSet
+	// view is the cluster's membership of the moment; nil when the
+	// instance is not part of a cluster.
+	view *shardView
+	// admin is the cluster the admin API reads; nil when the instance is
+	// not part of one.
+	admin admin.Cluster
+	// collectors are the parts' series on /metrics.
+	collectors []prometheus.Collector
+}
+
+// build runs New's steps in order, until one fails. A step adds its part
+// once it holds something to stop; a step that fails releases what it
+// made itself.
+func (a *assembly) build() error {
+	for _, step := range []func(*assembly) error{
+		openTracing,
+		openStore,
+		newActorSystem,
+		drainDelivery,
+		newTimers,
+		openConsumers,
+		openViews,
+		joinCluster,
+		startTimers,
+		serveHTTP,
+	} {
+		if err := step(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add appends p to the service's list.
+func (a *assembly) add(p part) { a.parts = append(a.parts, p) }
+
+// release stops the parts of a service that did not start, bounded by
+// releaseTimeout.
+func (ps parts) release(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	_ = ps.stopAll(ctx, log)
+}
+
+// releaseTimeout bounds the release of a service that did not start.
+const releaseTimeout = 10 * time.Second
+
+// openTracing makes the service's tracing and its host, whose logger
+// stamps the lines written inside a span. The spans still queued are
+// exported when the service stops, within a few seconds of their own (an
+// unreachable collector loses them); a kill loses them.
+func openTracing(a *assembly) error {
+	tr, err := newTracing(a.o)
+	if err != nil {
+		return fmt.Errorf("trellis: %w", err)
+	}
+	a.tr = tr
+	a.o.logger = tr.logger(a.o.logger)
+	a.host = &Host{Config: a.cfg, Clock: a.o.clock, Logger: a.o.logger, checks: &httpserver.Checks{}, Tracing: tr.provider, tracing: tr}
+	a.add(part{name: "tracing", farewell: true, stop: func(ctx context.Context) error {
+		return tr.shutdown(context.WithoutCancel(ctx))
+	}})
+	return nil
+}
+
+// newActorSystem makes the host's actor system and component client.
+func newActorSystem(a *assembly) error {
+	h := a.host
+	h.System = runtime.NewSystem("trellis", runtime.WithClock(a.o.clock), runtime.WithLogger(a.o.logger), runtime.WithTracer(a.tr.tracer))
+	h.Client = components.NewClient(components.NewRegistry(), components.WithTracer(a.tr.tracer))
+	a.add(part{name: "entities", stop: func(ctx context.Context) error {
+		return h.System.Shutdown(ctx)
+	}})
+	return nil
+}
+
+// drainDelivery stores, at shutdown, what consumers confirmed in the
+// durable producer queues (delivery.Drain), so that a restart sends none
+// of it again: after the cluster stops, before the actor system does.
+func drainDelivery(a *assembly) error {
+	sys := a.host.System
+	a.add(part{name: "reliable delivery", farewell: true, stop: func(ctx context.Context) error {
+		return delivery.Drain(ctx, sys)
+	}})
+	return nil
+}
+
+// serveHTTP makes the service's metrics, router and admin API, runs the
+// application's setup on them, and the HTTP server that Start and Serve
+// run.
+func serveHTTP(a *assembly) error {
+	h, cfg, s := a.host, a.cfg, a.svc
+	metrics, err := httpserver.NewMetrics(append(a.tr.collectors(), a.collectors...)...)
+	if err != nil {
+		return fmt.Errorf("trellis: %w", err)
 	}
 	h.Metrics = metrics.Registry
-	if node != nil {
-		for _, c := range node.collectors() {
-			if err := h.Metrics.Register(c); err != nil {
-				releaseHost(h, conn, node)
-				return nil, fmt.Errorf("trellis: cluster metrics: %w", err)
-			}
-		}
-		// Unready until a member: the first of the checks, before the
-		// application's own.
-		if err := h.checks.Add("the cluster membership", node.ready); err != nil {
-			releaseHost(h, conn, node)
-			return nil, fmt.Errorf("trellis: %w", err)
-		}
-	}
-
 	router := httpserver.New(httpserver.Options{
-		Logger:         o.logger,
+		Logger:         a.o.logger,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		LargeBodies:    map[string]int64{admin.ImportPath: max(admin.MaxImportBytes, cfg.MaxBodyBytes)},
 		RequestTimeout: cfg.RequestTimeout,
 		Metrics:        metrics,
 		Readiness:      httpserver.Readiness{Store: h.Store, Timers: h.Timers, Checks: h.checks},
-		Contract:       o.contract,
-		Tracing:        tr.httpProvider(),
+		Contract:       a.o.contract,
+		Tracing:        a.tr.httpProvider(),
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
-		Cluster: node.admin(), Consumers: h.consumers})
-	enforce, err := contractMiddleware(o.contract)
+		Cluster: a.admin, Consumers: h.consumers})
+	enforce, err := contractMiddleware(a.o.contract)
 	if err != nil {
-		releaseHost(h, conn, node)
-		return nil, err
+		return err
 	}
 	router.Group(func(r chi.Router) {
 		r.Use(httpserver.CheckQuery)
 		r.Use(enforce...)
-		err = setup(h, r)
+		err = a.setup(h, r)
 	})
 	if err != nil {
-		releaseHost(h, conn, node)
-		return nil, fmt.Errorf("trellis: setup: %w", err)
+		return fmt.Errorf("trellis: setup: %w", err)
 	}
-	s := &Service{cfg: cfg, log: o.logger, host: h, handler: router, metrics: metrics, conn: conn, node: node}
-	if o.faults != nil {
-		o.faults.OnKill(s.kill)
-	}
-	h.consumers.Start(context.Background())
-	h.views.Start(context.Background())
-	node.start() // every entity type and consumer is started: shards may come
-	h.Timers.StartRetrying(timerRetry)
+	s.handler, s.metrics = router, metrics
 	s.srv = &http.Server{
-		Handler:           s.handler,
+		Handler:           router,
 		ReadHeaderTimeout: readHeaderTimeout,
 		// A handler that overruns its request timeout still ends its
 		// connection a little later.
 		WriteTimeout: cfg.RequestTimeout + 5*time.Second,
 		IdleTimeout:  idleTimeout,
-		ErrorLog:     slog.NewLogLogger(o.logger.Handler(), slog.LevelWarn),
+		ErrorLog:     slog.NewLogLogger(a.o.logger.Handler(), slog.LevelWarn),
 	}
-	return s, nil
+	a.add(part{name: "HTTP requests", stop: s.stopHTTP, cut: s.cutHTTP})
+	return nil
 }
 
 // timerRetry is how long the service waits between attempts to start the
@@ -179,31 +253,35 @@ const timerRetry = time.Second
 // variable: the service does not start. A Redis that does not answer yet
 // is only logged: the service starts unready, and /readyz says why until
 // Redis answers.
-func openStore(h *Host) (*store.Conn, error) {
+func openStore(a *assembly) error {
+	h := a.host
 	env, flag := EnvRedisURL, "-redis-url"
 	if h.Config.RedisClusterURL != "" {
 		env, flag = EnvRedisClusterURL, "-redis-cluster-url"
 	}
 	conn, err := store.Open(h.Config.RedisURL, h.Config.RedisClusterURL, h.Logger)
 	if err != nil { // Validate checked the URL; this is belt and braces
-		return nil, fmt.Errorf("trellis: %w", &ConfigError{Var: env, Reason: err.Error()})
+		return fmt.Errorf("trellis: %w", &ConfigError{Var: env, Reason: err.Error()})
 	}
 	if conn == nil {
 		h.Store = entities.NewMemoryStore()
 		h.Idempotency = idempotency.NewMemoryStore(h.Clock)
 		h.Logger.Warn("TRELLIS_REDIS_URL is not set: using the embedded in-memory store, which is NOT durable; " +
 			"all state is lost when the process stops. Set TRELLIS_REDIS_URL (or TRELLIS_REDIS_CLUSTER_URL) to keep it in Redis.")
-		return nil, nil
+		return nil
 	}
 	var refused *store.RefusedError
 	switch err := store.Check(context.Background(), conn.Client); {
 	case errors.As(err, &refused):
 		_ = conn.Close()
-		return nil, fmt.Errorf("trellis: %w", &ConfigError{Var: env, Flag: flag, Reason: refused.Error()})
+		return fmt.Errorf("trellis: %w", &ConfigError{Var: env, Flag: flag, Reason: refused.Error()})
 	case err != nil:
 		h.Logger.Warn("the state store's Redis does not answer yet: starting unready; /readyz says why until it does",
 			"err", store.Redact(err, h.Config.RedisURL, h.Config.RedisClusterURL))
 	}
+	// Closed last, once nothing can use it; a kill closes it at once, so
+	// that nothing is told to Redis any more.
+	a.add(part{name: "Redis", stop: func(context.Context) error { return conn.Close() }, cut: func() { _ = conn.Close() }})
 	h.Redis = conn.Client
 	h.Idempotency = idempotency.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	if h.Config.clustered() {
@@ -214,35 +292,56 @@ func openStore(h *Host) (*store.Conn, error) {
 		h.Store = entities.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	}
 	h.Logger.Info("state store: Redis", append(conn.Desc, "prefix", h.Config.RedisPrefix)...)
-	return conn, nil
+	return nil
 }
 
-// openTimers makes h's timer scheduler on the same store as the entities.
-func openTimers(h *Host, o options) error {
+// newTimers makes h's timer scheduler on the same store as the entities,
+// early: the consumers' handlers get it (consumers.Ctx.Timers). It runs as
+// a part of its own (startTimers).
+func newTimers(a *assembly) error {
+	h := a.host
 	var store timers.Store
 	if h.Redis != nil {
 		var ropts []timers.RedisOption
-		if o.clockSet {
-			ropts = append(ropts, timers.WithRedisClock(o.clock))
+		if a.o.clockSet {
+			ropts = append(ropts, timers.WithRedisClock(a.o.clock))
 		}
 		store = timers.NewRedisStore(h.Redis, h.Config.RedisPrefix, ropts...)
 	} else {
-		store = timers.NewMemoryStore(o.clock)
+		store = timers.NewMemoryStore(a.o.clock)
 	}
 	sched, err := timers.New(store, h.Client, timers.Config{Logger: h.Logger, DeadLetterRetention: h.Config.TimerDeadLetterRetention})
 	if err != nil {
 		return fmt.Errorf("trellis: timer scheduler: %w", err)
 	}
 	h.Timers = sched
+	a.collectors = append(a.collectors, sched.Collector())
+	return nil
+}
+
+// startTimers adds the timer scheduler to the list: it fires once every
+// other part has started, and stops first after HTTP: a timer's call
+// reaches entities and timed actions, so the calls in flight finish (or
+// are released for another instance) while those can still answer.
+func startTimers(a *assembly) error {
+	sched := a.host.Timers
+	a.add(part{name: "the timer scheduler",
+		start: func(context.Context) error { sched.StartRetrying(timerRetry); return nil },
+		stop:  sched.Shutdown})
 	return nil
 }
 
 // openConsumers makes h's consumer runner over the store's change log:
 // the embedded store's, or the sharded store's in the cluster mode; the
 // per-instance Redis store keeps none, and Consumer.Start then fails.
-func openConsumers(h *Host, node *clusterNode) error {
+// Each consumes the shards this instance serves. They stop before the
+// cluster hands the shards over: each finishes the handler in flight and
+// saves its checkpoint, and the changes not handled yet are handled by
+// the shards' next owners.
+func openConsumers(a *assembly) error {
+	h := a.host
 	cfg := consumers.Config{Client: h.Client, Timers: h.Timers, Clock: h.Clock, Logger: h.Logger,
-		DeadLetters: consumers.NewMemoryDeadLetters()}
+		DeadLetters: consumers.NewMemoryDeadLetters(), Shards: a.shards}
 	if log, ok := h.Store.(entities.ChangeLog); ok {
 		cfg.Log = log
 	} else {
@@ -252,41 +351,16 @@ func openConsumers(h *Host, node *clusterNode) error {
 	if h.Redis != nil {
 		cfg.DeadLetters = consumers.NewRedisDeadLetters(h.Redis, h.Config.RedisPrefix)
 	}
-	if node != nil {
-		cfg.Shards = node
-		node.consumers = func() *consumers.Runner { return h.consumers }
-	}
 	r, err := consumers.NewRunner(cfg)
 	if err != nil {
 		return fmt.Errorf("trellis: consumers: %w", err)
 	}
 	h.consumers = r
+	a.collectors = append(a.collectors, r.Collector())
+	a.add(part{name: "the consumers",
+		start: func(ctx context.Context) error { r.Start(ctx); return nil },
+		stop:  r.Stop})
 	return nil
-}
-
-// releaseHost stops what New started, when New fails.
-func releaseHost(h *Host, conn *store.Conn, node *clusterNode) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if h.consumers != nil {
-		_ = h.consumers.Stop(ctx)
-	}
-	if h.views != nil {
-		_ = h.views.Stop(ctx)
-	}
-	if node != nil {
-		node.abort()
-	}
-	if h.Timers != nil {
-		_ = h.Timers.Shutdown(ctx)
-	}
-	if h.System != nil {
-		_ = h.System.Shutdown(ctx)
-	}
-	if conn != nil {
-		_ = conn.Close()
-	}
-	_ = h.tracing.shutdown(ctx)
 }
 
 // Host is what the application was set up on.
@@ -294,17 +368,13 @@ func (s *Service) Host() *Host { return s.host }
 
 // ShardsServed is how many of the cluster's shards this instance serves
 // now: 0 when it is not part of a cluster, all of them when it is alone.
-func (s *Service) ShardsServed() int { return s.node.served() }
+func (s *Service) ShardsServed() int { return s.shards.served() }
 
 // Serves reports whether this instance runs the commands of the entity
 // (componentID, entityID) now, rather than forwarding them to its
 // shard's owner: always when it is not part of a cluster.
 func (s *Service) Serves(componentID, entityID string) bool {
-	if s.node == nil {
-		return true
-	}
-	_, ok := s.node.Fence(componentID, entityID)
-	return ok
+	return s.shards.serves(componentID, entityID)
 }
 
 // Handler is the service's HTTP handler, with all its middleware.
@@ -378,7 +448,8 @@ func (s *Service) Done() <-chan struct{} {
 	return s.done
 }
 
-// Shutdown stops the service gracefully, in this order:
+// Shutdown stops the service gracefully, its parts in the reverse order
+// of New's list:
 //
 //  1. HTTP: stop accepting connections and wait for the requests in flight
 //     to finish (http.Server.Shutdown). When ctx ends first, the remaining
@@ -386,16 +457,15 @@ func (s *Service) Done() <-chan struct{} {
 //  2. The timer scheduler: it stops claiming timers and finishes (or
 //     releases to another instance) the calls in flight, which still reach
 //     their components.
-//  3. The consumers: each finishes the handler in flight and saves its
+//  3. The cluster, when the instance is part of one: its shards are handed
+//     over to the other instances one at a time, each once its consumers
+//     have finished the handler in flight and saved their checkpoints and
+//     its commands in flight have finished (commands forwarded here
+//     meanwhile still run, or wait for the new owner); then the
+//     membership ends and the transport stops.
+//  4. The consumers: each finishes the handler in flight and saves its
 //     checkpoint; the changes they have not handled are handled by the
 //     shards' next owners (or by this instance when it starts again).
-//     This comes before the cluster hands the shards over, so that no
-//     handler runs on a shard this instance no longer serves.
-//  4. The cluster, when the instance is part of one: its shards are handed
-//     over to the other instances one at a time, each once its commands
-//     in flight have finished (commands forwarded here meanwhile still
-//     run, or wait for the new owner), then the membership ends and the
-//     transport stops.
 //  5. Reliable delivery is drained (delivery.Drain): what consumers
 //     confirmed is stored in the durable producer queues, so that a
 //     restart sends none of it again.
@@ -404,9 +474,9 @@ func (s *Service) Done() <-chan struct{} {
 //     before it replies). This comes after HTTP and the cluster, so that
 //     the requests that were allowed to finish could still reach their
 //     entities.
-//  7. Tracing: the spans still queued are exported, within a few
+//  7. Redis: closed once nothing can use it.
+//  8. Tracing: the spans still queued are exported, within a few
 //     seconds of their own (an unreachable collector loses them).
-//  8. Redis: closed last, once nothing can use it.
 //
 // ctx bounds steps 1 to 6. Shutdown may be called more than once; each
 // call returns the first call's result.
@@ -416,8 +486,18 @@ func (s *Service) Shutdown(ctx context.Context) error {
 }
 
 func (s *Service) shutdown(ctx context.Context) error {
+	if err := s.parts.stopAll(ctx, s.log); err != nil {
+		return fmt.Errorf("trellis: shutdown: %w", err)
+	}
+	s.log.Info("stopped")
+	return nil
+}
+
+// stopHTTP stops accepting connections and waits for the requests in
+// flight, within ctx (then it closes the connections left), and for
+// Serve to return.
+func (s *Service) stopHTTP(ctx context.Context) error {
 	var errs []error
-	s.log.Info("shutting down: draining HTTP requests")
 	if err := s.srv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("drain HTTP: %w", err))
 		_ = s.srv.Close()
@@ -433,54 +513,14 @@ func (s *Service) shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	// Timers next: a timer's call reaches entities and timed actions, so the
-	// calls in flight finish (or are released for another instance) while
-	// those can still answer.
-	s.log.Info("shutting down: stopping the timer scheduler")
-	if err := s.host.Timers.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("stop the timer scheduler: %w", err))
+	return errors.Join(errs...)
+}
+
+// cutHTTP closes the listener and every connection at once, requests in
+// flight included, and waits for Serve to return.
+func (s *Service) cutHTTP() {
+	_ = s.srv.Close()
+	if done := s.Done(); done != nil {
+		<-done
 	}
-	s.log.Info("shutting down: stopping the consumers")
-	if err := s.host.consumers.Stop(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	s.log.Info("shutting down: stopping the views' projectors")
-	if err := s.host.views.Stop(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if s.node != nil {
-		// A Redis out of reach cannot take the shards back: the others
-		// take them when this member's lease lapses, as after a kill.
-		switch err := s.node.leave(ctx); {
-		case store.Unavailable(err):
-			s.log.Warn("shutting down: could not hand the shards over, Redis does not answer: the other instances serve them once this one's lease lapses",
-				"err", store.Redact(err, s.host.Config.RedisURL, s.host.Config.RedisClusterURL))
-		case err != nil:
-			errs = append(errs, err)
-		}
-		if err := s.node.close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop the cluster transport: %w", err))
-		}
-	}
-	s.log.Info("shutting down: draining reliable delivery")
-	if err := delivery.Drain(ctx, s.host.System); err != nil {
-		errs = append(errs, err)
-	}
-	s.log.Info("shutting down: stopping entities")
-	if err := s.host.System.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("stop the actor system: %w", err))
-	}
-	if err := s.host.tracing.shutdown(context.WithoutCancel(ctx)); err != nil {
-		errs = append(errs, err)
-	}
-	if s.conn != nil {
-		if err := s.conn.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close Redis: %w", err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("trellis: shutdown: %w", err)
-	}
-	s.log.Info("stopped")
-	return nil
 }

@@ -29,11 +29,11 @@ type serviceTracing struct {
 	pipeline *tracing.Pipeline    // the service's own, to flush at shutdown; nil otherwise
 }
 
-// openTracing sets up tracing from the OTEL_* variables of the process's
+// newTracing sets up tracing from the OTEL_* variables of the process's
 // environment, as the OpenTelemetry SDK reads them: off unless an
 // exporter is configured (see docs/observability.md). A bad value is a
 // *ConfigError naming its variable.
-func openTracing(o options) (serviceTracing, error) {
+func newTracing(o options) (serviceTracing, error) {
 	if o.tracerProvider != nil {
 		return serviceTracing{provider: o.tracerProvider, tracer: o.tracerProvider.Tracer(tracing.Scope)}, nil
 	}
@@ -117,5 +117,5 @@ func (t serviceTracing) makeGlobal(log *slog.Logger) {
 // the OTEL_* variables describe; the caller owns tp and shuts it down.
 // Tests pass an SDK provider over an in-memory exporter.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracerProvider = tp }
+	return optionFunc(func(o *options) { o.tracerProvider = tp })
 }

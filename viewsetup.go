@@ -1,6 +1,7 @@
 package trellis
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/trellis-go/trellis/entities"
@@ -11,8 +12,13 @@ import (
 // the views in the same store: the embedded store's memory, or Redis in
 // the cluster mode; the per-instance Redis store keeps no change log, and
 // View.Start then fails.
-func openViews(h *Host, node *clusterNode) error {
-	cfg := views.Config{Logger: h.Logger, Store: views.NewMemoryStore()}
+//
+// Each view projects the shards this instance serves, and stops
+// projecting a shard before the cluster hands it over (with the
+// consumers: see joinCluster).
+func openViews(a *assembly) error {
+	h := a.host
+	cfg := views.Config{Logger: h.Logger, Store: views.NewMemoryStore(), Shards: a.shards}
 	if log, ok := h.Store.(entities.ChangeLog); ok {
 		cfg.Log = log
 	} else {
@@ -22,15 +28,15 @@ func openViews(h *Host, node *clusterNode) error {
 	if h.Redis != nil {
 		cfg.Store = views.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	}
-	if node != nil {
-		cfg.Shards = node
-		node.views = func() *views.Runner { return h.views }
-	}
 	r, err := views.NewRunner(cfg)
 	if err != nil {
 		return fmt.Errorf("trellis: views: %w", err)
 	}
 	h.views = r
+	a.collectors = append(a.collectors, r.Collector())
+	a.add(part{name: "the views' projectors",
+		start: func(ctx context.Context) error { r.Start(ctx); return nil },
+		stop:  r.Stop})
 	return nil
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/trellistest"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 var flagChaosUpdates = flag.Int("consumers.updates", 10_000,
@@ -46,6 +48,7 @@ type chaosEvent struct {
 // bound allows 500 ms of the whole cluster's average rate, and 100 more,
 // per kill), and none for a graceful move.
 func TestConsumerNoChangeLostWithKills(t *testing.T) {
+	testenv.Long(t)
 	updates := *flagChaosUpdates
 	const counters, writers = 200, 8
 	rec := newRecorder()

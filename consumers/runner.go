@@ -22,7 +22,7 @@ import (
 // fence: a consumer consumes a shard's changes only there. The cluster
 // mode's node implements it.
 type Shards interface {
-	Serving(shard int) (cluster.Fence, bool)
+	Serving(shard int) (entities.Fence, bool)
 }
 
 // ErrNoChangeLog is wrapped by Consumer.Start when the service's store
@@ -86,7 +86,7 @@ type Runner struct {
 	// byShard is each shard's workers, as in workers, for the writes to
 	// hand their changes to with no lock.
 	byShard   [cluster.NumShards]atomic.Pointer[[]*worker]
-	releasing map[int]cluster.Fence // shards being handed over, under this fence
+	releasing map[int]entities.Fence // shards being handed over, under this fence
 	started   bool
 	stopped   bool
 
@@ -111,7 +111,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	r := &Runner{
 		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "consumers"),
 		consumers: make(map[string]*consumer), workers: make(map[workerKey]*worker),
-		releasing: make(map[int]cluster.Fence),
+		releasing: make(map[int]entities.Fence),
 		stop:      make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	r.metrics = newMetrics(r)
@@ -276,9 +276,9 @@ func (r *Runner) pass() {
 }
 
 // serving is Shards.Serving, or every shard under no fence.
-func (r *Runner) serving(shard int) (cluster.Fence, bool) {
+func (r *Runner) serving(shard int) (entities.Fence, bool) {
 	if r.cfg.Shards == nil {
-		return cluster.Fence{}, true
+		return entities.Fence{}, true
 	}
 	return r.cfg.Shards.Serving(shard)
 }

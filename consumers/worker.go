@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 const (
@@ -36,7 +35,7 @@ type worker struct {
 	r     *Runner
 	c     *consumer
 	shard int
-	fence cluster.Fence
+	fence entities.Fence
 	prev  *worker // the shard's previous worker, which must end first
 
 	ctx      context.Context // handlers' contexts derive from it
@@ -67,7 +66,7 @@ type worker struct {
 	lag   Lag
 }
 
-func startWorker(r *Runner, c *consumer, shard int, f cluster.Fence, prev *worker) *worker {
+func startWorker(r *Runner, c *consumer, shard int, f entities.Fence, prev *worker) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{r: r, c: c, shard: shard, fence: f, prev: prev, ctx: ctx, cancel: cancel,
 		stop: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}),

@@ -11,6 +11,8 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 	"github.com/trellis-go/trellis/internal/testkit/remotetest"
 	"github.com/trellis-go/trellis/runtime"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestRemoteConsumerInstanceKilled: the consumer's instance dies mid-stream
@@ -20,6 +22,7 @@ import (
 // gets its jobs in order, and the jobs both got are at most the window:
 // the bound docs/delivery.md gives.
 func TestRemoteConsumerInstanceKilled(t *testing.T) {
+	testenv.Long(t)
 	const jobs, window = 600, 20
 	for _, seed := range deliverytest.RemoteSeeds() {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {

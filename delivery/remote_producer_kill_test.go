@@ -38,6 +38,7 @@ import (
 //     then the rest. Every job arrives, in order but for one restart, and a
 //     job comes twice only above the confirmation stored at the kill.
 func TestRemoteProducerInstanceKilled(t *testing.T) {
+	testenv.Long(t)
 	url := testenv.RedisURL(t)
 	cases := []struct {
 		name    string

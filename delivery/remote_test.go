@@ -15,6 +15,8 @@ import (
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 	"github.com/trellis-go/trellis/internal/testkit/remotetest"
 	"github.com/trellis-go/trellis/runtime"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // linkFault breaks the link between two instances in one way, at the
@@ -91,6 +93,7 @@ type remoteCase struct {
 // for a long run): every job arrives exactly once, in order, as the
 // protocol promises while no process crashes; the faults are counted.
 func TestRemoteP2PFaults(t *testing.T) {
+	testenv.Long(t)
 	all := []linkFault{cut, stall, duplicate, partition}
 	cases := []remoteCase{
 		{name: "cuts", faults: []linkFault{cut}, jobs: 400},

@@ -12,7 +12,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -45,7 +44,7 @@ type entityActor[S any] struct {
 	state  S      // data decoded, when the type is flat
 	rev    uint64
 	loaded bool
-	fence  cluster.Fence // with a Host.Cluster: the fence the state was loaded under
+	fence  Fence         // with a Host.Cluster: the fence the state was loaded under
 	queued []envelope[S] // runQueued's, reused
 }
 
@@ -252,9 +251,9 @@ func (a *entityActor[S]) record(ctx context.Context, applied *Applied) (err erro
 
 // serving is the fence of the entity's shard and whether this instance
 // serves it now; without a Host.Cluster, always (under no fence).
-func (a *entityActor[S]) serving() (cluster.Fence, bool) {
+func (a *entityActor[S]) serving() (Fence, bool) {
 	if a.r.host.Cluster == nil {
-		return cluster.Fence{}, true
+		return Fence{}, true
 	}
 	return a.r.host.Cluster.Fence(a.r.t.ComponentID(), a.id)
 }
@@ -262,7 +261,7 @@ func (a *entityActor[S]) serving() (cluster.Fence, bool) {
 // drop forgets the state: the shard is no longer this instance's.
 func (a *entityActor[S]) drop() {
 	var zero S
-	a.data, a.state, a.rev, a.loaded, a.fence = nil, zero, 0, false, cluster.Fence{}
+	a.data, a.state, a.rev, a.loaded, a.fence = nil, zero, 0, false, Fence{}
 }
 
 // save writes data over revision a.rev: under the fence with a cluster.

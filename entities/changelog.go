@@ -3,8 +3,6 @@ package entities
 import (
 	"context"
 	"time"
-
-	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 // ChangeLog is a store's record of its committed writes, one log per
@@ -41,7 +39,7 @@ type ChangeLog interface {
 	// (a [FencedStore] refuses with ErrFenced when f is no longer the
 	// shard's; MemoryStore takes no fence), and trims the log up to the
 	// lowest checkpoint of the shard.
-	SaveCheckpoint(ctx context.Context, f cluster.Fence, consumer string, shard int, seq uint64) error
+	SaveCheckpoint(ctx context.Context, f Fence, consumer string, shard int, seq uint64) error
 	// Changes returns up to limit changes of shard after seq after, in
 	// order, and the shard's last change (its head). missed is true when
 	// changes after after are gone from the log (trimmed by the bound).

@@ -12,6 +12,13 @@ import (
 	"github.com/trellis-go/trellis/internal/cluster"
 )
 
+// Fence is what an owner's write carries: the shard, and the incarnation
+// (of the member that owns it) and epoch under which it was acquired. A
+// store refuses a write whose fence no longer holds, so a deposed owner's
+// late write is refused. The zero Fence is no fence: a store of one
+// instance takes it.
+type Fence = cluster.Fence
+
 // Cluster is what an entity type started with [Host.Cluster] needs of the
 // cluster its instance belongs to: whether it serves an entity's shard,
 // and how to reach the instance that does. Package internal/clusterhost
@@ -21,7 +28,7 @@ type Cluster interface {
 	// Fence reports whether this instance serves the entity's shard now
 	// (it owns it and its lease is surely valid) and under which fence.
 	// The entity actor calls it on every command: it must be cheap.
-	Fence(entityType, id string) (cluster.Fence, bool)
+	Fence(entityType, id string) (Fence, bool)
 	// Route says where a command for the entity runs, waiting (bounded by
 	// ctx) while its shard has no owner or is being handed over. When
 	// this instance serves it, the command is admitted here: addr is ""

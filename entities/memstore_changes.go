@@ -82,7 +82,7 @@ func (s *MemoryStore) Checkpoint(ctx context.Context, consumer string, shard int
 }
 
 // SaveCheckpoint implements [ChangeLog]; the fence is not checked.
-func (s *MemoryStore) SaveCheckpoint(ctx context.Context, _ cluster.Fence, consumer string, shard int, seq uint64) error {
+func (s *MemoryStore) SaveCheckpoint(ctx context.Context, _ Fence, consumer string, shard int, seq uint64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("save the checkpoint of consumer %q on shard %d: %w", consumer, shard, err)
 	}

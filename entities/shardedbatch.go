@@ -36,7 +36,7 @@ type BatchStore interface {
 	// must exist (a create goes alone, through SaveFenced): otherwise it
 	// is a conflict, and nothing is written. It returns the updates'
 	// revisions. At least one update.
-	SaveFencedBatch(ctx context.Context, f cluster.Fence, entityType, id string, updates []Update, expected uint64) ([]uint64, error)
+	SaveFencedBatch(ctx context.Context, f Fence, entityType, id string, updates []Update, expected uint64) ([]uint64, error)
 }
 
 //go:embed shardedsavebatch.lua
@@ -48,7 +48,7 @@ var _ BatchStore = (*ShardedRedisStore)(nil)
 
 // SaveFencedBatch implements [BatchStore] in one script: the revisions are
 // drawn from the shard's counter, the changes go to the shard's log.
-func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f cluster.Fence, entityType, id string,
+func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f Fence, entityType, id string,
 	updates []Update, expected uint64) ([]uint64, error) {
 	const op = "save"
 	keys, err := s.fencedKeys(f, entityType, id)

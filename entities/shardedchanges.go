@@ -89,7 +89,7 @@ func (s *ShardedRedisStore) Checkpoint(ctx context.Context, consumer string, sha
 
 // SaveCheckpoint implements [ChangeLog]: refused with ErrFenced when f is
 // no longer shard's fence.
-func (s *ShardedRedisStore) SaveCheckpoint(ctx context.Context, f cluster.Fence, consumer string, shard int, seq uint64) error {
+func (s *ShardedRedisStore) SaveCheckpoint(ctx context.Context, f Fence, consumer string, shard int, seq uint64) error {
 	k := s.changeKeys(shard)
 	args := append(f.Args(), consumer, strconv.FormatUint(seq, 10))
 	n, err := checkpointScript.Run(ctx, s.client, []string{s.shards[shard].record, k[0], k[2]}, args...).Int()

@@ -29,9 +29,9 @@ type FencedStore interface {
 	Store
 	// SaveFenced is Save under f: it writes only if f is still the
 	// shard's fence and the stored revision is expected.
-	SaveFenced(ctx context.Context, f cluster.Fence, entityType, id string, data []byte, expected uint64) (uint64, error)
+	SaveFenced(ctx context.Context, f Fence, entityType, id string, data []byte, expected uint64) (uint64, error)
 	// DeleteFenced is Delete under f.
-	DeleteFenced(ctx context.Context, f cluster.Fence, entityType, id string, expected uint64) error
+	DeleteFenced(ctx context.Context, f Fence, entityType, id string, expected uint64) error
 }
 
 // ShardedRedisStore is the [FencedStore] of a cluster of instances on one
@@ -243,12 +243,12 @@ func runRecord(ctx context.Context, client redis.UniversalClient, key, entityTyp
 // SaveFenced implements [FencedStore]: one script in the common case; a
 // create also reads the legacy key first, and a write over a legacy key
 // deletes it after.
-func (s *ShardedRedisStore) SaveFenced(ctx context.Context, f cluster.Fence, entityType, id string, data []byte, expected uint64) (uint64, error) {
+func (s *ShardedRedisStore) SaveFenced(ctx context.Context, f Fence, entityType, id string, data []byte, expected uint64) (uint64, error) {
 	return s.write(ctx, "save", shardedSave, f, entityType, id, data, expected)
 }
 
 // DeleteFenced implements [FencedStore]: the script, then the legacy key.
-func (s *ShardedRedisStore) DeleteFenced(ctx context.Context, f cluster.Fence, entityType, id string, expected uint64) error {
+func (s *ShardedRedisStore) DeleteFenced(ctx context.Context, f Fence, entityType, id string, expected uint64) error {
 	_, err := s.write(ctx, "delete", shardedDelete, f, entityType, id, nil, expected)
 	return err
 }
@@ -258,7 +258,7 @@ func (s *ShardedRedisStore) DeleteFenced(ctx context.Context, f cluster.Fence, e
 // state (a live legacy state would be a conflict), or when the script
 // found the new key absent but a revision was expected (a legacy state).
 // Every delete, and every write over a legacy key, deletes it after.
-func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.Script, f cluster.Fence,
+func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.Script, f Fence,
 	entityType, id string, data []byte, expected uint64) (uint64, error) {
 	keys, err := s.fencedKeys(f, entityType, id)
 	if err != nil {
@@ -311,7 +311,7 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 
 // fencedKeys are the keys of a fenced write, once f is checked to be the
 // fence of the entity's shard.
-func (s *ShardedRedisStore) fencedKeys(f cluster.Fence, entityType, id string) ([]string, error) {
+func (s *ShardedRedisStore) fencedKeys(f Fence, entityType, id string) ([]string, error) {
 	shard := cluster.ShardOf(entityType, id)
 	if f.Shard != shard || f.Incarnation == "" {
 		return nil, fmt.Errorf("the fence is of shard %d (incarnation %q), the entity is in shard %d: %w",
@@ -360,7 +360,7 @@ type scriptReply struct {
 // run runs a fenced script, with the write's trace context
 // (tracing.Capture's form) for the change it logs, and decodes its
 // {code, revision[, seq, at]} reply.
-func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f cluster.Fence,
+func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f Fence,
 	entityType, id string, expected uint64, data []byte, floor, traceCtx string) (scriptReply, error) {
 	args := append(f.AppendArgs(make([]any, 0, 9)), strconv.FormatUint(expected, 10))
 	if script == shardedSave {

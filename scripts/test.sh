@@ -321,6 +321,17 @@ for arg in "$@"; do
 done
 ((${#pkgs[@]} > 0)) || pkgs=(./...)
 
+# Each package's test binary gets at most TEST_TIMEOUT (default 30m), unless
+# the caller passes a -timeout of its own: the slowest package (delivery,
+# about 4 minutes at rest with -race, 8 at a load of 8) fits with room,
+# and a hung test fails within CI's budget rather than at Go's default of
+# 10 minutes, which a busy machine reaches without a hang.
+has_timeout=0
+for f in "${flags[@]}"; do
+	[[ $f == -timeout* || $f == --timeout* ]] && has_timeout=1
+done
+((has_timeout)) || flags+=("-timeout=${TEST_TIMEOUT:-30m}")
+
 # The console's browser tests skip without Chromium under a plain go test;
 # here, where it was installed above, a missing one is a failure.
 export TRELLIS_TEST_REQUIRE_BROWSER=1

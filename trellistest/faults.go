@@ -1,9 +1,15 @@
 package trellistest
 
+import (
+	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/faulthook"
+	"github.com/trellis-go/trellis/internal/testkit/faults"
+)
+
 // Faults of the instances of a cluster (see StartInstances): a kill and
 // a partition from the other instances. Each instance's cluster
 // connections, dialed and accepted, go through fault points of its own
-// (trellis.WithFaults), so each fault acts on that instance alone and the
+// (withFaults), so each fault acts on that instance alone and the
 // others need nothing to be cut off from it.
 
 // Kill stops the instance the way kill -9 stops a process, but
@@ -35,3 +41,17 @@ func (ts *Service) Partition() { ts.faults.Partition() }
 // ones connect. The test's end heals an instance left partitioned, before
 // stopping it.
 func (ts *Service) Heal() { ts.faults.Heal() }
+
+// faultsOption is the trellis.Option that hands an instance its fault
+// points (internal/faulthook): the service takes them from it instead of
+// applying it, so the option is no part of trellis's public API.
+type faultsOption struct {
+	trellis.Option // never applied
+	points         *faults.Points
+}
+
+func (o faultsOption) FaultPoints() faulthook.Points { return o.points }
+
+// withFaults routes the instance's cluster connections through p, and
+// lets p kill it without a goodbye.
+func withFaults(p *faults.Points) trellis.Option { return faultsOption{points: p} }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/faults"
+	"github.com/trellis-go/trellis/internal/testkit/faults"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
@@ -123,7 +123,7 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	}
 	svc, err := trellis.New(cfg, setup, append(o.service, trellis.WithLogger(logger), trellis.WithClock(ts.Clock),
-		trellis.WithFaults(ts.faults))...)
+		withFaults(ts.faults))...)
 	if err != nil {
 		t.Fatalf("start the test service: %v", err)
 	}

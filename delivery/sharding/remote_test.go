@@ -60,6 +60,7 @@ type remoteShardCase struct {
 // move. 20 seeds per case, several at once; -delivery.remoteseeds=1000
 // for a long run.
 func TestRemoteSharding(t *testing.T) {
+	testenv.Long(t)
 	cases := []remoteShardCase{
 		{name: "steady", jobs: 400, entities: 30},
 		{name: "leave and join", jobs: 800, entities: 30, fault: "leave"},
@@ -105,7 +106,7 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 		return n
 	}
 	a, b, cc := start("a"), start("b"), start("c")
-	remotetest.WaitShards(t, 4*remoteLease, a.member, b.member, cc.member)
+	remotetest.WaitShards(t, remoteLimit, a.member, b.member, cc.member)
 
 	sp := deliverytest.SpawnSP(t, a.Sys, "sp", a.region, sharding.Settings{ResendFirstUnconfirmedIdleTimeout: 200 * time.Millisecond,
 		CleanupUnusedAfter: c.cleanup})
@@ -130,9 +131,9 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 		// Its entities stop as their shards leave, and none starts again
 		// there: the messages to them go to the new owners.
 		deliverytest.Eventually(t, "c's entities stopped", func() bool { return cc.region.Active() == 0 })
-		remotetest.WaitShards(t, 4*remoteLease, a.member, b.member)
+		remotetest.WaitShards(t, remoteLimit, a.member, b.member)
 		d := start("d")
-		remotetest.WaitShards(t, 4*remoteLease, a.member, b.member, d.member)
+		remotetest.WaitShards(t, remoteLimit, a.member, b.member, d.member)
 		moves = 2
 	case "kill":
 		testenv.Eventually(t, remoteLimit, fmt.Sprintf("%d jobs in", faultAt), func() bool { return col.Distinct() >= faultAt })
@@ -140,7 +141,7 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 			t.Fatalf("no entity runs on b: the kill would prove nothing")
 		}
 		b.Kill()
-		remotetest.WaitShards(t, 4*remoteLease, a.member, cc.member)
+		remotetest.WaitShards(t, remoteLimit, a.member, cc.member)
 		moves = 1
 	}
 	cuts := 0

@@ -27,6 +27,7 @@ import (
 // other. Every job arrives; the jobs that came twice are at most the dead
 // worker's window.
 func TestRemoteWorkers(t *testing.T) {
+	testenv.Long(t)
 	const jobs, window, lease = 600, 20, 600 * time.Millisecond
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 5))

@@ -20,6 +20,7 @@ import (
 // in the instances' views and in Redis. At the end the live instances
 // serve every shard again.
 func TestNeverTwoOwners(t *testing.T) {
+	testenv.Long(t)
 	client := testenv.Redis(t)
 	prefix := testPrefix(t, client)
 	seed := uint64(time.Now().UnixNano())

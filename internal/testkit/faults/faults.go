@@ -3,7 +3,7 @@
 // without a goodbye, and cut its cluster transport off from the other
 // instances while it keeps Redis (a network partition), then heal it.
 //
-// An instance given Points (trellis.WithFaults) dials the other
+// An instance given Points (through an option that implements faulthook.Option) dials the other
 // instances through Points.Dial, listens for them through Points.Listen,
 // and registers how it dies with Points.OnKill. Every cluster connection
 // of the instance, in either direction, is then one of the Points', so a
