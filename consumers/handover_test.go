@@ -89,7 +89,7 @@ func TestHandOverDoesNotWaitForOtherShards(t *testing.T) {
 			}
 			old := start("old")
 			waitCaughtUp(t, old) // its workers are registered
-			began := time.Now() // the handler's work starts after it
+			began := time.Now()  // the handler's work starts after it
 			if _, err := store.Save(t.Context(), "counter", "c-1", []byte(`{"id":"c-1","value":1}`), 0); err != nil {
 				t.Fatal(err)
 			}
