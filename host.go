@@ -17,6 +17,7 @@ import (
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/workflows"
 )
 
 // Host is what the application's setup starts its components on.
@@ -63,6 +64,9 @@ type Host struct {
 	node *clusterNode
 	// consumers runs the consumers setup starts (see Consumers).
 	consumers *consumers.Runner
+	// workflows are the runners of the workflows setup starts (see
+	// Workflows).
+	workflows workflows.Runners
 	// checks are the application's readiness checks (AddReadinessCheck).
 	checks *httpserver.Checks
 	// tracing is what Tracing is made of, flushed at shutdown.

@@ -27,6 +27,7 @@ func (s *Service) kill() {
 		defer cancel()
 		_ = s.host.Timers.Shutdown(ctx)
 		_ = s.host.consumers.Stop(ctx) // their checkpoints are not saved: Redis is closed
+		_ = s.host.workflows.Stop(ctx) // the steps that run are not committed: Redis is closed
 		_ = s.host.System.Shutdown(ctx)
 		if done := s.Done(); done != nil {
 			<-done

@@ -260,6 +260,7 @@ func releaseHost(h *Host, conn *store.Conn, node *clusterNode) {
 	if h.consumers != nil {
 		_ = h.consumers.Stop(ctx)
 	}
+	_ = h.workflows.Stop(ctx)
 	if node != nil {
 		node.abort()
 	}
@@ -428,6 +429,10 @@ func (s *Service) shutdown(ctx context.Context) error {
 	}
 	s.log.Info("shutting down: stopping the consumers")
 	if err := s.host.consumers.Stop(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	s.log.Info("shutting down: stopping the workflows' runners")
+	if err := s.host.workflows.Stop(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if s.node != nil {
