@@ -68,7 +68,8 @@ func start[S any](t *testing.T, wt *workflows.Type[S], store *entities.MemorySto
 		store = entities.NewMemoryStore()
 	}
 	if clock == nil {
-		clock = clockwork.NewFakeClock()
+		// A whole millisecond: the timers round due times up to one.
+		clock = clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond))
 	}
 	ctx := context.Background()
 	sys := runtime.NewSystem("test", runtime.WithClock(clock))
