@@ -14,4 +14,4 @@ log() { printf 'lint.sh: %s\n' "$*" >&2; }
 log "build golangci-lint (tools/go.mod)"
 go -C tools build -o ../.bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 log "golangci-lint run ${*:-./...}"
-.bin/golangci-lint run "${@:-./...}"
+.bin/golangci-lint run --allow-parallel-runners "${@:-./...}"
