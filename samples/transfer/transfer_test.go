@@ -42,7 +42,9 @@ func reject(t *testing.T, ts *trellistest.Service, id string) {
 	}
 }
 
-func lapse(t *testing.T, ts *trellistest.Service, _ string) { ts.AdvanceTimers(t, transfer.ApprovalWait) }
+func lapse(t *testing.T, ts *trellistest.Service, _ string) {
+	ts.AdvanceTimers(t, transfer.ApprovalWait)
+}
 
 var scenarios = []scenario{
 	{name: "done", fund: 100, amount: 30, outcome: "done", from: 70, toBal: 30},
