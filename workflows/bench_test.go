@@ -73,11 +73,11 @@ func BenchmarkWorkflowTransitions(b *testing.B) {
 		trellistest.WithConfig(func(c *trellis.Config) { c.LogLevel = slog.LevelInfo }))[0]
 	trellistest.WaitSettled(b, ts)
 	n := max(b.N, 2000)
-	runHops(b, ts, 200) // warm up: entity activations, scripts loaded
-	size := recordSize(b, app, ts)
+	warm := runHops(b, ts, 200) // warm up: entity activations, scripts loaded
+	size := recordSize(b, app, warm+"1")
 
 	b.ResetTimer()
-	wf := timeIt(func() { runHops(b, ts, n) })
+	wf := timeIt(func() { _ = runHops(b, ts, n) })
 	bare := timeIt(func() { bareTransitions(b, trellistest.Redis(b), n*transitionsPerWorkflow, size) })
 	b.StopTimer()
 	transitions := float64(n * transitionsPerWorkflow)
@@ -103,15 +103,16 @@ func timeIt(f func()) time.Duration {
 
 var hopsRun atomic.Int64
 
-// runHops runs n workflows, benchInFlight at a time, each to its step d.
-func runHops(b *testing.B, ts *trellistest.Service, n int) {
-	run := strconv.FormatInt(hopsRun.Add(1), 10)
+// runHops runs n workflows, benchInFlight at a time, each to its step d,
+// and returns the start of their ids (the number follows, from 1).
+func runHops(b *testing.B, ts *trellistest.Service, n int) string {
+	prefix := "h-" + strconv.FormatInt(hopsRun.Add(1), 10) + "-"
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range benchInFlight {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				id := "h-" + run + "-" + strconv.FormatInt(i, 10)
+				id := prefix + strconv.FormatInt(i, 10)
 				done := make(chan struct{})
 				hopsDone.Store(id, done)
 				if _, err := Hop.Invoke(context.Background(), ts.Client, id, components.Done{}); err != nil {
@@ -128,11 +129,12 @@ func runHops(b *testing.B, ts *trellistest.Service, n int) {
 		})
 	}
 	wg.Wait()
+	return prefix
 }
 
-// recordSize is the size of a record as a step's transition writes it.
-func recordSize(b *testing.B, app *hopsApp, ts *trellistest.Service) int {
-	in, err := app.wf.Get(context.Background(), "h-1-1")
+// recordSize is the size of instance id's record, once it ended.
+func recordSize(b *testing.B, app *hopsApp, id string) int {
+	in, err := app.wf.Get(context.Background(), id)
 	if err != nil {
 		b.Fatal(err)
 	}
