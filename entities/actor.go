@@ -132,9 +132,27 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		applied, err := a.applied(env, eff)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op(), err)
+		}
 		switch eff.kind {
 		case replyOnly, failWith:
-			if r.fenced == nil {
+			if applied != nil && r.recorder != nil {
+				// A caller's key: the answer is recorded, so that a retry
+				// gets this one even if the state changes meanwhile.
+				err := a.record(ctx, applied)
+				if ok, first := replayed(err); ok {
+					return first.value, first.err
+				}
+				if errors.Is(err, ErrConflict) {
+					a.loaded = false
+					continue
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s: record the answer: %w", op(), err)
+				}
+			} else if r.fenced == nil {
 				rev, err := a.revision(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("%s: check the state is fresh: %w", op(), err)
@@ -153,7 +171,11 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}
-			rev, err := a.save(ctx, data)
+			rev, err := a.save(withApplied(ctx, applied), data)
+			if ok, first := replayed(err); ok {
+				a.loaded = false // written by a first attempt this entity may not hold
+				return first.value, first.err
+			}
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
 				continue
@@ -171,7 +193,11 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			}
 			return eff.reply, nil
 		case deleteThenReply:
-			err := a.delete(ctx)
+			err := a.delete(withApplied(ctx, applied))
+			if ok, first := replayed(err); ok {
+				a.loaded = false
+				return first.value, first.err
+			}
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
 				continue
@@ -190,6 +216,38 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		}
 		return nil, fmt.Errorf("%s: unknown effect %d", op(), eff.kind)
 	}
+}
+
+// applied is the record of env's command and its effect eff, to be
+// written with the effect: nil when the command carries no key (see
+// commandKey), and when it carries only a command id and changes nothing
+// (running it again changes nothing either).
+func (a *entityActor[S]) applied(env envelope[S], eff effect[S]) (*Applied, error) {
+	key, caller := commandKey(env.ctx, env.cmd.Name)
+	if key == "" || (!caller && (eff.kind == replyOnly || eff.kind == failWith)) {
+		return nil, nil
+	}
+	var refusal *components.CommandError
+	if eff.kind == failWith {
+		refusal = &components.CommandError{Kind: eff.refusal, Message: eff.message}
+	}
+	answer, err := encodeAnswer(eff.reply, refusal)
+	if err != nil {
+		return nil, err
+	}
+	retention := a.r.host.KeyRetention
+	if !caller {
+		retention = a.r.host.CommandIDRetention
+	}
+	return &Applied{Key: key, Answer: answer, Retention: retention}, nil
+}
+
+// record writes the applied record of a command that changed nothing,
+// over revision a.rev.
+func (a *entityActor[S]) record(ctx context.Context, applied *Applied) (err error) {
+	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity record", a.r.t.ComponentID(), a.id)
+	defer func() { tracing.End(span, components.ErrorType(err)) }()
+	return a.r.recorder.Record(ctx, a.r.t.ComponentID(), a.id, a.rev, *applied)
 }
 
 // serving is the fence of the entity's shard and whether this instance

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -24,6 +26,10 @@ type MemoryStore struct {
 	// tombstone per deleted document; the contract asks no more than that.
 	rev  uint64
 	docs map[memKey]Record
+	// applied are the entities' applied records (memstore_applied.go),
+	// kept across a delete; clock tells their age.
+	applied map[memKey]*memApplied
+	clock   clockwork.Clock
 	// logs are the shards' change logs, made when a consumer registers.
 	logs    map[int]*memLog
 	limit   int // DefaultChangeLogLimit, or SetChangeLogLimit's
@@ -36,11 +42,12 @@ type memKey struct {
 	entityType, id string
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ AppliedStore = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{docs: make(map[memKey]Record), logs: make(map[int]*memLog), limit: DefaultChangeLogLimit}
+	return &MemoryStore{docs: make(map[memKey]Record), applied: make(map[memKey]*memApplied),
+		clock: clockwork.NewRealClock(), logs: make(map[int]*memLog), limit: DefaultChangeLogLimit}
 }
 
 // Load implements [Store]. The returned Data is a copy the caller owns.
@@ -80,9 +87,9 @@ func (s *MemoryStore) Save(ctx context.Context, entityType, id string, data []by
 	tc := tracing.CaptureForLink(ctx)
 
 	s.mu.Lock()
-	if found := s.docs[key].Revision; found != expected {
+	if err := s.checkWrite(ctx, "save", key, expected); err != nil {
 		s.mu.Unlock()
-		return 0, conflictErr("save", entityType, id, expected, found)
+		return 0, err
 	}
 	s.rev++
 	rev := s.rev
@@ -102,9 +109,9 @@ func (s *MemoryStore) Delete(ctx context.Context, entityType, id string, expecte
 	tc := tracing.CaptureForLink(ctx)
 
 	s.mu.Lock()
-	if found := s.docs[key].Revision; found != expected {
+	if err := s.checkWrite(ctx, "delete", key, expected); err != nil {
 		s.mu.Unlock()
-		return conflictErr("delete", entityType, id, expected, found)
+		return err
 	}
 	// Deleting an absent document (expected 0) is a no-op; the revision
 	// counter is not reset, so a later create still gets a fresh revision.
@@ -115,6 +122,37 @@ func (s *MemoryStore) Delete(ctx context.Context, entityType, id string, expecte
 	}
 	s.mu.Unlock()
 	s.heard(c)
+	return nil
+}
+
+// Record implements [AppliedStore].
+func (s *MemoryStore) Record(ctx context.Context, entityType, id string, expected uint64, a Applied) error {
+	if err := ctx.Err(); err != nil {
+		return opErr("record", entityType, id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkWrite(withApplied(ctx, &a), "record", memKey{entityType, id}, expected)
+}
+
+// checkWrite checks a write of key's entity: the applied record ctx
+// carries must not be recorded already, and the stored revision must be
+// expected. When both hold, it records the applied record (the caller
+// then writes the state under the same lock). s.mu is held.
+func (s *MemoryStore) checkWrite(ctx context.Context, op string, key memKey, expected uint64) error {
+	a := appliedIn(ctx)
+	now := s.clock.Now()
+	if a != nil {
+		if answer, ok := s.appliedAnswer(key, a, now); ok {
+			return opErr(op, key.entityType, key.id, &AlreadyAppliedError{Answer: cloneData(answer)})
+		}
+	}
+	if found := s.docs[key].Revision; found != expected {
+		return conflictErr(op, key.entityType, key.id, expected, found)
+	}
+	if a != nil {
+		s.recordApplied(key, a, now)
+	}
 	return nil
 }
 

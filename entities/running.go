@@ -38,6 +38,14 @@ type Host struct {
 	// the shard's fence (Store must then be a FencedStore). Nil: the
 	// entity runs here, checking the stored revision on every command.
 	Cluster Cluster
+	// KeyRetention is how long an entity keeps the answer of a command
+	// invoked with an idempotency key (components.WithIdempotencyKey), to
+	// answer a retry with it (zero: DefaultKeyRetention).
+	KeyRetention time.Duration
+	// CommandIDRetention is how long it keeps the answer of a command that
+	// carried only the platform's command id (components.WithCommandID;
+	// zero: DefaultCommandIDRetention).
+	CommandIDRetention time.Duration
 }
 
 // DefaultWorkers is the size of an entity type's own worker pool: how many
@@ -51,6 +59,7 @@ type Running[S any] struct {
 	host     Host
 	fenced   FencedStore // Host.Store, when Host.Cluster is set
 	batch    BatchStore  // fenced, when it writes batches
+	recorder AppliedStore // Host.Store, when it records answers alone
 	sharding *runtime.Sharding[envelope[S]]
 }
 
@@ -65,6 +74,12 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	if h.MaxConflicts <= 0 {
 		h.MaxConflicts = 30
 	}
+	if h.KeyRetention <= 0 {
+		h.KeyRetention = DefaultKeyRetention
+	}
+	if h.CommandIDRetention <= 0 {
+		h.CommandIDRetention = DefaultCommandIDRetention
+	}
 	if h.Dispatcher == nil {
 		d, err := h.System.NewDispatcher("entity-"+id, DefaultWorkers, 5)
 		if err != nil {
@@ -73,6 +88,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		h.Dispatcher = d
 	}
 	r := &Running[S]{t: t, host: h}
+	r.recorder, _ = h.Store.(AppliedStore)
 	if h.Cluster != nil {
 		fenced, ok := h.Store.(FencedStore)
 		if !ok {

@@ -43,6 +43,23 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// AppliedStore is a [Store] that keeps commands' applied records
+// ([Applied]) with their entities' state: a write (Save, Delete, and a
+// [FencedStore]'s and a [BatchStore]'s writes) whose context carries a
+// record (withApplied) writes it in the same atomic step as the state,
+// unless a record of its key is kept already: then it writes nothing and
+// fails with an error wrapping *[AlreadyAppliedError], before it compares
+// revisions. Records are kept for their retention, across a delete of
+// the state, and trimmed by the entity's later writes (expired ones
+// first). Every store of this package is one.
+type AppliedStore interface {
+	Store
+	// Record writes a alone, changing no state, if the stored revision is
+	// expected (else it fails with ErrConflict): how a command that
+	// changed nothing records its answer.
+	Record(ctx context.Context, entityType, id string, expected uint64, a Applied) error
+}
+
 // Record is a stored document and its revision.
 type Record struct {
 	Data     []byte
