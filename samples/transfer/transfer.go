@@ -47,8 +47,7 @@ var (
 			}
 			return ctx.UpdateState(req).TransitionTo("check", nil).ThenReply(req)
 		})
-	// Approve lets a transfer that waits for an approval go on; Reject
-	// ends it.
+	// Approve lets a transfer that waits for an approval go on.
 	Approve = workflows.Command(Transfers, "approve",
 		func(ctx *workflows.Ctx[Transfer, components.Done], _ Transfer, _ components.Done) workflows.Effect[Transfer, components.Done] {
 			if ctx.Status() != workflows.StatusPaused {
@@ -56,6 +55,7 @@ var (
 			}
 			return ctx.TransitionTo("withdraw", nil).ThenReply(components.Done{})
 		})
+	// Reject ends a transfer that waits for an approval.
 	Reject = workflows.Command(Transfers, "reject",
 		func(ctx *workflows.Ctx[Transfer, components.Done], s Transfer, _ components.Done) workflows.Effect[Transfer, components.Done] {
 			if ctx.Status() != workflows.StatusPaused {
