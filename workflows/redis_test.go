@@ -78,3 +78,54 @@ func TestRedisKillAndResume(t *testing.T) {
 	})
 	wantAppliedOnce(t, second.Client, "w-rk-1")
 }
+
+// TestRedisShardMove: while steps run on the only instance, a second one
+// joins and takes half the shards; it resumes the workflows of the shards
+// it took at their current step (their steps still run on the first
+// instance meanwhile), and once the steps may finish every workflow ends
+// with its step's outcome committed once.
+func TestRedisShardMove(t *testing.T) {
+	ctx := context.Background()
+	first, app := startGates(t, nil)
+	trellistest.WaitSettled(t, first)
+	ids := make([]string, 16)
+	opened := make(map[string]*gateOf, len(ids))
+	for i := range ids {
+		ids[i] = "sm-" + string(rune('a'+i))
+		opened[ids[i]] = newGate(ids[i])
+		if _, err := Open.Invoke(ctx, first.Client, ids[i], components.Done{}); err != nil {
+			t.Fatal(err)
+		}
+		<-opened[ids[i]].entered
+	}
+	second, _ := startGates(t, first)
+	trellistest.WaitSettled(t, first, second)
+	moved := 0
+	for _, id := range ids {
+		if !second.Serves("gated", id) {
+			continue
+		}
+		moved++
+		select {
+		case <-opened[id].entered:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("workflow %s did not run again on the instance that took its shard", id)
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no workflow's shard moved: the test shows nothing")
+	}
+	for _, id := range ids {
+		close(opened[id].open)
+	}
+	for _, id := range ids {
+		trellistest.Eventually(t, 20*time.Second, "workflow "+id+" ended", func() bool {
+			in, err := app.wf.Get(ctx, id)
+			return err == nil && in.Status == workflows.StatusEnded
+		})
+		if in, _ := app.wf.Get(ctx, id); in.State.Ran != 1 || in.Transition != 2 {
+			t.Errorf("workflow %s: ran %d, transition %d; want its step committed once", id, in.State.Ran, in.Transition)
+		}
+	}
+	t.Logf("%d of %d workflows moved", moved, len(ids))
+}
