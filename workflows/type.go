@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ func Define[S any](componentID string, empty func(workflowID string) S, opts ...
 // ComponentID is the workflow's component id.
 func (t *Type[S]) ComponentID() string { return t.id }
 
-// Steps are the names of the workflow's steps.
+// Steps are the names of the workflow's steps, sorted.
 func (t *Type[S]) Steps() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -49,6 +50,7 @@ func (t *Type[S]) Steps() []string {
 	for name := range t.steps {
 		names = append(names, name)
 	}
+	slices.Sort(names)
 	return names
 }
 
