@@ -203,6 +203,12 @@ func (n *clusterNode) listen(ctx context.Context) error {
 	if n.faults != nil { // a test's fault points: see WithFaults
 		clientCfg.Dial, serverCfg.Listen = n.faults.Dial, n.faults.Listen
 	}
+	if files := n.cfg.clusterTLS(); files.Set() { // mutual TLS, the secret signing as well
+		var err error
+		if serverCfg.TLS, clientCfg.TLS, err = files.Load(); err != nil {
+			return fmt.Errorf("cluster transport: %w", err)
+		}
+	}
 	peers, err := peer.NewClient(clientCfg)
 	if err != nil {
 		return fmt.Errorf("cluster transport: %w", err)

@@ -91,6 +91,16 @@ type Config struct {
 	// (whoever can could rewrite its state anyway); set one to keep the
 	// two apart.
 	ClusterSecret string
+	// ClusterTLSCert, ClusterTLSKey and ClusterTLSCA are the PEM files of
+	// mutual TLS on the cluster port (TRELLIS_CLUSTER_TLS_CERT, _KEY, _CA;
+	// -cluster-tls-cert, -key, -ca): this instance's certificate (with its
+	// chain) and key, shown to the others both when it serves and when it
+	// calls, and the cluster's own CA, which signs every instance's and
+	// whose certificates are the only ones taken (the name in them is not
+	// checked). All three or none; set on every instance or on none.
+	// Empty: HTTP/2 over cleartext. The secret signs every message either
+	// way.
+	ClusterTLSCert, ClusterTLSKey, ClusterTLSCA string
 	// ClusterLease is how long a member of the cluster stays a member
 	// without renewing: an instance killed without a goodbye has its
 	// entities served by the others about a lease and a few seconds later
@@ -117,6 +127,11 @@ func (c Config) clustered() bool {
 	return (c.RedisURL != "" || c.RedisClusterURL != "") && c.ClusterAddr != ClusterOff
 }
 
+// clusterTLS names the files of the cluster port's TLS.
+func (c Config) clusterTLS() peer.TLSFiles {
+	return peer.TLSFiles{Cert: c.ClusterTLSCert, Key: c.ClusterTLSKey, CA: c.ClusterTLSCA}
+}
+
 // clusterListenAddr is where the cluster port listens.
 func (c Config) clusterListenAddr() string {
 	if c.ClusterAddr == "" {
@@ -136,6 +151,9 @@ const (
 	EnvClusterAddr          = "TRELLIS_CLUSTER_ADDR"
 	EnvClusterAdvertiseAddr = "TRELLIS_CLUSTER_ADVERTISE_ADDR"
 	EnvClusterLease         = "TRELLIS_CLUSTER_LEASE"
+	EnvClusterTLSCert       = peer.EnvTLSCert
+	EnvClusterTLSKey        = peer.EnvTLSKey
+	EnvClusterTLSCA         = peer.EnvTLSCA
 	// EnvTimerDeadLetterRetention is Config.TimerDeadLetterRetention.
 	EnvTimerDeadLetterRetention = "TRELLIS_TIMER_DEAD_LETTER_RETENTION"
 	// EnvClusterSecret is the secret the instances of a cluster sign

@@ -93,6 +93,21 @@ var settings = []setting{
 		about: about{name: "ClusterSecret", env: EnvClusterSecret},
 		at:    func(c *Config) *string { return &c.ClusterSecret }, rule: checkClusterSecret,
 	},
+	field[string]{
+		about: about{name: "ClusterTLSCert", env: EnvClusterTLSCert, flag: "cluster-tls-cert",
+			usage: "PEM file of this instance's certificate for mutual TLS on the cluster port (with -cluster-tls-key and -cluster-tls-ca); empty: cleartext"},
+		at: func(c *Config) *string { return &c.ClusterTLSCert }, rule: checkClusterTLS(EnvClusterTLSCert),
+	},
+	field[string]{
+		about: about{name: "ClusterTLSKey", env: EnvClusterTLSKey, flag: "cluster-tls-key",
+			usage: "PEM file of the key of -cluster-tls-cert"},
+		at: func(c *Config) *string { return &c.ClusterTLSKey }, rule: checkClusterTLS(EnvClusterTLSKey),
+	},
+	field[string]{
+		about: about{name: "ClusterTLSCA", env: EnvClusterTLSCA, flag: "cluster-tls-ca",
+			usage: "PEM file of the cluster's CA, which signs every instance's certificate"},
+		at: func(c *Config) *string { return &c.ClusterTLSCA }, rule: checkClusterTLS(EnvClusterTLSCA),
+	},
 	field[time.Duration]{
 		about: about{name: "ClusterLease", env: EnvClusterLease, flag: "cluster-lease",
 			usage: "how long a member stays one without renewing: a killed instance's entities are served again after about this"},
@@ -314,6 +329,24 @@ func checkClusterSecret(secret string, c Config) error {
 		return fmt.Errorf("is %d bytes; at least %d (try `openssl rand -hex 32`)", len(secret), peer.MinSecretLen)
 	}
 	return nil
+}
+
+// checkClusterTLS is the rule of the TLS file named by setting: with a
+// cluster, the three files of TLS on the cluster port are set, readable
+// and go together, or none is set. It reports what is wrong with its own
+// file only.
+func checkClusterTLS(setting string) func(string, Config) error {
+	return func(_ string, c Config) error {
+		files := c.clusterTLS()
+		if !files.Set() || !c.clustered() {
+			return nil
+		}
+		var te *peer.TLSError
+		if _, _, err := files.Load(); errors.As(err, &te) && te.Setting == setting {
+			return te.Err
+		}
+		return nil
+	}
 }
 
 func parseDuration(s string) (time.Duration, error) {

@@ -27,8 +27,9 @@ const DefaultMaxSkew = 30 * time.Second
 
 // The headers of the scheme. The secret itself is never sent.
 const (
-	headerTime      = "Trellis-Time"      // the sender's clock, Unix milliseconds
-	headerSignature = "Trellis-Signature" // base64url HMAC-SHA256, see signer
+	headerTime       = "Trellis-Time"        // the sender's clock, Unix milliseconds
+	headerSignature  = "Trellis-Signature"   // base64url HMAC-SHA256, see signer
+	headerBodyDigest = "Trellis-Body-Digest" // base64url SHA-256 of a forward's body, see signForward
 )
 
 // errNoSecret is why every request is refused when no secret is set.
@@ -36,10 +37,12 @@ var errNoSecret = errors.New(EnvSecret + " is not set: the peer transport refuse
 
 // signer signs and checks requests and replies with the cluster secret.
 //
-// A request's signature is HMAC-SHA256(secret, "trellis-peer/1 request\n"
-// method "\n" request-URI "\n" time "\n" timeout "\n" body): it binds the
-// target (component, method, entity are in the URI), the deadline and the
-// argument, and the time limits a replay to MaxSkew. A reply's is
+// A stream's opening is signed HMAC-SHA256(secret, "trellis-peer/1
+// request\n" method "\n" request-URI "\n" time "\n\n"), a forward of its
+// own as signForward says: both bind the target (the stream, or the
+// component, method and entity of the URI), a forward its deadline and
+// argument too, and the time limits how long the server remembers a
+// request to refuse its replay (MaxSkew). A reply's is
 // HMAC-SHA256(secret, "trellis-peer/1 reply\n" request-signature "\n"
 // status "\n" body): the caller knows the answer comes from a holder of
 // the secret and belongs to its own request. The fields before the body
@@ -64,22 +67,31 @@ func newSigner(secret []byte) (*signer, error) {
 // signatureLen is the length of a signature in base64url without padding.
 var signatureLen = base64.RawURLEncoding.EncodedLen(sha256.Size)
 
-// signRequest returns the request's signature, base64url.
+// signRequest returns a stream's opening's signature, base64url (its
+// timeout and body are empty: the body is the stream, whose lines are
+// signed each).
 func (s *signer) signRequest(method, uri, unixMilli, timeout string, body []byte) string {
 	return s.sign(body, "trellis-peer/1 request\n", method, "\n", uri, "\n", unixMilli, "\n", timeout, "\n")
 }
 
-// signTracedRequest is signRequest for a request that carries a W3C trace
-// context (its traceparent and tracestate headers), which the signature
-// covers too. Its message starts apart from signRequest's, so that no
-// request can be read as the other kind; a request without a trace
-// context is signed as before.
-func (s *signer) signTracedRequest(method, uri, unixMilli, timeout string, tc traceHeaders, body []byte) string {
-	if tc.parent == "" {
-		return s.signRequest(method, uri, unixMilli, timeout, body)
-	}
-	return s.sign(body, "trellis-peer/1 traced request\n", method, "\n", uri, "\n", unixMilli, "\n", timeout, "\n",
-		tc.parent, "\n", tc.state, "\n")
+// signForward returns the signature of a forward of its own:
+// HMAC-SHA256(secret, "trellis-peer/2 forward\n" method "\n" request-URI
+// "\n" time "\n" timeout "\n" traceparent "\n" tracestate "\n" digest),
+// where digest is bodyDigest of the argument, sent in its own header. It
+// covers the argument through its digest rather than the argument itself,
+// so the server checks it before it reads a byte of the body: a stranger's
+// body is never read. Its message starts apart from signRequest's, so
+// that no request can be read as the other kind.
+func (s *signer) signForward(method, uri, unixMilli, timeout string, tc traceHeaders, digest string) string {
+	return s.sign(nil, "trellis-peer/2 forward\n", method, "\n", uri, "\n", unixMilli, "\n", timeout, "\n",
+		tc.parent, "\n", tc.state, "\n", digest)
+}
+
+// bodyDigest is the SHA-256 of a forward's body, base64url, as its
+// headerBodyDigest carries it.
+func bodyDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // signReply returns the reply's signature, base64url.
@@ -120,16 +132,16 @@ func equal(got, want string) bool {
 	return len(got) == signatureLen && hmac.Equal([]byte(got), []byte(want))
 }
 
-// checkTime reports whether a request's timestamp is within maxSkew of
-// now, and why not.
-func checkTime(unixMilli string, now time.Time, maxSkew time.Duration) error {
+// checkTime returns a request's timestamp (Unix milliseconds) if it is
+// within maxSkew of now, or why not.
+func checkTime(unixMilli string, now time.Time, maxSkew time.Duration) (int64, error) {
 	ms, err := strconv.ParseInt(unixMilli, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%s header missing or malformed", headerTime)
+		return 0, fmt.Errorf("%s header missing or malformed", headerTime)
 	}
 	skew := now.Sub(time.UnixMilli(ms))
 	if skew > maxSkew || skew < -maxSkew {
-		return fmt.Errorf("timestamp %v from the server's clock (max %v): an old request replayed, or clocks apart", skew.Round(time.Millisecond), maxSkew)
+		return 0, fmt.Errorf("timestamp %v from the server's clock (max %v): an old request replayed, or clocks apart", skew.Round(time.Millisecond), maxSkew)
 	}
-	return nil
+	return ms, nil
 }

@@ -29,8 +29,8 @@ func h2c(t testing.TB) *http.Client {
 
 // rawRequest is a forward as the wire carries it.
 type rawRequest struct {
-	path, ts, timeout, sig string
-	body                   []byte
+	path, ts, timeout, sig, digest string
+	body                           []byte
 }
 
 // signed is a valid request for c.m[e] stamped at now.
@@ -39,8 +39,9 @@ func signed(t testing.TB, now time.Time, body string) rawRequest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rawRequest{path: forwardPrefix + "c/m/e", ts: strconv.FormatInt(now.UnixMilli(), 10), timeout: "5s", body: []byte(body)}
-	r.sig = sg.signRequest(http.MethodPost, r.path, r.ts, r.timeout, r.body)
+	r := rawRequest{path: forwardPrefix + "c/m/e", ts: strconv.FormatInt(now.UnixMilli(), 10), timeout: "5s",
+		digest: bodyDigest([]byte(body)), body: []byte(body)}
+	r.sig = sg.signForward(http.MethodPost, r.path, r.ts, r.timeout, traceHeaders{}, r.digest)
 	return r
 }
 
@@ -51,7 +52,7 @@ func (r rawRequest) send(t testing.TB, hc *http.Client, addr string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{headerTime: r.ts, headerTimeout: r.timeout, headerSignature: r.sig} {
+	for k, v := range map[string]string{headerTime: r.ts, headerTimeout: r.timeout, headerSignature: r.sig, headerBodyDigest: r.digest} {
 		if v != "" {
 			req.Header.Set(k, v)
 		}
@@ -66,8 +67,9 @@ func (r rawRequest) send(t testing.TB, hc *http.Client, addr string) int {
 }
 
 // TestAuthRefusesRequests: a request without the headers, altered in any
-// signed part, replayed after MaxSkew or stamped too far ahead is answered
-// 401 and never reaches the handler; the genuine one is served.
+// signed part (its body through its digest), sent again, or stamped too
+// far behind or ahead is answered 401 and never reaches the handler; the
+// genuine one is served.
 func TestAuthRefusesRequests(t *testing.T) {
 	var calls atomic.Int32
 	var clockOffset atomic.Int64 // the server's clock runs this far ahead
@@ -82,18 +84,27 @@ func TestAuthRefusesRequests(t *testing.T) {
 	if st := genuine.send(t, hc, s.Addr()); st != http.StatusOK || calls.Load() != 1 {
 		t.Fatalf("the genuine request: %d, %d calls", st, calls.Load())
 	}
+	// altered is a request signed now but not sent, changed by alter.
+	altered := func(alter func(r *rawRequest)) rawRequest {
+		r := signed(t, time.Now(), `{"n":1}`)
+		alter(&r)
+		return r
+	}
 	for _, tc := range []struct {
 		name  string
 		req   rawRequest
 		later time.Duration // how far the server's clock has moved on
 	}{
 		{"no headers", rawRequest{path: genuine.path, body: genuine.body}, 0},
-		{"no signature", rawRequest{path: genuine.path, ts: genuine.ts, body: genuine.body}, 0},
-		{"garbage signature", rawRequest{path: genuine.path, ts: genuine.ts, sig: strings.Repeat("A", signatureLen), body: genuine.body}, 0},
-		{"altered body", rawRequest{genuine.path, genuine.ts, genuine.timeout, genuine.sig, []byte(`{"n":2}`)}, 0},
-		{"altered entity", rawRequest{forwardPrefix + "c/m/other", genuine.ts, genuine.timeout, genuine.sig, genuine.body}, 0},
-		{"altered timeout", rawRequest{genuine.path, genuine.ts, "1h", genuine.sig, genuine.body}, 0},
-		{"replayed after MaxSkew", genuine, DefaultMaxSkew + time.Second},
+		{"no signature", altered(func(r *rawRequest) { r.sig = "" }), 0},
+		{"garbage signature", altered(func(r *rawRequest) { r.sig = strings.Repeat("A", signatureLen) }), 0},
+		{"no body digest", altered(func(r *rawRequest) { r.digest = "" }), 0},
+		{"altered body", altered(func(r *rawRequest) { r.body = []byte(`{"n":2}`) }), 0},
+		{"altered body and digest", altered(func(r *rawRequest) { r.body = []byte(`{"n":2}`); r.digest = bodyDigest(r.body) }), 0},
+		{"altered entity", altered(func(r *rawRequest) { r.path = forwardPrefix + "c/m/other" }), 0},
+		{"altered timeout", altered(func(r *rawRequest) { r.timeout = "1h" }), 0},
+		{"sent again", genuine, 0},
+		{"sent again after MaxSkew", genuine, DefaultMaxSkew + time.Second},
 		{"stamped ahead", signed(t, time.Now().Add(DefaultMaxSkew+time.Second), `{}`), 0},
 	} {
 		clockOffset.Store(int64(tc.later))
@@ -104,8 +115,8 @@ func TestAuthRefusesRequests(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Errorf("the handler ran %d times, want once", calls.Load())
 	}
-	if n := strings.Count(logs.String(), "peer: call refused"); n != 8 {
-		t.Errorf("%d refusals logged, want 8:\n%s", n, logs)
+	if n := strings.Count(logs.String(), "peer: call refused"); n != 11 {
+		t.Errorf("%d refusals logged, want 11:\n%s", n, logs)
 	}
 }
 
@@ -268,5 +279,52 @@ func TestAuthRefusalLogLimited(t *testing.T) {
 	lines := strings.Count(logs.String(), "peer: call refused")
 	if lines == 0 || lines > refusalLogMax*windows || lines >= n {
 		t.Fatalf("%d refusals logged for %d refused calls over %d windows of a second", lines, n, windows)
+	}
+}
+
+// countingBody counts the bytes read from a request's body.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// TestAuthStrangersBodyUnread: a stranger's forward with a body of
+// MaxBodyBytes is refused before the server reads a byte of it, however
+// it is signed; a genuine one's body is read.
+func TestAuthStrangersBodyUnread(t *testing.T) {
+	var read atomic.Int64
+	s := startServer(t, ServerConfig{Handler: echo}, &logBuffer{}, func(r *http.Request) {
+		r.Body = countingBody{r.Body, &read}
+	})
+	hc := h2c(t)
+	body := `"` + strings.Repeat("s", DefaultMaxBodyBytes-2) + `"`
+	garbage := strings.Repeat("A", signatureLen)
+	for _, tc := range []struct {
+		name  string
+		alter func(r *rawRequest)
+		want  int
+	}{
+		{"garbage signature", func(r *rawRequest) { r.sig = garbage }, http.StatusUnauthorized},
+		{"garbage signature, no digest", func(r *rawRequest) { r.sig, r.digest = garbage, "" }, http.StatusUnauthorized},
+		{"garbage signature and digest", func(r *rawRequest) { r.sig, r.digest = garbage, garbage }, http.StatusUnauthorized},
+		{"genuine", func(*rawRequest) {}, http.StatusOK},
+	} {
+		read.Store(0)
+		r := signed(t, time.Now(), body)
+		tc.alter(&r)
+		st := r.send(t, hc, s.Addr())
+		wantRead := int64(0)
+		if tc.want == http.StatusOK {
+			wantRead = int64(len(body))
+		}
+		if st != tc.want || read.Load() != wantRead {
+			t.Errorf("%s: %d with %d bytes of the body read, want %d with %d", tc.name, st, read.Load(), tc.want, wantRead)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-go/trellis/internal/testkit/peertest"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
@@ -23,7 +24,8 @@ import (
 // and parallel, with a 256-byte argument echoed back, beside its
 // yardstick: the same payload posted to a bare HTTP/2 echo handler over
 // the same kind of connection, without the signatures, the envelope or
-// the deadline. Each reports ns/op, allocs/op and the p50 and p99 of the
+// the deadline; and the forward over mutual TLS ("peer-tls"). Each
+// reports ns/op, allocs/op and the p50 and p99 of the
 // single calls' latencies.
 func BenchmarkForward(b *testing.B) {
 	payload := json.RawMessage(`{"data":"` + strings.Repeat("x", 256-11) + `"}`)
@@ -32,6 +34,15 @@ func BenchmarkForward(b *testing.B) {
 	call := Call{ComponentID: "orders", Method: "Place", EntityID: "order-42", Argument: payload}
 	peer := func(ctx context.Context) error {
 		_, err := c.Forward(ctx, s.Addr(), call)
+		return err
+	}
+	ca := peertest.NewCA(b, "cluster CA")
+	serverTLS, _ := load(b, issue(b, ca, "server"))
+	_, clientTLS := load(b, issue(b, ca, "client"))
+	sTLS := startServer(b, ServerConfig{Handler: echo, TLS: serverTLS}, &logBuffer{}, nil)
+	cTLS := newClient(b, ClientConfig{TLS: clientTLS})
+	peerTLS := func(ctx context.Context) error {
+		_, err := cTLS.Forward(ctx, sTLS.Addr(), call)
 		return err
 	}
 	bareAddr, bareClient := startBare(b)
@@ -53,7 +64,7 @@ func BenchmarkForward(b *testing.B) {
 		for _, target := range []struct {
 			name string
 			call func(context.Context) error
-		}{{"peer", peer}, {"bare", bare}} {
+		}{{"peer", peer}, {"peer-tls", peerTLS}, {"bare", bare}} {
 			b.Run(mode+"/"+target.name, func(b *testing.B) {
 				run := runSerial
 				if mode == "parallel" {

@@ -66,7 +66,7 @@ func (c *Client) openStream(addr string) (*callStream, *Error) {
 	// signature, which its lines chain to, its own.
 	uri := callsPath + "?client=" + c.id + "&stream=" + strconv.FormatUint(c.streams.Add(1), 10) +
 		"&max_reply=" + strconv.FormatInt(c.cfg.MaxBodyBytes, 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+uri, pipe)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(addr, uri), pipe)
 	if err != nil {
 		cancel()
 		return nil, &Error{Kind: KindBadRequest, Message: "bad peer address: " + err.Error(), cause: err}

@@ -3,6 +3,7 @@ package peer
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,10 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// Now is the clock that stamps requests (default time.Now).
 	Now func() time.Time
+	// TLS, when set (TLSFiles.Load), makes the client speak HTTP/2 over
+	// TLS, showing its certificate and checking the peer's; nil: HTTP/2
+	// over cleartext. Both sides of a cluster set it, or neither.
+	TLS *tls.Config
 }
 
 // Client forwards calls to peers: one HTTP/2 connection per peer address,
@@ -57,6 +62,7 @@ type Client struct {
 	tr     *http.Transport
 	hc     *http.Client
 	id     string // names this client's tell streams
+	scheme string // of the peers' URLs: "http://" (h2c) or "https://" (TLS)
 
 	ctx    context.Context // canceled by Close: stops the senders
 	cancel context.CancelFunc
@@ -88,8 +94,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	cfg.Secret = nil // the signer holds its own copy
 
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true) // http:// URLs speak HTTP/2 with prior knowledge
 	dial := (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 15 * time.Second}).DialContext
 	if cfg.Dial != nil {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -104,7 +108,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	// limit wait for a stream rather than open a second connection.
 	h2.StrictMaxConcurrentRequests = true
 	tr := &http.Transport{
-		Protocols:          &protocols,
+		Protocols:          http2Only(cfg.TLS != nil),
+		TLSClientConfig:    cfg.TLS,
 		DialContext:        dial,
 		MaxConnsPerHost:    1,
 		HTTP2:              h2,
@@ -119,7 +124,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		// call goes nowhere else.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{cfg: cfg, signer: sg, tr: tr, hc: hc, id: newClientID(),
+	scheme := "http://"
+	if cfg.TLS != nil {
+		scheme = "https://"
+	}
+	return &Client{cfg: cfg, signer: sg, tr: tr, hc: hc, id: newClientID(), scheme: scheme,
 		ctx: ctx, cancel: cancel, senders: map[string]*sender{}, calls: map[string]*callPeer{}}, nil
 }
 
@@ -204,6 +213,9 @@ func (c *Client) Forward(ctx context.Context, addr string, call Call) (Reply, er
 		}
 	}
 }
+
+// url is the URL of path at the peer at addr.
+func (c *Client) url(addr, path string) string { return c.scheme + addr + path }
 
 // callPeer holds the call stream to one peer, and the opening of the
 // next one, which the calls that find none wait for.

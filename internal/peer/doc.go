@@ -18,8 +18,8 @@
 //
 // # Wire
 //
-// Cleartext HTTP/2 with prior knowledge (h2c), from net/http alone: one
-// long-lived connection per peer. HTTP/2 PINGs find a connection that
+// Cleartext HTTP/2 with prior knowledge (h2c), or HTTP/2 over TLS, from
+// net/http alone: one long-lived connection per peer. HTTP/2 PINGs find a connection that
 // stopped carrying anything ([Health]); it is closed, which ends the
 // streams on it, and the next call dials again.
 //
@@ -75,7 +75,8 @@
 // rolling upgrade):
 //
 //	POST /peer/v1/forward/{component}/{method}/{entity}   (each path-escaped)
-//	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Signature: <base64url>  [traceparent, tracestate]
+//	Trellis-Time: <Unix ms>  Trellis-Timeout: <Go duration>  Trellis-Body-Digest: <base64url SHA-256 of the argument>
+//	Trellis-Signature: <base64url>  [traceparent, tracestate]
 //	<the argument's JSON>
 //
 // answered 200 with the reply's JSON, or an error status with
@@ -93,10 +94,17 @@
 //
 // The peers share a secret (setting EnvSecret, at least 32 bytes) and
 // never send it. Each request (a stream's opening or a forward of its
-// own) carries an HMAC-SHA256 over the method, the path and query, a
-// timestamp, the timeout and the body; the server checks the timestamp
+// own) carries an HMAC-SHA256 over the method, the path and query and a
+// timestamp, a forward's over its timeout, trace context and its body's
+// SHA-256 too (the body's own header); the server checks the timestamp
 // within MaxSkew and the HMAC in constant time, and answers 401 (logging
-// why, without the secret) to anything else. Each answer carries an HMAC
+// why, without the secret) to anything else. Since no signature covers
+// the body itself, every one is checked before the server reads a byte
+// of a body: a stranger's body is never read (a forward's is read once
+// its headers check, and refused if it does not match its digest). Peers
+// that signed a forward's body itself (earlier versions) and peers that
+// sign its digest refuse each other's forwards of their own (arguments
+// over 64 KiB) until both run one version. Each answer carries an HMAC
 // over the request's signature, the status and the body, so the caller
 // too knows whom it talks to: the peers authenticate each other. On a
 // stream each line is signed too, chained to the stream's signature and
@@ -111,11 +119,19 @@
 // was the alternative; over cleartext it would hand the secret to anyone
 // who can read the traffic, the HMAC does not.
 //
-// What this does not give: confidentiality (the arguments travel in the
-// clear — run the cluster on a private network, or add TLS, which
-// net/http can take with no change to the protocol), and protection from
-// a replay, within MaxSkew of its opening, of a whole request or call
-// stream captured on the wire.
+// A request captured on the wire and sent again is refused: the server
+// remembers the signature of every request it accepted (a stream's
+// opening, a forward of its own) while its timestamp is within MaxSkew,
+// after which the timestamp refuses it (see replayGuard), so a captured
+// stream, with every call on it, runs once. The memory is bounded
+// (ReplayMemory, about 6 MiB); when it is full, requests are answered
+// ErrUnavailable, unrun, until the oldest leave the window.
+//
+// Over cleartext the arguments travel in the clear. With TLS
+// (ServerConfig.TLS, ClientConfig.TLS, made by TLSFiles.Load) the same
+// protocol runs as HTTP/2 over TLS 1.3 with mutual authentication against
+// the cluster's own CA, and the signatures still run: a leaked
+// certificate alone runs nothing.
 //
 // # Failures
 //

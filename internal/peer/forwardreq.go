@@ -15,7 +15,7 @@ import (
 // the argument as the body, answered with the signed reply.
 func (c *Client) forwardRequest(ctx context.Context, addr, path string, left time.Duration, arg []byte) (Reply, *Error) {
 	defer c.closeIdleIfClosed() // a call that was in flight at Close hangs up after it
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(arg))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(addr, path), bytes.NewReader(arg))
 	if err != nil {
 		return Reply{}, &Error{Kind: KindBadRequest, Message: "bad peer address: " + err.Error(), cause: err}
 	}
@@ -26,7 +26,9 @@ func (c *Client) forwardRequest(ctx context.Context, addr, path string, left tim
 		headerTimeout:  {timeout},
 	}
 	tc := injectTrace(ctx, req.Header)
-	sig := c.signer.signTracedRequest(http.MethodPost, req.URL.RequestURI(), ts, timeout, tc, arg)
+	digest := bodyDigest(arg)
+	req.Header[headerBodyDigest] = []string{digest}
+	sig := c.signer.signForward(http.MethodPost, req.URL.RequestURI(), ts, timeout, tc, digest)
 	req.Header[headerSignature] = []string{sig}
 
 	resp, err := c.hc.Do(req)

@@ -189,7 +189,7 @@ func (s *sender) open() (*stream, error) {
 	s.epoch++
 	ctx, cancel := context.WithCancel(s.c.ctx) // Close cancels it
 	pipe := newLinePipe()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.addr+tellPath(s.c.id, s.epoch), pipe)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.url(s.addr, tellPath(s.c.id, s.epoch)), pipe)
 	if err != nil {
 		cancel()
 		return nil, err

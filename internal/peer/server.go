@@ -3,6 +3,7 @@ package peer
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,12 @@ type ServerConfig struct {
 	// MaxSkew is how far a request's timestamp may be from this server's
 	// clock (default DefaultMaxSkew).
 	MaxSkew time.Duration
+	// ReplayMemory is how many accepted requests (streams opened,
+	// forwards of their own) the server remembers, each for as long as
+	// its timestamp is within MaxSkew, to refuse a replay of one (default
+	// DefaultReplayMemory). Past it, a request is answered ErrUnavailable
+	// (it did not run) until the oldest leave the window.
+	ReplayMemory int
 	// Health is the HTTP/2 ping health check of the connections (zero
 	// fields: DefaultHealth).
 	Health Health
@@ -49,11 +56,15 @@ type ServerConfig struct {
 	// Listen makes the listener Start serves on (default net.Listen). A
 	// test kit puts its fault points here.
 	Listen func(network, addr string) (net.Listener, error)
+	// TLS, when set (TLSFiles.Load), makes the server speak HTTP/2 over
+	// TLS only, to clients whose certificate it checks; nil: HTTP/2 over
+	// cleartext. The secret is required either way.
+	TLS *tls.Config
 }
 
 // Server is the internal port: it answers forwarded calls, and takes told
-// messages, from peers that hold the cluster secret, over cleartext HTTP/2
-// only. Start it once; Shutdown stops it.
+// messages, from peers that hold the cluster secret, over HTTP/2 over
+// cleartext, or over TLS (ServerConfig.TLS). Start it once; Shutdown stops it.
 type Server struct {
 	cfg    ServerConfig
 	signer *signer
@@ -61,6 +72,7 @@ type Server struct {
 	srv    *http.Server
 
 	refusals   logLimit // of the "call refused" lines
+	replays    *replayGuard
 	tellOrder  tellOrders
 	stopping   context.Context // canceled when Shutdown starts: ends the tell streams
 	stopCancel context.CancelFunc
@@ -83,6 +95,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.MaxBodyBytes = positiveOr(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.MaxSkew = positiveOr(cfg.MaxSkew, DefaultMaxSkew)
+	cfg.ReplayMemory = positiveOr(cfg.ReplayMemory, DefaultReplayMemory)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -92,18 +105,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Secret = nil // the signer holds its own copy
 	s := &Server{cfg: cfg, signer: sg, log: cfg.Logger, served: make(chan struct{}),
-		refusals: logLimit{max: refusalLogMax, window: time.Second}}
+		refusals: logLimit{max: refusalLogMax, window: time.Second},
+		replays:  newReplayGuard(cfg.MaxSkew, cfg.ReplayMemory)}
 	s.stopping, s.stopCancel = context.WithCancel(context.Background())
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+callsPath, s.serveCalls)
 	mux.HandleFunc("POST "+forwardPrefix, s.serveForward)
 	mux.HandleFunc("POST "+tellPrefix, s.serveTell)
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true) // HTTP/2 with prior knowledge; no HTTP/1
 	s.srv = &http.Server{
 		Handler:           mux,
-		Protocols:         &protocols,
+		Protocols:         http2Only(cfg.TLS != nil),
+		TLSConfig:         cfg.TLS,
 		HTTP2:             cfg.Health.withDefaults().http2Config(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       15 * time.Minute, // longer than the client's, which hangs up first
@@ -131,7 +144,11 @@ func (s *Server) Start(addr string) error {
 	}
 	go func() {
 		defer close(s.served)
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		serve := s.srv.Serve
+		if s.srv.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return s.srv.ServeTLS(ln, "", "") } // the certificate is in TLSConfig
+		}
+		if err := serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("peer: serving stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
@@ -172,20 +189,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // serveForward authenticates a forwarded call, runs it under the caller's
-// deadline and answers the signed reply.
+// deadline and answers the signed reply. The signature covers the body's
+// digest (see signForward): it is checked, and the request admitted,
+// before a byte of the body is read.
 func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
-	ts, sig, ok := s.checkHeaders(w, r)
+	h, ok := s.checkHeaders(w, r)
 	if !ok {
+		return
+	}
+	sig := h.sig
+	timeout, digest := r.Header.Get(headerTimeout), r.Header.Get(headerBodyDigest)
+	switch {
+	case len(digest) != signatureLen: // a SHA-256 in base64url is as long as a signature
+		s.refuse(w, r, fmt.Errorf("%s header missing or malformed (a peer of a version that signs the body itself?)", headerBodyDigest))
+		return
+	case !equal(sig, s.signer.signForward(r.Method, r.RequestURI, h.ts, timeout, readTrace(r.Header), digest)):
+		s.refuse(w, r, errors.New("bad signature: another secret, or the request was altered"))
+		return
+	}
+	if !s.admit(w, r, h) {
 		return
 	}
 	body, err := readAll(r.Body, r.ContentLength, s.cfg.MaxBodyBytes, "argument")
 	if err != nil {
-		s.fail(w, sig, err) // not yet authenticated, but only a size: no harm in saying it
+		s.fail(w, sig, err)
 		return
 	}
-	timeout := r.Header.Get(headerTimeout)
-	if !equal(sig, s.signer.signTracedRequest(r.Method, r.RequestURI, ts, timeout, readTrace(r.Header), body)) {
-		s.refuse(w, r, errors.New("bad signature: another secret, or the request was altered"))
+	if !equal(digest, bodyDigest(body)) {
+		s.refuse(w, r, fmt.Errorf("the body does not match its %s: altered on the way", headerBodyDigest))
 		return
 	}
 
@@ -211,23 +242,48 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, sig, http.StatusOK, reply.Value)
 }
 
+// signedHeaders are a request's timestamp and signature.
+type signedHeaders struct {
+	ts  string // as sent, which the signature covers
+	ms  int64  // its value, Unix milliseconds
+	sig string
+}
+
 // checkHeaders does the checks that come before the signature's: the
 // server has a secret, the timestamp is within MaxSkew, a signature is
 // there. It answers 401 and returns false when one fails.
-func (s *Server) checkHeaders(w http.ResponseWriter, r *http.Request) (ts, sig string, ok bool) {
-	ts, sig = r.Header.Get(headerTime), r.Header.Get(headerSignature)
+func (s *Server) checkHeaders(w http.ResponseWriter, r *http.Request) (h signedHeaders, ok bool) {
+	h.ts, h.sig = r.Header.Get(headerTime), r.Header.Get(headerSignature)
 	err := errNoSecret
 	if s.signer.enabled {
-		err = checkTime(ts, s.cfg.Now(), s.cfg.MaxSkew)
+		h.ms, err = checkTime(h.ts, s.cfg.Now(), s.cfg.MaxSkew)
 	}
-	if err == nil && len(sig) != signatureLen {
+	if err == nil && len(h.sig) != signatureLen {
 		err = fmt.Errorf("%s header missing or malformed", headerSignature)
 	}
 	if err != nil {
 		s.refuse(w, r, err)
-		return "", "", false
+		return signedHeaders{}, false
 	}
-	return ts, sig, true
+	return h, true
+}
+
+// admit records a request whose signature checked (see replayGuard). It
+// answers 401 to a replay, unavailable when there is no room to remember
+// the request, and returns false then.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, h signedHeaders) bool {
+	err := s.replays.admit(h.ms, h.sig, s.cfg.Now())
+	var full errReplayFull
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &full):
+		s.logRefusal(r, err)
+		s.fail(w, h.sig, NewError(KindUnavailable, "", "%v", err))
+	default:
+		s.refuse(w, r, err)
+	}
+	return false
 }
 
 // checkStream authenticates a stream's opening (what names its kind):
@@ -235,15 +291,18 @@ func (s *Server) checkHeaders(w http.ResponseWriter, r *http.Request) (ts, sig s
 // the body being a stream. It answers 401 and returns false when one
 // fails.
 func (s *Server) checkStream(w http.ResponseWriter, r *http.Request, what string) (sig string, ok bool) {
-	ts, sig, ok := s.checkHeaders(w, r)
+	h, ok := s.checkHeaders(w, r)
 	if !ok {
 		return "", false
 	}
-	if !equal(sig, s.signer.signRequest(r.Method, r.RequestURI, ts, "", nil)) {
+	if !equal(h.sig, s.signer.signRequest(r.Method, r.RequestURI, h.ts, "", nil)) {
 		s.refuse(w, r, errors.New("bad signature on a "+what+" stream"))
 		return "", false
 	}
-	return sig, true
+	if !s.admit(w, r, h) {
+		return "", false
+	}
+	return h.sig, true
 }
 
 // run calls the handler, turning a panic into an internal error.
@@ -261,6 +320,15 @@ func (s *Server) run(ctx context.Context, call Call) (reply Reply, err error) {
 // why (never the secret, which is not in the request anyway).
 // At most refusalLogMax lines a second are logged.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why error) {
+	s.logRefusal(r, why)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write(mustJSON(wireError{Kind: KindUnauthorized.String(), Message: "not authenticated as a peer of this cluster; the server's log says why"}))
+}
+
+// logRefusal logs why r was refused, at most refusalLogMax lines a
+// second.
+func (s *Server) logRefusal(r *http.Request, why error) {
 	if ok, leftOut := s.refusals.allow(time.Now()); ok {
 		args := []any{"remote", r.RemoteAddr, "reason", why.Error()}
 		if leftOut > 0 {
@@ -268,9 +336,6 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, why error) {
 		}
 		s.log.Warn("peer: call refused", args...)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusUnauthorized)
-	_, _ = w.Write(mustJSON(wireError{Kind: KindUnauthorized.String(), Message: "not authenticated as a peer of this cluster; the server's log says why"}))
 }
 
 // fail answers err's kind, signed.

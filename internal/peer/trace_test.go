@@ -72,7 +72,7 @@ func TestAuthCoversTheTraceContext(t *testing.T) {
 	path, body := forwardPrefix+"c/m/e", []byte(`{}`)
 	send := func(signedWith, sent traceHeaders) int {
 		ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
-		sig := sg.signTracedRequest(http.MethodPost, path, ts, "5s", signedWith, body)
+		sig := sg.signForward(http.MethodPost, path, ts, "5s", signedWith, bodyDigest(body))
 		req, err := http.NewRequestWithContext(within(t, 5*time.Second), http.MethodPost, "http://"+s.Addr()+path, bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -80,6 +80,7 @@ func TestAuthCoversTheTraceContext(t *testing.T) {
 		req.Header.Set(headerTime, ts)
 		req.Header.Set(headerTimeout, "5s")
 		req.Header.Set(headerSignature, sig)
+		req.Header.Set(headerBodyDigest, bodyDigest(body))
 		if sent.parent != "" {
 			req.Header.Set("traceparent", sent.parent)
 		}
