@@ -19,6 +19,7 @@ import (
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/views"
+	"github.com/trellis-go/trellis/workflows"
 )
 
 // Host is what the application's setup starts its components on.
@@ -63,10 +64,16 @@ type Host struct {
 	// node is this instance's part in the cluster; nil when it is not
 	// part of one.
 	node *clusterNode
+	// shards are the shards this instance serves (every one without a
+	// cluster).
+	shards shardSet
 	// consumers runs the consumers setup starts (see Consumers).
 	consumers *consumers.Runner
 	// views runs the views setup starts (see Views).
 	views *views.Runner
+	// workflows are the runners of the workflows setup starts (see
+	// Workflows).
+	workflows workflows.Runners
 	// checks are the application's readiness checks (AddReadinessCheck).
 	checks *httpserver.Checks
 	// tracing is what Tracing is made of, flushed at shutdown.

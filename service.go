@@ -132,6 +132,7 @@ func (a *assembly) build() error {
 		openConsumers,
 		openViews,
 		joinCluster,
+		runWorkflows,
 		startTimers,
 		serveHTTP,
 	} {
@@ -167,7 +168,7 @@ func openTracing(a *assembly) error {
 	}
 	a.tr = tr
 	a.o.logger = tr.logger(a.o.logger)
-	a.host = &Host{Config: a.cfg, Clock: a.o.clock, Logger: a.o.logger, checks: &httpserver.Checks{}, Tracing: tr.provider, tracing: tr}
+	a.host = &Host{Config: a.cfg, Clock: a.o.clock, Logger: a.o.logger, checks: &httpserver.Checks{}, Tracing: tr.provider, tracing: tr, shards: a.shards}
 	a.add(part{name: "tracing", farewell: true, stop: func(ctx context.Context) error {
 		return tr.shutdown(context.WithoutCancel(ctx))
 	}})

@@ -1,0 +1,117 @@
+package transfer_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/samples/transfer"
+	"github.com/trellis-go/trellis/trellistest"
+	"github.com/trellis-go/trellis/workflows"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(trellistest.Servers(m)) }
+
+// scenario is one transfer of the walkthrough: the wallets' money before,
+// what the test does while it runs, and the outcome and balances after.
+type scenario struct {
+	name        string
+	fund        int  // put in the source wallet first
+	amount      int  // moved
+	frozen      bool // the destination wallet is frozen
+	decide      func(t *testing.T, ts *trellistest.Service, id string)
+	outcome     string
+	from, toBal int
+}
+
+// approve and reject answer a transfer that waits for an approval; lapse
+// lets its wait lapse on the fake clock.
+func approve(t *testing.T, ts *trellistest.Service, id string) {
+	if _, err := transfer.Approve.Invoke(context.Background(), ts.Client, id, components.Done{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reject(t *testing.T, ts *trellistest.Service, id string) {
+	if _, err := transfer.Reject.Invoke(context.Background(), ts.Client, id, components.Done{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lapse(t *testing.T, ts *trellistest.Service, _ string) {
+	ts.AdvanceTimers(t, transfer.ApprovalWait)
+}
+
+var scenarios = []scenario{
+	{name: "done", fund: 100, amount: 30, outcome: "done", from: 70, toBal: 30},
+	{name: "refused", fund: 100, amount: 500, outcome: "refused: withdraw 500 from wallet refused-from: the balance is 100", from: 100},
+	{name: "compensated", fund: 100, amount: 30, frozen: true, outcome: "compensated", from: 100},
+	{name: "approved", fund: 5000, amount: 2000, decide: approve, outcome: "done", from: 3000, toBal: 2000},
+	{name: "rejected", fund: 5000, amount: 2000, decide: reject, outcome: "rejected", from: 5000},
+	{name: "approval timed out", fund: 5000, amount: 2000, decide: lapse, outcome: "approval timed out", from: 5000},
+}
+
+// TestWalkthrough runs each scenario on the embedded store, and on Redis
+// in the cluster mode.
+func TestWalkthrough(t *testing.T) {
+	for _, store := range []string{"embedded", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			app := &transfer.App{}
+			opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler))}
+			var ts *trellistest.Service
+			if store == "redis" {
+				ts = trellistest.StartInstances(t, 1, app.Setup, opts...)[0]
+				trellistest.WaitSettled(t, ts)
+			} else {
+				ts = trellistest.Start(t, app.Setup, opts...)
+			}
+			for _, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) { run(t, ts, app, sc) })
+			}
+		})
+	}
+}
+
+// run runs one scenario.
+func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) {
+	ctx := context.Background()
+	id := sc.name
+	from, to := sc.name+"-from", sc.name+"-to"
+	if _, err := transfer.Deposit.Invoke(ctx, ts.Client, from, sc.fund); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Freeze.Invoke(ctx, ts.Client, to, sc.frozen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Begin.Invoke(ctx, ts.Client, id, transfer.Transfer{From: from, To: to, Amount: sc.amount}); err != nil {
+		t.Fatal(err)
+	}
+	if sc.decide != nil {
+		trellistest.WaitWorkflow(t, app.Transfers, id, 10*time.Second, workflows.StatusPaused)
+		trellistest.Eventually(t, 10*time.Second, "the approval's timer is armed", func() bool {
+			_, err := ts.Host().Timers.Get(ctx, workflows.TimerName("transfer", id))
+			return err == nil
+		})
+		sc.decide(t, ts, id)
+	}
+	// The deposit's retries wait on the fake clock: move it on while
+	// waiting.
+	trellistest.Eventually(t, 20*time.Second, "the transfer ends", func() bool {
+		ts.Clock.Advance(time.Second)
+		in, err := app.Transfers.Get(ctx, id)
+		return err == nil && in.Status == workflows.StatusEnded
+	})
+	got, err := transfer.GetTransfer.Invoke(ctx, ts.Client, id, components.Done{})
+	if err != nil || got.Outcome != sc.outcome {
+		t.Errorf("outcome %q (%v), want %q", got.Outcome, err, sc.outcome)
+	}
+	for wallet, want := range map[string]int{from: sc.from, to: sc.toBal} {
+		if w, err := transfer.GetWallet.Invoke(ctx, ts.Client, wallet, components.Done{}); err != nil || w.Balance != want {
+			t.Errorf("wallet %s: %+v (%v), want a balance of %d", wallet, w, err, want)
+		}
+	}
+}

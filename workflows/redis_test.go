@@ -1,0 +1,131 @@
+package workflows_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/trellistest"
+	"github.com/trellis-go/trellis/workflows"
+)
+
+// killLease is the cluster lease of the kill tests: short, so that a
+// killed instance's shards are taken soon.
+const killLease = 2 * time.Second
+
+// gatesApp starts the wallets and the gated workflow in a service, and
+// keeps the workflow's runner.
+type gatesApp struct{ wf *workflows.Running[Gated] }
+
+func (a *gatesApp) setup(h *trellis.Host, _ chi.Router) error {
+	if _, err := Wallets.Start(h.Entities()); err != nil {
+		return err
+	}
+	wf, err := Gates.Start(h.Workflows())
+	a.wf = wf
+	return err
+}
+
+// startGates starts an instance of a cluster on Redis (the first when
+// like is nil, else one more of like's).
+func startGates(t *testing.T, like *trellistest.Service) (*trellistest.Service, *gatesApp) {
+	t.Helper()
+	app := &gatesApp{}
+	opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler)),
+		trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = killLease })}
+	if like == nil {
+		return trellistest.StartInstances(t, 1, app.setup, opts...)[0], app
+	}
+	return trellistest.JoinInstance(t, like, app.setup, opts...), app
+}
+
+// TestRedisKillAndResume: on Redis in the cluster mode (records written
+// under the shard's fence, with the change in the shard's log), an
+// instance killed while a step runs, after its entity call and before its
+// commit; once its lease lapses the next owner of the shard resumes the
+// workflow at that step, with the same key, and runs it to its end.
+func TestRedisKillAndResume(t *testing.T) {
+	ctx := context.Background()
+	g := newGate("rk-1")
+	first, _ := startGates(t, nil)
+	trellistest.WaitSettled(t, first)
+	if _, err := Open.Invoke(ctx, first.Client, "rk-1", components.Done{}); err != nil {
+		t.Fatal(err)
+	}
+	key := <-g.entered
+	second, app := startGates(t, first)
+	first.Kill()
+	trellistest.Eventually(t, killLease+20*time.Second, "the second instance serves every shard", func() bool {
+		return second.ShardsServed() == 256
+	})
+	select {
+	case again := <-g.entered:
+		if again != key {
+			t.Errorf("the step ran again with key %q, want %q", again, key)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the step did not run again on the new owner")
+	}
+	close(g.open)
+	trellistest.Eventually(t, 10*time.Second, "the workflow ended", func() bool {
+		in, err := app.wf.Get(ctx, "rk-1")
+		return err == nil && in.Status == workflows.StatusEnded && in.State.Ran == 1
+	})
+	wantAppliedOnce(t, second.Client, "w-rk-1")
+}
+
+// TestRedisShardMove: while steps run on the only instance, a second one
+// joins and takes half the shards; it resumes the workflows of the shards
+// it took at their current step (their steps still run on the first
+// instance meanwhile), and once the steps may finish every workflow ends
+// with its step's outcome committed once.
+func TestRedisShardMove(t *testing.T) {
+	ctx := context.Background()
+	first, app := startGates(t, nil)
+	trellistest.WaitSettled(t, first)
+	ids := make([]string, 16)
+	opened := make(map[string]*gateOf, len(ids))
+	for i := range ids {
+		ids[i] = "sm-" + string(rune('a'+i))
+		opened[ids[i]] = newGate(ids[i])
+		if _, err := Open.Invoke(ctx, first.Client, ids[i], components.Done{}); err != nil {
+			t.Fatal(err)
+		}
+		<-opened[ids[i]].entered
+	}
+	second, _ := startGates(t, first)
+	trellistest.WaitSettled(t, first, second)
+	moved := 0
+	for _, id := range ids {
+		if !second.Serves("gated", id) {
+			continue
+		}
+		moved++
+		select {
+		case <-opened[id].entered:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("workflow %s did not run again on the instance that took its shard", id)
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no workflow's shard moved: the test shows nothing")
+	}
+	for _, id := range ids {
+		close(opened[id].open)
+	}
+	for _, id := range ids {
+		trellistest.Eventually(t, 20*time.Second, "workflow "+id+" ended", func() bool {
+			in, err := app.wf.Get(ctx, id)
+			return err == nil && in.Status == workflows.StatusEnded
+		})
+		if in, _ := app.wf.Get(ctx, id); in.State.Ran != 1 || in.Transition != 2 {
+			t.Errorf("workflow %s: ran %d, transition %d; want its step committed once", id, in.State.Ran, in.Transition)
+		}
+	}
+	t.Logf("%d of %d workflows moved", moved, len(ids))
+}

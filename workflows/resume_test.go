@@ -1,0 +1,117 @@
+package workflows_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/workflows"
+)
+
+// Gated credits wallet "w-<id>" by 1, then waits at its gate: a step
+// whose run a test can stop after its entity call and before its commit.
+type Gated struct {
+	Ran int `json:"ran"`
+}
+
+// gateOf is a Gated instance's gate: entered gets the run's key once the
+// credit is made, and the run goes on once open is closed.
+type gateOf struct {
+	entered chan string
+	open    chan struct{}
+}
+
+var (
+	Gates = workflows.Define("gated", func(string) Gated { return Gated{} })
+
+	Open = workflows.Command(Gates, "open",
+		func(ctx *workflows.Ctx[Gated, components.Done], s Gated, _ components.Done) workflows.Effect[Gated, components.Done] {
+			return ctx.TransitionTo("wait", nil).ThenReply(components.Done{})
+		})
+
+	gates sync.Map // workflow id → *gateOf
+)
+
+// newGate makes the gate of instance id.
+func newGate(id string) *gateOf {
+	g := &gateOf{entered: make(chan string, 16), open: make(chan struct{})}
+	gates.Store(id, g)
+	return g
+}
+
+func init() {
+	workflows.Step(Gates, "wait",
+		func(ctx *workflows.StepCtx[Gated], s Gated, _ any) workflows.StepEffect[Gated] {
+			if _, err := Credit.Invoke(ctx.Context(), ctx.Client(), "w-"+ctx.WorkflowID(), 1); err != nil {
+				return ctx.Fail("credit: %v", err)
+			}
+			v, _ := gates.Load(ctx.WorkflowID())
+			g := v.(*gateOf)
+			g.entered <- ctx.IdempotencyKey()
+			select {
+			case <-g.open:
+			case <-ctx.Context().Done():
+				return ctx.Fail("cancelled")
+			}
+			s.Ran++
+			return ctx.UpdateState(s).End()
+		})
+}
+
+// TestResumeAfterRestart: an instance stops while a step runs, after its
+// entity call and before its commit; an instance started on the same
+// store finds the workflow running in its shard and runs the step again,
+// with the same idempotency key, to its end; the entity applied the
+// step's credit once.
+func TestResumeAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	g := newGate("g-1")
+	first := start(t, Gates, nil, nil)
+	if _, err := Open.Invoke(ctx, first.client, "g-1", components.Done{}); err != nil {
+		t.Fatal(err)
+	}
+	key := <-g.entered
+	if err := first.wf.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := first.wf.Get(ctx, "g-1"); in.Status != workflows.StatusRunning || in.Attempt != 0 {
+		t.Fatalf("after the stop: %+v, want running at its first attempt", in)
+	}
+
+	second := start(t, Gates, first.store, nil)
+	if again := <-g.entered; again != key {
+		t.Errorf("the step ran again with key %q, want %q", again, key)
+	}
+	close(g.open)
+	in := waitFor(t, second, "g-1", "ended", status[Gated](workflows.StatusEnded))
+	if in.State.Ran != 1 {
+		t.Errorf("ran %d, want 1", in.State.Ran)
+	}
+	wantAppliedOnce(t, second.client, "w-g-1")
+}
+
+// wantAppliedOnce checks that wallet id applied one credit, when the
+// entities apply a keyed command once (skipped otherwise).
+func wantAppliedOnce(t *testing.T, client *components.Client, id string) {
+	t.Helper()
+	if !keysApplied(t, client) {
+		t.Skip("the entities do not apply a keyed command once in this tree")
+	}
+	if w := wallet(t, client, id); w.Applied != 1 || w.Balance != 1 {
+		t.Errorf("wallet %s: %+v, want the step's credit applied once", id, w)
+	}
+}
+
+// keysApplied reports whether an entity command invoked twice with one
+// idempotency key is applied once.
+func keysApplied(t *testing.T, client *components.Client) bool {
+	t.Helper()
+	ctx := components.WithIdempotencyKey(context.Background(), "probe-key")
+	for range 2 {
+		if _, err := Credit.Invoke(ctx, client, "probe", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return wallet(t, client, "probe").Applied == 1
+}

@@ -1,0 +1,293 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
+)
+
+// Timings of the runner.
+const (
+	// shardsEvery is how often the runner looks at which shards this
+	// instance serves, to resume the workflows of those it has just taken.
+	shardsEvery = 100 * time.Millisecond
+	// retryAfterError is the wait after a read or a commit of a record
+	// failed (the store out of reach, the shard moving).
+	retryAfterError = time.Second
+)
+
+// drive is an instance a goroutine of the runner drives: again is set when
+// it was woken while the goroutine ran.
+type drive struct{ again bool }
+
+// wake has the runner look at instance id, once the write that made rec
+// is done (its read queues behind that write on the entity): run its
+// step, or arm the timer that wakes its pause.
+func (r *Running[S]) wake(id string, rec record) {
+	if rec.Status == StatusRunning || !rec.wakeAt().IsZero() {
+		r.poke(id)
+	}
+}
+
+// poke starts a goroutine that drives id, or tells the one that does to
+// look again.
+func (r *Running[S]) poke(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	if d, ok := r.active[id]; ok {
+		d.again = true
+		return
+	}
+	r.active[id] = &drive{}
+	r.drives.Add(1)
+	go r.drive(id)
+}
+
+// drive drives id until it neither runs here nor was woken again.
+func (r *Running[S]) drive(id string) {
+	defer r.drives.Done()
+	for {
+		r.driveOnce(id)
+		if r.finished(id) {
+			return
+		}
+	}
+}
+
+// finished ends id's drive, unless it was woken meanwhile.
+func (r *Running[S]) finished(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.active[id]
+	if d.again && !r.stopped {
+		d.again = false
+		return false
+	}
+	delete(r.active, id)
+	return true
+}
+
+// driveOnce runs id's steps one after the other while it is running and
+// this instance serves its shard, then arms the timer of its pause.
+func (r *Running[S]) driveOnce(id string) {
+	client := r.host.Entities.Client
+	rec, err := r.get.Invoke(r.ctx, client, id, components.Done{})
+	for r.ctx.Err() == nil {
+		if err != nil {
+			r.log.Warn("workflows: a record could not be read or written; trying again", "id", id, "err", err.Error())
+			if !r.sleep(retryAfterError) {
+				return
+			}
+			rec, err = r.get.Invoke(r.ctx, client, id, components.Done{})
+			continue
+		}
+		if !r.serves(id) {
+			return // its shard's next owner resumes it
+		}
+		if rec.Status != StatusRunning {
+			if !rec.wakeAt().IsZero() {
+				if err = r.arm(id, rec); err != nil {
+					continue
+				}
+			}
+			return
+		}
+		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 && !r.sleep(wait) {
+			return
+		}
+		a := r.run(id, rec)
+		if r.ctx.Err() != nil {
+			return // stopping: not committed, the next owner runs the step again
+		}
+		rec, err = r.commit.Invoke(r.ctx, client, id, a)
+	}
+}
+
+// sleep waits d on the runner's clock; false when the runner stops first.
+func (r *Running[S]) sleep(d time.Duration) bool {
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
+// serves reports whether this instance serves id's shard now.
+func (r *Running[S]) serves(id string) bool {
+	if c := r.host.Entities.Cluster; c != nil {
+		_, ok := c.Fence(r.t.id, id)
+		return ok
+	}
+	_, ok := r.serving(cluster.ShardOf(r.t.id, id))
+	return ok
+}
+
+// serving is Host.Shards.Serving, or every shard under no fence.
+func (r *Running[S]) serving(shard int) (cluster.Fence, bool) {
+	if r.host.Shards == nil {
+		return cluster.Fence{}, true
+	}
+	return r.host.Shards.Serving(shard)
+}
+
+// stepResult is what a step's handler gave.
+type stepResult[S any] struct {
+	eff StepEffect[S]
+	err error
+}
+
+// run runs rec's step once and returns its outcome, to commit.
+func (r *Running[S]) run(id string, rec record) commitArg {
+	started := r.clock.Now()
+	a := commitArg{Transition: rec.Transition, Started: started}
+	defer func() { a.At = r.clock.Now() }()
+	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
+		a.TimedOut = true
+		a.At = r.clock.Now()
+		return a
+	}
+	res, err := r.runHandler(id, rec, started)
+	switch {
+	case err != nil:
+		a.Error = err.Error()
+		a.Missing = r.t.step(rec.Step) == nil
+	case res.err != nil:
+		a.Error, a.Permanent = res.err.Error(), true // an input that does not decode
+	case !res.eff.set:
+		a.Error, a.Permanent = fmt.Sprintf("step %q returned no effect (the zero StepEffect)", rec.Step), true
+	case res.eff.err != nil:
+		a.Error = res.eff.err.Error()
+	default:
+		d, err := encodeMove(res.eff.update, res.eff.state, res.eff.move)
+		if err != nil {
+			a.Error, a.Permanent = err.Error(), true
+		} else {
+			a.Decision = &d
+		}
+	}
+	a.At = r.clock.Now()
+	return a
+}
+
+// runHandler runs rec's step's handler under the step's timeout (bounded
+// by the workflow's deadline), with the run's idempotency key in its
+// context. Its error is a missing step, a panic or the timeout.
+func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepResult[S], error) {
+	def := r.t.step(rec.Step)
+	if def == nil {
+		return stepResult[S]{}, fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
+	}
+	state, err := r.t.decode(id, rec)
+	if err != nil {
+		return stepResult[S]{err: err}, nil
+	}
+	timeout := def.settings.stepTimeout
+	if !rec.Deadline.IsZero() {
+		timeout = min(timeout, rec.Deadline.Sub(started))
+	}
+	// On the runner's clock (clockwork's own WithTimeout blocks in Err on
+	// a fake clock).
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	timer := r.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	defer timer.Stop()
+	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.Transition)
+	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(ctx, key), workflowID: id, client: r.host.Entities.Client,
+		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
+	out := make(chan stepResult[S], 1)
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				panicked <- p
+			}
+		}()
+		eff, err := def.run(sctx, state, rec.Input)
+		out <- stepResult[S]{eff: eff, err: err}
+	}()
+	select {
+	case res := <-out:
+		return res, nil
+	case p := <-panicked:
+		return stepResult[S]{}, fmt.Errorf("step %q panicked: %v", rec.Step, p)
+	case <-ctx.Done():
+		return stepResult[S]{}, fmt.Errorf("step %q ran past its timeout of %s", rec.Step, timeout)
+	}
+}
+
+// TimerName is the name of the timer that wakes the paused workflow
+// (componentID, workflowID).
+func TimerName(componentID, workflowID string) string {
+	return "workflow:" + componentID + ":" + workflowID
+}
+
+// arm creates (or replaces) the timer that wakes paused rec when its
+// pause lapses or it times out.
+func (r *Running[S]) arm(id string, rec record) error {
+	arg, err := json.Marshal(lapseArg{Transition: rec.Transition})
+	if err != nil {
+		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
+	}
+	call := components.DeferredCall{ComponentID: r.t.id, Method: lapseMethod, EntityID: id, Argument: arg}
+	if _, err := r.host.Timers.Create(r.ctx, TimerName(r.t.id, id), max(0, rec.wakeAt().Sub(r.clock.Now())), call); err != nil {
+		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
+	}
+	return nil
+}
+
+// watchShards resumes the workflows of every shard this instance comes to
+// serve (every shard, without Host.Shards), until Stop.
+func (r *Running[S]) watchShards() {
+	defer close(r.loop)
+	var resumed [cluster.NumShards]*cluster.Fence // the fence a shard was resumed under
+	tick := time.NewTicker(shardsEvery)
+	defer tick.Stop()
+	for {
+		for shard := range cluster.NumShards {
+			f, ok := r.serving(shard)
+			switch {
+			case !ok:
+				resumed[shard] = nil
+			case resumed[shard] == nil || *resumed[shard] != f:
+				if err := r.resume(shard); err != nil {
+					if r.ctx.Err() != nil {
+						return
+					}
+					r.log.Warn("workflows: could not read a shard's workflows; trying again", "shard", shard, "err", err.Error())
+					continue
+				}
+				resumed[shard] = &f
+			}
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// resume wakes every workflow of shard that runs or waits for its pause's
+// timer: the shard's records, read from the store.
+func (r *Running[S]) resume(shard int) error {
+	return r.changes.Current(r.ctx, shard, r.t.id, func(c entities.Change) error {
+		var rec record
+		if err := json.Unmarshal(c.Data, &rec); err != nil {
+			r.log.Error("workflows: a stored record does not decode", "id", c.EntityID, "err", err.Error())
+			return nil
+		}
+		r.wake(c.EntityID, rec)
+		return nil
+	})
+}

@@ -1,0 +1,164 @@
+package workflows
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/timers"
+)
+
+// Host is what a started workflow runs on.
+type Host struct {
+	// Entities is the host of the workflow's records: each instance is the
+	// state of an internal entity of the workflow's component id, so its
+	// writes are fenced, forwarded and batched as an entity's are. Its
+	// Store must keep a change log (entities.ChangeLog: the embedded store,
+	// or ShardedRedisStore in the cluster mode): the owner of a shard finds
+	// the shard's running workflows there.
+	Entities entities.Host
+	// Timers wakes paused workflows whose pause lapses or that time out
+	// (required).
+	Timers *timers.Scheduler
+	// Shards are the shards this instance serves; nil: every shard (one
+	// instance on the embedded store).
+	Shards Shards
+	// Runners, when set, stops the workflow's runner with the others
+	// (the service stops its Runners at shutdown); nil: call
+	// Running.Stop.
+	Runners *Runners
+	// Logger receives the runner's failures (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// Shards says which shards this instance serves now, and under which
+// fence (consumers.Shards too). The cluster mode's node implements it.
+type Shards interface {
+	Serving(shard int) (cluster.Fence, bool)
+}
+
+// ErrNoChangeLog is wrapped by Start when the store keeps no change log
+// (Redis with the cluster mode off).
+var ErrNoChangeLog = errors.New("the store keeps no change log")
+
+// Running is a workflow type started on a host: its records' entity type
+// and the runner that runs the steps of the instances whose shard this
+// instance serves.
+type Running[S any] struct {
+	t       *Type[S]
+	host    Host
+	log     *slog.Logger
+	clock   clockwork.Clock
+	entity  *entities.Running[record]
+	changes entities.ChangeLog
+	get     components.EntityMethod[components.Done, record]
+	commit  components.EntityMethod[commitArg, record]
+
+	ctx    context.Context // cancelled by Stop
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	active  map[string]*drive // the instances a goroutine drives now
+	stopped bool
+	drives  sync.WaitGroup
+	loop    chan struct{} // closed when the shard watch ends
+}
+
+// Start runs the workflow type on h: its records' entity type (registered
+// in h.Entities.Client's registry under the workflow's component id, so
+// its commands are invoked as an entity's) and its runner, which resumes
+// every running instance of the shards this instance serves.
+func (t *Type[S]) Start(h Host) (*Running[S], error) {
+	if h.Timers == nil {
+		return nil, fmt.Errorf("start workflow %q: Host.Timers is required", t.id)
+	}
+	changes, ok := h.Entities.Store.(entities.ChangeLog)
+	if !ok {
+		return nil, fmt.Errorf("start workflow %q: %w: workflows need the cluster mode on Redis, or the embedded store", t.id, ErrNoChangeLog)
+	}
+	if h.Entities.System == nil {
+		return nil, fmt.Errorf("start workflow %q: Host.Entities.System is required", t.id)
+	}
+	r := &Running[S]{t: t, host: h, log: cmp.Or(h.Logger, slog.Default()).With("workflow", t.id),
+		clock: h.Entities.System.Clock(), changes: changes,
+		get:    components.NewEntityMethod[components.Done, record](t.id, getMethod),
+		commit: components.NewEntityMethod[commitArg, record](t.id, commitMethod),
+		active: make(map[string]*drive), loop: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	et := entities.Define(t.id, func(string) record { return record{} })
+	t.mu.Lock()
+	for _, add := range t.commands {
+		add(et, r)
+	}
+	t.mu.Unlock()
+	r.internalCommands(et)
+	entity, err := et.Start(h.Entities)
+	if err != nil {
+		r.cancel()
+		return nil, fmt.Errorf("start workflow %q: %w", t.id, err)
+	}
+	r.entity = entity
+	if h.Runners != nil {
+		h.Runners.add(r.Stop)
+	}
+	go r.watchShards()
+	return r, nil
+}
+
+// ComponentID is the workflow's component id.
+func (r *Running[S]) ComponentID() string { return r.t.id }
+
+// Stop stops the runner: the steps that run are cancelled (their outcome
+// is not committed; the next owner runs them again), and no step runs
+// after. It waits for them, bounded by ctx.
+func (r *Running[S]) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.cancel()
+	done := make(chan struct{})
+	go func() {
+		<-r.loop
+		r.drives.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop workflow %q: %w", r.t.id, ctx.Err())
+	}
+}
+
+// Runners are the workflow runners of a service, stopped together.
+type Runners struct {
+	mu    sync.Mutex
+	stops []func(context.Context) error
+}
+
+func (rs *Runners) add(stop func(context.Context) error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.stops = append(rs.stops, stop)
+}
+
+// Stop stops every runner, bounded by ctx.
+func (rs *Runners) Stop(ctx context.Context) error {
+	rs.mu.Lock()
+	stops := rs.stops
+	rs.stops = nil
+	rs.mu.Unlock()
+	var errs []error
+	for _, stop := range stops {
+		errs = append(errs, stop(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,143 @@
+package workflows_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/workflows"
+)
+
+// Slow's "sleep" step waits for its context's end: it always runs past
+// its timeout of 2s, is not retried, and fails over to "after". Its
+// workflow times out after a minute, to "giveup"; "idle" pauses with no
+// timeout of its own.
+type Slow struct {
+	Outcome string `json:"outcome,omitempty"`
+}
+
+var (
+	Slows = workflows.Define("slow", func(string) Slow { return Slow{} },
+		workflows.Timeout(time.Minute, "giveup", nil))
+
+	Go = workflows.Command(Slows, "go",
+		func(ctx *workflows.Ctx[Slow, components.Done], s Slow, step string) workflows.Effect[Slow, components.Done] {
+			return ctx.TransitionTo(step, nil).ThenReply(components.Done{})
+		})
+
+	sleeping = make(chan struct{}, 4)
+)
+
+func init() {
+	workflows.Step(Slows, "sleep",
+		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
+			sleeping <- struct{}{}
+			<-ctx.Context().Done()
+			return ctx.Fail("woken")
+		}, workflows.StepTimeout(2*time.Second), workflows.Retries(0, time.Second, time.Second), workflows.FailoverTo("after", "timed out"))
+	workflows.Step(Slows, "after",
+		func(ctx *workflows.StepCtx[Slow], s Slow, why string) workflows.StepEffect[Slow] {
+			s.Outcome = why
+			return ctx.UpdateState(s).End()
+		})
+	workflows.Step(Slows, "idle",
+		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
+			return ctx.Pause()
+		})
+	workflows.Step(Slows, "giveup",
+		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
+			s.Outcome = "gave up"
+			return ctx.UpdateState(s).End()
+		})
+}
+
+// TestTimeouts: a step that runs past its timeout (on the fake clock)
+// fails, and with no retries goes to its failover step; a workflow paused
+// past its own timeout is woken by its timer and goes to its timeout step.
+func TestTimeouts(t *testing.T) {
+	cases := []struct {
+		name, step string
+		advance    time.Duration
+		want       string
+	}{
+		{"step timeout", "sleep", 2 * time.Second, "timed out"},
+		{"workflow timeout", "idle", time.Minute, "gave up"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := start(t, Slows, nil, nil)
+			ctx := context.Background()
+			if _, err := Go.Invoke(ctx, e.client, "s-1", c.step); err != nil {
+				t.Fatal(err)
+			}
+			if c.step == "sleep" {
+				<-sleeping // its timeout's timer is set
+			} else {
+				waitFor(t, e, "s-1", "paused", status[Slow](workflows.StatusPaused))
+				waitTimer(t, e, "s-1")
+			}
+			e.clock.Advance(c.advance)
+			if err := e.timers.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			in := waitFor(t, e, "s-1", "ended", status[Slow](workflows.StatusEnded))
+			if in.State.Outcome != c.want {
+				t.Errorf("outcome %q, want %q; history %+v", in.State.Outcome, c.want, in.History)
+			}
+		})
+	}
+}
+
+// Evolving is a workflow whose code changes between two starts: its
+// first version has a step "old", its second does not.
+type Evolving struct{}
+
+var (
+	EvolvingV1 = workflows.Define("evolving", func(string) Evolving { return Evolving{} })
+	EvolvingV2 = workflows.Define("evolving", func(string) Evolving { return Evolving{} })
+
+	StartV1 = workflows.Command(EvolvingV1, "start",
+		func(ctx *workflows.Ctx[Evolving, components.Done], s Evolving, _ components.Done) workflows.Effect[Evolving, components.Done] {
+			return ctx.TransitionTo("old", nil).ThenReply(components.Done{})
+		})
+	_ = workflows.Command(EvolvingV2, "start",
+		func(ctx *workflows.Ctx[Evolving, components.Done], s Evolving, _ components.Done) workflows.Effect[Evolving, components.Done] {
+			return ctx.TransitionTo("new", nil).ThenReply(components.Done{})
+		})
+
+	oldRunning = make(chan struct{}, 1)
+)
+
+func init() {
+	workflows.Step(EvolvingV1, "old",
+		func(ctx *workflows.StepCtx[Evolving], s Evolving, _ any) workflows.StepEffect[Evolving] {
+			oldRunning <- struct{}{}
+			<-ctx.Context().Done()
+			return ctx.Fail("stopped")
+		})
+	workflows.Step(EvolvingV2, "new",
+		func(ctx *workflows.StepCtx[Evolving], s Evolving, _ any) workflows.StepEffect[Evolving] {
+			return ctx.End()
+		})
+}
+
+// TestStepRemoved: a workflow stored at a step that the code of the next
+// deploy no longer has is marked failed with that reason, not retried.
+func TestStepRemoved(t *testing.T) {
+	ctx := context.Background()
+	v1 := start(t, EvolvingV1, nil, nil)
+	if _, err := StartV1.Invoke(ctx, v1.client, "e-1", components.Done{}); err != nil {
+		t.Fatal(err)
+	}
+	<-oldRunning
+	if err := v1.wf.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v2 := start(t, EvolvingV2, v1.store, nil)
+	in := waitFor(t, v2, "e-1", "failed", status[Evolving](workflows.StatusFailed))
+	if !strings.Contains(in.Error, `at step "old", which its code no longer has`) || in.Attempt != 0 {
+		t.Errorf("failed with %q after %d attempts", in.Error, in.Attempt)
+	}
+}
