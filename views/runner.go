@@ -17,7 +17,7 @@ import (
 // fence: a view's shard is projected only there. The cluster mode's node
 // implements it.
 type Shards interface {
-	Serving(shard int) (cluster.Fence, bool)
+	Serving(shard int) (entities.Fence, bool)
 }
 
 // Config is what NewRunner needs.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -42,7 +41,7 @@ type Host struct {
 // Shards says which shards this instance serves now, and under which
 // fence (consumers.Shards too). The cluster mode's node implements it.
 type Shards interface {
-	Serving(shard int) (cluster.Fence, bool)
+	Serving(shard int) (entities.Fence, bool)
 }
 
 // ErrNoChangeLog is wrapped by Start when the store keeps no change log
