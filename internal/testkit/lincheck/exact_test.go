@@ -41,10 +41,6 @@ func TestCheckCountersAgreesWithPorcupine(t *testing.T) {
 // off by one on purpose (rarely, so that most histories stay
 // linearizable).
 func randomHistory(rng *rand.Rand, n int) []porcupine.Operation {
-	type event struct {
-		op    int
-		point int64
-	}
 	ops := make([]porcupine.Operation, n)
 	points := make([]int64, n)
 	for i := range ops {
