@@ -154,6 +154,10 @@ const (
 	EnvClusterTLSCert       = peer.EnvTLSCert
 	EnvClusterTLSKey        = peer.EnvTLSKey
 	EnvClusterTLSCA         = peer.EnvTLSCA
+	// EnvRequestTimeout is Config.RequestTimeout.
+	EnvRequestTimeout = "TRELLIS_REQUEST_TIMEOUT"
+	// EnvIdempotencyRetention is Config.IdempotencyRetention.
+	EnvIdempotencyRetention = "TRELLIS_IDEMPOTENCY_RETENTION"
 	// EnvTimerDeadLetterRetention is Config.TimerDeadLetterRetention.
 	EnvTimerDeadLetterRetention = "TRELLIS_TIMER_DEAD_LETTER_RETENTION"
 	// EnvClusterSecret is the secret the instances of a cluster sign

@@ -92,6 +92,15 @@ func TestConfigFromEnv(t *testing.T) {
 			wantVar: "TRELLIS_TIMER_DEAD_LETTER_RETENTION", wantErr: "positive"},
 		{name: "dead letter retention not a duration", args: []string{"-timer-dead-letter-retention", "week"},
 			wantVar: "TRELLIS_TIMER_DEAD_LETTER_RETENTION", wantErr: "not a duration"},
+		{name: "request timeout and key retention", env: map[string]string{"TRELLIS_REQUEST_TIMEOUT": "5s"}, args: []string{"-idempotency-retention", "1h"},
+			want: func(c trellis.Config) bool { return c.RequestTimeout == 5*time.Second && c.IdempotencyRetention == time.Hour }},
+		{name: "request timeout and key retention by default", want: func(c trellis.Config) bool {
+			return c.RequestTimeout == 30*time.Second && c.IdempotencyRetention == 24*time.Hour
+		}},
+		{name: "request timeout not positive", env: map[string]string{"TRELLIS_REQUEST_TIMEOUT": "-1s"},
+			wantVar: "TRELLIS_REQUEST_TIMEOUT", wantErr: "positive"},
+		{name: "key retention not a duration", args: []string{"-idempotency-retention", "a day"},
+			wantVar: "TRELLIS_IDEMPOTENCY_RETENTION", wantErr: "not a duration"},
 		{name: "cluster port out of range", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0", "TRELLIS_CLUSTER_ADDR": "10.0.0.5:99999",
 			"TRELLIS_CLUSTER_SECRET": clusterSecret}, wantVar: "TRELLIS_CLUSTER_ADDR", wantErr: "0 to 65535"},
 		{name: "cluster TLS without its key", env: map[string]string{"TRELLIS_REDIS_URL": "redis://127.0.0.1:6379/0",
@@ -231,7 +240,7 @@ func TestNewZeroConfigIsTheDefaults(t *testing.T) {
 		wantErr string         // what the error says ("" for none)
 	}{
 		{"zero", trellis.Config{}, ""},
-		{"negative request timeout", trellis.Config{RequestTimeout: -time.Second}, "Config.RequestTimeout"},
+		{"negative request timeout", trellis.Config{RequestTimeout: -time.Second}, "TRELLIS_REQUEST_TIMEOUT"},
 		{"negative body limit", trellis.Config{MaxBodyBytes: -1}, "Config.MaxBodyBytes"},
 		{"short admin token", trellis.Config{AdminToken: "short"}, "TRELLIS_ADMIN_TOKEN"},
 		// 18 bytes, 9 characters: the minimum counts characters.

@@ -64,16 +64,20 @@ var settings = []setting{
 		at: func(c *Config) *int64 { return &c.MaxBodyBytes }, rule: positive[int64],
 	},
 	field[time.Duration]{
-		about: about{name: "RequestTimeout"}, def: 30 * time.Second,
-		at: func(c *Config) *time.Duration { return &c.RequestTimeout }, rule: positive[time.Duration],
+		about: about{name: "RequestTimeout", env: EnvRequestTimeout, flag: "request-timeout",
+			usage: "how long a request may take before it is answered 504"},
+		def: 30 * time.Second, at: func(c *Config) *time.Duration { return &c.RequestTimeout },
+		parse: parseDuration, format: time.Duration.String, rule: positive[time.Duration],
 	},
 	field[time.Duration]{
 		about: about{name: "ShutdownTimeout"}, def: 30 * time.Second,
 		at: func(c *Config) *time.Duration { return &c.ShutdownTimeout }, rule: positive[time.Duration],
 	},
 	field[time.Duration]{
-		about: about{name: "IdempotencyRetention"}, def: api.DefaultIdempotencyRetention,
-		at: func(c *Config) *time.Duration { return &c.IdempotencyRetention }, rule: positive[time.Duration],
+		about: about{name: "IdempotencyRetention", env: EnvIdempotencyRetention, flag: "idempotency-retention",
+			usage: "how long the answer of a request or command made with an idempotency key is kept for its retries"},
+		def: api.DefaultIdempotencyRetention, at: func(c *Config) *time.Duration { return &c.IdempotencyRetention },
+		parse: parseDuration, format: time.Duration.String, rule: positive[time.Duration],
 	},
 	field[int]{
 		about: about{name: "MaxConnections"}, def: 4096,
