@@ -65,3 +65,10 @@ func (ts *Service) WaitConsumers(t testing.TB) {
 		return err == nil && n == 0
 	})
 }
+
+// Long skips the test under go test -short: for a service's long fault
+// and soak cases, so that -short is a quick loop.
+func Long(tb testing.TB) {
+	tb.Helper()
+	testenv.Long(tb)
+}

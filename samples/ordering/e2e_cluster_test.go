@@ -16,8 +16,6 @@ import (
 
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/trellistest"
-
-	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // newClusterConfig starts a cluster for the test and returns a server
@@ -123,7 +121,7 @@ type placed struct {
 // 15 s of the promotion, and afterwards every order that was placed has
 // either expired or stayed confirmed.
 func TestE2EClusterFailover(t *testing.T) {
-	testenv.Long(t)
+	trellistest.Long(t)
 	t.Parallel()
 	cfg, cl := newClusterConfig(t, 4*time.Second)
 	servers := []*server{startServer(t, cfg), startServer(t, cfg)}
