@@ -93,7 +93,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "dead letter retention not a duration", args: []string{"-timer-dead-letter-retention", "week"},
 			wantVar: "TRELLIS_TIMER_DEAD_LETTER_RETENTION", wantErr: "not a duration"},
 		{name: "request timeout and key retention", env: map[string]string{"TRELLIS_REQUEST_TIMEOUT": "5s"}, args: []string{"-idempotency-retention", "1h"},
-			want: func(c trellis.Config) bool { return c.RequestTimeout == 5*time.Second && c.IdempotencyRetention == time.Hour }},
+			want: func(c trellis.Config) bool {
+				return c.RequestTimeout == 5*time.Second && c.IdempotencyRetention == time.Hour
+			}},
 		{name: "request timeout and key retention by default", want: func(c trellis.Config) bool {
 			return c.RequestTimeout == 30*time.Second && c.IdempotencyRetention == 24*time.Hour
 		}},

@@ -343,12 +343,7 @@ func openConsumers(a *assembly) error {
 	h := a.host
 	cfg := consumers.Config{Client: h.Client, Timers: h.Timers, Clock: h.Clock, Logger: h.Logger,
 		DeadLetters: consumers.NewMemoryDeadLetters(), Shards: a.shards}
-	if log, ok := h.Store.(entities.ChangeLog); ok {
-		cfg.Log = log
-	} else {
-		cfg.NoLog = "consumers need the cluster mode on Redis (set " + EnvClusterAddr + "), or the embedded store: " +
-			"a Redis store without it keeps no change log"
-	}
+	cfg.Log, cfg.NoLog = changeLog(h, "consumers")
 	if h.Redis != nil {
 		cfg.DeadLetters = consumers.NewRedisDeadLetters(h.Redis, h.Config.RedisPrefix)
 	}
@@ -362,6 +357,18 @@ func openConsumers(a *assembly) error {
 		start: func(ctx context.Context) error { r.Start(ctx); return nil },
 		stop:  r.Stop})
 	return nil
+}
+
+// changeLog is the store's change log, which consumers and views read:
+// the embedded store's, or the sharded store's in the cluster mode. The
+// per-instance Redis store keeps none: then it is nil, and the reason
+// says why what (consumers, views) cannot start.
+func changeLog(h *Host, what string) (log entities.ChangeLog, reason string) {
+	if log, ok := h.Store.(entities.ChangeLog); ok {
+		return log, ""
+	}
+	return nil, what + " need the cluster mode on Redis (set " + EnvClusterAddr + "), or the embedded store: " +
+		"a Redis store without it keeps no change log"
 }
 
 // Host is what the application was set up on.

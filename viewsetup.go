@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/views"
 )
 
@@ -19,12 +18,7 @@ import (
 func openViews(a *assembly) error {
 	h := a.host
 	cfg := views.Config{Logger: h.Logger, Store: views.NewMemoryStore(), Shards: a.shards}
-	if log, ok := h.Store.(entities.ChangeLog); ok {
-		cfg.Log = log
-	} else {
-		cfg.NoLog = "views need the cluster mode on Redis (set " + EnvClusterAddr + "), or the embedded store: " +
-			"a Redis store without it keeps no change log"
-	}
+	cfg.Log, cfg.NoLog = changeLog(h, "views")
 	if h.Redis != nil {
 		cfg.Store = views.NewRedisStore(h.Redis, h.Config.RedisPrefix)
 	}
