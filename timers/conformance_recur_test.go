@@ -65,7 +65,9 @@ func recurCases() []conformanceCase {
 				"on its first anchor; a different one, or a create without the option, replaces it anchored now",
 			run: func(t *testing.T, e *env) {
 				s := e.start(t)
-				first := mustRecur(t, s, "r", Schedule{Every: time.Minute})
+				// Its first run is after the clock moves, so that no run
+				// replaces it (a new generation) while the cases run.
+				first := mustRecur(t, s, "r", Schedule{Every: time.Minute, Start: minute(1)})
 				e.clk.Advance(30 * time.Second)
 				tests := []struct {
 					name   string
@@ -74,8 +76,9 @@ func recurCases() []conformanceCase {
 					kept   bool
 					wantAt time.Time
 				}{
-					{"identical, kept", Schedule{Every: time.Minute}, []CreateOption{KeepIdentical()}, true, epoch},
-					{"identical with its start, kept", Schedule{Every: time.Minute, Start: epoch}, []CreateOption{KeepIdentical()}, true, epoch},
+					{"identical, kept", Schedule{Every: time.Minute}, []CreateOption{KeepIdentical()}, true, minute(1)},
+					{"identical with its start, kept", Schedule{Every: time.Minute, Start: minute(1)}, []CreateOption{KeepIdentical()}, true, minute(1)},
+					{"identical but its start, replaced", Schedule{Every: time.Minute, Start: minute(2)}, []CreateOption{KeepIdentical()}, false, minute(2)},
 					{"other retries, replaced", Schedule{Every: time.Minute}, []CreateOption{KeepIdentical(), WithMaxRetries(3)}, false, epoch.Add(30 * time.Second)},
 				}
 				for _, tt := range tests {

@@ -357,13 +357,15 @@ func TestCallStreamUnsentCallsSurelyNotRun(t *testing.T) {
 
 	// One call at a time, each once its line is written, until lines
 	// wait in the pipe that the transport does not take (HTTP/2 flow
-	// control holds it back: it took nothing while the last two were
-	// written): no call waits to be written when the cut comes.
+	// control and the held connection hold it back: it took nothing for
+	// a settle time while two lines or more waited): no call waits to be
+	// written when the cut comes. A transport that is only slow to be
+	// scheduled takes them within the settle time and more calls follow.
+	const settle = 150 * time.Millisecond
 	arg := json.RawMessage(`"` + strings.Repeat("x", 32<<10) + `"`)
 	lineLen := uint64(callLineLen("/peer/v1/forward/c/big/", "", arg))
 	errs := make(chan error, maxCalls)
 	calls := 0
-	var takenBefore []uint64
 	for {
 		before, _ := st.pipe.counts()
 		calls++
@@ -380,8 +382,13 @@ func TestCallStreamUnsentCallsSurelyNotRun(t *testing.T) {
 			time.Sleep(time.Millisecond) // a poll, bounded by the deadline
 			written, taken = st.pipe.counts()
 		}
-		takenBefore = append(takenBefore, taken)
-		if n := len(takenBefore); n >= 3 && takenBefore[n-3] == taken && written-taken >= 2*lineLen {
+		held := written-taken >= 2*lineLen
+		for since := time.Now(); held && time.Since(since) < settle; {
+			time.Sleep(time.Millisecond) // a poll, bounded by the settle time
+			_, now := st.pipe.counts()
+			held = now == taken
+		}
+		if held {
 			break
 		}
 		if calls == maxCalls {
