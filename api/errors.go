@@ -15,6 +15,11 @@ import (
 // the state store could not serve.
 const StoreUnavailableDetail = "the state store is not available; retry later"
 
+// OwnerUnreachableDetail is the detail of the 503 that answers a request
+// whose entity's owner, another instance of the cluster, could not be
+// reached.
+const OwnerUnreachableDetail = "the instance that owns the entity could not be reached, and nothing was changed; retry later"
+
 // ProblemTypeOutcomeUnknown is the problem type of a 504 whose request
 // may or may not have taken effect: a write reached the state store and
 // its answer was lost. It differs from a 503, which promises that nothing
@@ -98,6 +103,9 @@ func InvalidField(field, message string) error {
 //     timers), is 503 (timers fire and make room again), a limit on the
 //     call (a timer's name, its payload) 400; the detail is the message
 //     of the error that wraps ErrLimit, which names the limit;
+//   - components.ErrOwnerUnreachable (in a cluster, the instance that
+//     owns the entity could not be reached, and nothing was changed):
+//     503 naming that cause;
 //   - components.ErrUnavailable, the state store unavailable (unreachable,
 //     or answering that it cannot serve now), from an entity, a timer or
 //     the component client: 503 "the state store is not available", its
@@ -151,6 +159,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		logAt(r, slog.LevelWarn, "limit exceeded", err)
 		WriteProblem(w, r, status, limitRefusal(err).Error())
+		return
+	case errors.Is(err, components.ErrOwnerUnreachable):
+		logAt(r, slog.LevelWarn, "entity owner unreachable", err)
+		WriteProblem(w, r, http.StatusServiceUnavailable, OwnerUnreachableDetail)
 		return
 	case errors.Is(err, components.ErrUnavailable):
 		logAt(r, slog.LevelWarn, "state store unavailable", err)

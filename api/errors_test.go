@@ -46,6 +46,7 @@ func TestWriteErrorStatuses(t *testing.T) {
 		{name: "store client closed", err: fmt.Errorf("list: %w", store.Classify(redis.ErrClosed)), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "store pool exhausted", err: fmt.Errorf("get: %w", store.Classify(redis.ErrPoolTimeout)), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "store unavailable", err: fmt.Errorf("get: %w", components.ErrUnavailable), status: 503, detail: api.StoreUnavailableDetail},
+		{name: "entity owner unreachable", err: fmt.Errorf("forward: %w: %w", components.ErrOwnerUnreachable, components.ErrUnavailable), status: 503, detail: api.OwnerUnreachableDetail},
 		{name: "write's reply lost", err: fmt.Errorf("save: %w", store.ClassifyWrite(io.EOF)), status: 504, detail: api.OutcomeUnknownDetail},
 		{name: "write refused before sending", err: fmt.Errorf("save: %w", store.ClassifyWrite(redis.ErrPoolTimeout)), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "outcome unknown", err: fmt.Errorf("save: %w", components.ErrOutcomeUnknown), status: 504, detail: api.OutcomeUnknownDetail},

@@ -32,4 +32,10 @@ var (
 	// 400; one on what the store holds (the active timers) wraps
 	// ErrUnavailable as well, since room comes back: HTTP 503.
 	ErrLimit = errors.New("limit exceeded")
+	// ErrOwnerUnreachable: in a cluster, the instance that owns the
+	// entity's shard could not be reached, and no other instance took the
+	// shard over in time; the call did not run. It is always wrapped
+	// together with ErrUnavailable (retrying later may succeed, HTTP
+	// 503), so that the answer names this cause and not the store.
+	ErrOwnerUnreachable = errors.New("the instance that owns the entity could not be reached")
 )

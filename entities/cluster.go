@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -81,6 +82,7 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 		}
 	}
 	var moved error
+	owners := make([]string, 0, maxRoutes) // where each attempt went, for the error
 	for range maxRoutes {
 		addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)
 		if err != nil {
@@ -88,9 +90,11 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 		}
 		var reply any
 		if addr == "" {
+			owners = append(owners, "this instance")
 			reply, err = r.runHere(ctx, entityID, cmd, arg)
 			done()
 		} else {
+			owners = append(owners, addr)
 			reply, err = r.forward(ctx, addr, entityID, cmd.Name, arg)
 		}
 		if !errors.Is(err, ErrMoved) || errors.Is(err, components.ErrOutcomeUnknown) {
@@ -98,8 +102,9 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 		}
 		moved = err
 	}
-	return nil, fmt.Errorf("%s.%s on %q: routed %d times and moved each time: %w: %w",
-		r.ComponentID(), cmd.Name, entityID, maxRoutes, components.ErrUnavailable, moved)
+	return nil, fmt.Errorf("%s.%s on %q: its shard moved each time it was routed, %d times "+
+		"(owners tried in turn: %s; the shard is being handed over, or the members disagree on its owner); it did not run: %w: %w",
+		r.ComponentID(), cmd.Name, entityID, maxRoutes, strings.Join(owners, ", "), components.ErrUnavailable, moved)
 }
 
 // forward sends a command to the instance at addr. Its reply comes back

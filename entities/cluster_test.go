@@ -236,6 +236,9 @@ func TestClusterMovedEveryTime(t *testing.T) {
 	if len(c.forwards) != entities.MaxRoutes {
 		t.Fatalf("forwarded %d times, want %d", len(c.forwards), entities.MaxRoutes)
 	}
+	if want := "owners tried in turn: 127.0.0.1:9, 127.0.0.1:9"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to name the owners tried (%q)", err, want)
+	}
 }
 
 // TestClusterMaybeRunNotRoutedAgain: a forward that may have run on the

@@ -57,3 +57,34 @@ func TestForwardedStoreFaultAnsweredAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardToVanishedOwnerNamesIt: a command whose owner vanished
+// (its transport gone, its lease not yet lapsed) and whose deadline ends
+// before another instance takes the shard over did not run, and says
+// so: unavailable because the owner could not be reached, not because
+// of the store, and never of unknown outcome.
+func TestForwardToVanishedOwnerNamesIt(t *testing.T) {
+	insts := startCluster(t, 2)
+	owner, other := insts[0], insts[1]
+	id := entitiesServedBy(t, owner, 1)[0]
+	if _, err := Add.Invoke(t.Context(), other.client, id, 1); err != nil {
+		t.Fatal(err) // the other instance knows the owner
+	}
+	owner.kill(t)
+	// A call written to the stream that was open when the owner vanished
+	// may have reached it (outcome unknown); the stream's break is seen
+	// by then, and the next call dials the owner and finds no one.
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), testLease/4)
+		_, err = Add.Invoke(ctx, other.client, id, 1)
+		cancel()
+		if !errors.Is(err, components.ErrOutcomeUnknown) {
+			break
+		}
+	}
+	if !errors.Is(err, components.ErrOwnerUnreachable) || !errors.Is(err, components.ErrUnavailable) ||
+		errors.Is(err, components.ErrOutcomeUnknown) {
+		t.Fatalf("add to a vanished owner = %v; want ErrOwnerUnreachable and ErrUnavailable, not outcome unknown", err)
+	}
+}

@@ -222,9 +222,12 @@ func (h *Host) forward(ctx context.Context, addr string, call components.Deferre
 		// The owner was not reached: once another instance owns the
 		// shard (or this membership is lost, and the next one routes),
 		// the command goes there.
-		if werr := h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr); werr == nil || errors.Is(werr, ErrLost) {
+		werr := h.awaitOtherOwner(ctx, cluster.ShardOf(call.ComponentID, call.EntityID), addr)
+		if werr == nil || errors.Is(werr, ErrLost) {
 			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, err)
 		}
+		return nil, fmt.Errorf("clusterhost: the owner %s could not be reached and no other instance took the shard over (%v): %w: %w: %w",
+			addr, werr, components.ErrOwnerUnreachable, components.ErrUnavailable, sent)
 	case errors.Is(err, entities.ErrMoved):
 		if rerr := h.refresh(ctx, started); store.Unavailable(rerr) {
 			// Routed again by a table that cannot be read, it would go
