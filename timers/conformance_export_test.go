@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,107 @@ func exportCases() []conformanceCase {
 				}
 			},
 		},
+		{
+			name: "ImportInBatchesKeepsTheOrder",
+			property: "an import longer than a batch keeps the lines of one name in order (the last line wins) " +
+				"and, near MaxActive, the earlier lines win",
+			cfg: Config{MaxActive: 150},
+			run: func(t *testing.T, e *env) {
+				s := e.scheduler(t)
+				due := epoch.Add(time.Hour).Format(time.RFC3339)
+				line := func(name string, payload int) string {
+					return fmt.Sprintf(`{"kind":"timer","name":%q,"componentId":"test-action","method":"run","payload":%d,"dueAt":%q}`,
+						name, payload, due)
+				}
+				var lines []string
+				for i := range 3 * importBatch { // ten names, each many times
+					lines = append(lines, line(fmt.Sprintf("n-%d", i%10), i))
+				}
+				for i := range 200 { // 140 fit beside the ten
+					lines = append(lines, line(fmt.Sprintf("m-%03d", i), i))
+				}
+				rep, err := s.Import(t.Context(), strings.NewReader(strings.Join(lines, "\n")), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Imported != 3*importBatch+140 || rep.RefusedCount != 60 || rep.Refused[0].Line != 3*importBatch+141 {
+					t.Fatalf("report %+v: want every n line and the first 140 m lines imported, the last 60 refused", rep)
+				}
+				for k := range 10 {
+					tm, err := s.Get(t.Context(), fmt.Sprintf("n-%d", k))
+					last := k
+					for last+10 < 3*importBatch {
+						last += 10
+					}
+					if err != nil || string(tm.Call.Argument) != fmt.Sprint(last) {
+						t.Fatalf("n-%d = %s, %v; want the payload of its last line, %d", k, tm.Call.Argument, err, last)
+					}
+				}
+				if _, err := s.Get(t.Context(), "m-139"); err != nil {
+					t.Fatalf("m-139, within the limit: %v", err)
+				}
+				if _, err := s.Get(t.Context(), "m-140"); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("m-140, over the limit: %v, want not found", err)
+				}
+			},
+		},
+		{
+			name: "ImportJobRunsInTheBackground",
+			property: "StartImport stores a running job at once, then its record (readable by id) ends done with the report " +
+				"Import gives; a job stopped by its context ends interrupted with what it did; an unknown id is not found",
+			run: func(t *testing.T, e *env) {
+				s := e.scheduler(t)
+				due := epoch.Add(time.Hour).Format(time.RFC3339)
+				var lines []string
+				for i := range 2*importJobEvery + 3 {
+					lines = append(lines, fmt.Sprintf(`{"kind":"timer","name":"j-%d","componentId":"test-action","method":"run","payload":%d,"dueAt":%q}`, i, i, due))
+				}
+				lines = append(lines, `{"kind":"timer",`)
+				body := []byte(strings.Join(lines, "\n"))
+				job, err := s.StartImport(t.Context(), body, false)
+				if err != nil || job.State != ImportRunning || job.ID == "" {
+					t.Fatalf("StartImport = %+v, %v; want a running job", job, err)
+				}
+				got := waitImportJob(t, s, job.ID)
+				if got.State != ImportDone || got.Report.Imported != 2*importJobEvery+3 || got.Report.RefusedCount != 1 ||
+					got.Report.Refused[0].Line != len(lines) {
+					t.Fatalf("job = %+v; want done, every timer imported and the last line refused", got)
+				}
+				if _, err := s.Get(t.Context(), fmt.Sprintf("j-%d", 2*importJobEvery+2)); err != nil {
+					t.Fatalf("the last timer: %v", err)
+				}
+
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				stopped := ImportJob{ID: "stopped", State: ImportRunning}
+				s.runImport(ctx, stopped, body)
+				if got, err := s.ImportJob(t.Context(), "stopped"); err != nil || got.State != ImportInterrupted || got.Error == "" {
+					t.Fatalf("a stopped job = %+v, %v; want interrupted, saying why", got, err)
+				}
+				if _, err := s.ImportJob(t.Context(), "no-such-job"); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("an unknown job: %v, want ErrNotFound", err)
+				}
+			},
+		},
+	}
+}
+
+// waitImportJob waits (bounded) for an import job to end.
+func waitImportJob(t *testing.T, s *Scheduler, id string) ImportJob {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		job, err := s.ImportJob(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.State != ImportRunning {
+			return job
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("import job still running after 30 s: %+v", job)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll, bounded by the deadline
 	}
 }
 

@@ -29,6 +29,8 @@ type MemoryStore struct {
 	dead   map[string]DeadLetter
 	subs   map[int]func()
 	nextID int
+	// imports are the import jobs' records.
+	imports map[string]memImportJob
 }
 
 // memTimer is a stored timer and its place in the run order.

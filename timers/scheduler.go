@@ -49,6 +49,8 @@ type Scheduler struct {
 	mu    sync.Mutex
 	loop  *loop   // nil when not running
 	retry retrier // the background starts of StartRetrying
+	// imports are the import jobs running here (StartImport).
+	imports importJobs
 
 	wiped      atomic.Pointer[WipedError]
 	wipeLogged atomic.Int64 // UnixNano of the last wipe log line, on clk
@@ -286,11 +288,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // any instance); calls in flight are waited for until ctx is done, then
 // cancelled and released; the outcomes are written to the store; the
 // wake-up subscription is closed. No goroutine of the scheduler is left.
-// It returns ctx's error if calls had to be cancelled. Shutting down a
-// scheduler that is not running does nothing but stop the retries of
-// StartRetrying.
+// It returns ctx's error if calls had to be cancelled. Import jobs
+// (StartImport) are stopped first, each recorded as interrupted. Shutting
+// down a scheduler that is not running does nothing else but stop the
+// retries of StartRetrying.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.stopRetrying()
+	if err := s.stopImports(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	l := s.loop
 	s.loop = nil

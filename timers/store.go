@@ -89,6 +89,10 @@ type backend interface {
 	// resetMarker writes the markers again after a wipe was acknowledged.
 	resetMarker(ctx context.Context) error
 	ping(ctx context.Context) error
+	// putImportJob stores an import job's record (replacing its last),
+	// kept for ttl; getImportJob reads it (ErrNotFound when gone).
+	putImportJob(ctx context.Context, job ImportJob, ttl time.Duration) error
+	getImportJob(ctx context.Context, id string) (ImportJob, error)
 }
 
 type createRequest struct {

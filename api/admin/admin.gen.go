@@ -59,6 +59,30 @@ func (e ClusterShardState) Valid() bool {
 	}
 }
 
+// Defines values for ImportJobState.
+const (
+	Done        ImportJobState = "done"
+	Failed      ImportJobState = "failed"
+	Interrupted ImportJobState = "interrupted"
+	Running     ImportJobState = "running"
+)
+
+// Valid indicates whether the value is a known member of the ImportJobState enum.
+func (e ImportJobState) Valid() bool {
+	switch e {
+	case Done:
+		return true
+	case Failed:
+		return true
+	case Interrupted:
+		return true
+	case Running:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ScheduleCatchUp.
 const (
 	ScheduleCatchUpAll  ScheduleCatchUp = "all"
@@ -343,6 +367,25 @@ type FieldError struct {
 	// Example: must be from 1 to 1000
 	Message string `json:"message"`
 }
+
+// ImportJob An import that runs in the background: its progress while it runs, its whole report once it ended.
+type ImportJob struct {
+	Error string `json:"error,omitempty,omitzero"`
+	Id    string `json:"id"`
+
+	// Report What an import stored (or, in a dry run, would store) and what it refused.
+	//
+	// Example: {"dryRun":false,"imported":2,"lines":3,"refused":[{"line":2,"reason":"does not parse: unexpected end of JSON input"}],"refusedCount":1}
+	Report    ImportReport `json:"report"`
+	StartedAt time.Time    `json:"startedAt"`
+
+	// State `failed`: it stopped on an error (`error` says which); `interrupted`: its instance shut down. In both, the lines read before were imported, and importing the file again is safe.
+	State     ImportJobState `json:"state"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+}
+
+// ImportJobState `failed`: it stopped on an error (`error` says which); `interrupted`: its instance shut down. In both, the lines read before were imported, and importing the file again is safe.
+type ImportJobState string
 
 // ImportRefusal A line an import refused.
 type ImportRefusal struct {
@@ -785,6 +828,9 @@ type ExportTimersParamsLayout string
 type ImportTimersParams struct {
 	// DryRun `true` checks every line and reports, storing nothing.
 	DryRun bool `form:"dryRun,omitempty" json:"dryRun,omitempty,omitzero"`
+
+	// Prefer `respond-async` runs the import as a job (RFC 7240); any other value is ignored.
+	Prefer string `json:"Prefer,omitempty,omitzero"`
 }
 
 // PutRecurringTimerJSONRequestBody defines body for PutRecurringTimer for application/json ContentType.
@@ -831,6 +877,9 @@ type ServerInterface interface {
 	// ImportTimers Import timers from JSON lines
 	// (POST /admin/timers/import)
 	ImportTimers(w http.ResponseWriter, r *http.Request, params ImportTimersParams)
+	// GetImportJob An import job's progress, or its report once it ended
+	// (GET /admin/timers/import/{job})
+	GetImportJob(w http.ResponseWriter, r *http.Request, job string)
 	// GetTimerStats Timer statistics
 	// (GET /admin/timers/stats)
 	GetTimerStats(w http.ResponseWriter, r *http.Request)
@@ -933,6 +982,12 @@ func (_ Unimplemented) ExportTimers(w http.ResponseWriter, r *http.Request, para
 // ImportTimers Import timers from JSON lines
 // (POST /admin/timers/import)
 func (_ Unimplemented) ImportTimers(w http.ResponseWriter, r *http.Request, params ImportTimersParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetImportJob An import job's progress, or its report once it ended
+// (GET /admin/timers/import/{job})
+func (_ Unimplemented) GetImportJob(w http.ResponseWriter, r *http.Request, job string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1493,8 +1548,55 @@ func (siw *ServerInterfaceWrapper) ImportTimers(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Prefer", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Prefer", Err: err})
+			return
+		}
+
+		params.Prefer = Prefer
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ImportTimers(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetImportJob operation middleware
+func (siw *ServerInterfaceWrapper) GetImportJob(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "job" -------------
+	var job string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "job", chi.URLParam(r, "job"), &job, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "job", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetImportJob(w, r, job)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1786,6 +1888,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/admin/timers/import", wrapper.ImportTimers)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/timers/import/{job}", wrapper.GetImportJob)
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/admin/timers/{name}", wrapper.DeleteTimer)

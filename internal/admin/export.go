@@ -76,6 +76,10 @@ func (a *server) ImportTimers(w http.ResponseWriter, r *http.Request, params adm
 			ContentTypeNDJSON, r.Header.Get("Content-Type")))
 		return
 	}
+	if respondAsync(params.Prefer) {
+		a.startImportJob(w, r, params.DryRun)
+		return
+	}
 	rep, err := a.timers.Import(r.Context(), r.Body, params.DryRun)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -90,10 +94,14 @@ func (a *server) ImportTimers(w http.ResponseWriter, r *http.Request, params adm
 		api.WriteError(w, r, err)
 		return
 	}
+	api.WriteJSON(w, r, http.StatusOK, importReportJSON(rep))
+}
+
+func importReportJSON(rep timers.ImportReport) adminapi.ImportReport {
 	out := adminapi.ImportReport{DryRun: rep.DryRun, Lines: rep.Lines, Imported: rep.Imported,
 		RefusedCount: rep.RefusedCount, Refused: make([]adminapi.ImportRefusal, 0, len(rep.Refused))}
 	for _, f := range rep.Refused {
 		out.Refused = append(out.Refused, adminapi.ImportRefusal{Line: f.Line, Name: f.Name, Reason: f.Reason})
 	}
-	api.WriteJSON(w, r, http.StatusOK, out)
+	return out
 }

@@ -21,8 +21,8 @@ func sendJSON(t testing.TB, ts *trellistest.Service, method, path, body string) 
 }
 
 // sendBody sends method path with a body of contentType and the admin
-// token.
-func sendBody(t testing.TB, ts *trellistest.Service, method, path, contentType, body string) *trellistest.Response {
+// token, and the headers given as name, value pairs.
+func sendBody(t testing.TB, ts *trellistest.Service, method, path, contentType, body string, headerPairs ...string) *trellistest.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, ts.URL+path, bytes.NewBufferString(body))
 	if err != nil {
@@ -30,6 +30,9 @@ func sendBody(t testing.TB, ts *trellistest.Service, method, path, contentType, 
 	}
 	req.Header.Set("Authorization", "Bearer "+fixture.AdminToken)
 	req.Header.Set("Content-Type", contentType)
+	for i := 0; i+1 < len(headerPairs); i += 2 {
+		req.Header.Set(headerPairs[i], headerPairs[i+1])
+	}
 	resp, err := ts.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
