@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/trellis-go/trellis/internal/contractbody"
 )
 
 // DefaultMaxBodyBytes is the largest request body Decode reads when the
@@ -55,27 +57,43 @@ const maxDepth = 64
 // a required integer may still be 0 when its constraints allow it:
 // `validate:"required"` is not needed, and would wrongly treat a present
 // zero as missing.
+//
+// A body that the service's contract (trellis.WithContract) has already
+// validated against the operation's schema is not checked again for the
+// rules the contract states (required and unknown fields, the validate
+// tags): the contract is the rule, and the Go type is generated from it.
 func Decode[T any](r *http.Request, dst *T) error {
 	if err := checkContentType(r); err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if !json.Valid(body) {
-		return diagnose(body)
+	checked, byContract := r.Body.(*contractbody.Body)
+	var body []byte
+	if byContract {
+		body = checked.Bytes
+	} else {
+		var err error
+		if body, err = readBody(r); err != nil {
+			return err
+		}
+		if !json.Valid(body) {
+			return diagnose(body)
+		}
 	}
 	if !utf8.Valid(body) {
 		return invalidUTF8(body)
 	}
-	if fields := checkShape(typeOf[T](), body); len(fields) > 0 {
-		return &RequestError{Status: http.StatusBadRequest, Detail: "the request body is invalid", Fields: fields}
+	if !byContract {
+		if fields := checkShape(typeOf[T](), body); len(fields) > 0 {
+			return &RequestError{Status: http.StatusBadRequest, Detail: "the request body is invalid", Fields: fields}
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return typeError(err, typeOf[T](), body)
+	}
+	if byContract {
+		return nil
 	}
 	return validateValue(dst)
 }

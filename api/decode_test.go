@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/contractbody"
 )
 
 // order exercises what the counter's body cannot: nesting, arrays,
@@ -124,4 +125,31 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode accepted %q, which encoding/json refuses: %v", body, err)
 		}
 	})
+}
+
+// TestDecodeLeavesTheContractsRules: a body the contract check has marked
+// valid is decoded as it is, its rules not checked again (the contract
+// states them); an unmarked one is checked.
+func TestDecodeLeavesTheContractsRules(t *testing.T) {
+	const body = `{"customer":"a name far too long","items":[{"sku":"apple","qty":1}],"coupon":null}`
+	for _, tt := range []struct {
+		name    string
+		marked  bool
+		wantErr bool
+	}{
+		{"unmarked: checked", false, true},
+		{"marked by the contract: decoded", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(body))
+			if tt.marked {
+				r.Body = contractbody.New([]byte(body))
+			}
+			var got order
+			err := api.Decode(r, &got)
+			if (err != nil) != tt.wantErr || (!tt.wantErr && got.Customer != "a name far too long") {
+				t.Fatalf("Decode = %+v, %v; want an error: %v", got, err, tt.wantErr)
+			}
+		})
+	}
 }

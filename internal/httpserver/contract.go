@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/trellis-go/trellis/api"
+	"github.com/trellis-go/trellis/internal/contractbody"
 )
 
 // EnforceContract returns the middleware that validates each request on a
@@ -154,6 +155,7 @@ func bodyViolations(r *http.Request, op *openapi3.Operation) []api.FieldError {
 	}
 	err = media.Schema.Value.VisitJSON(v, openapi3.MultiErrors())
 	if err == nil {
+		r.Body = contractbody.New(body) // api.Decode leaves the contract's rules to this check
 		return nil
 	}
 	var fields []api.FieldError
