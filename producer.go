@@ -14,7 +14,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
-	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/cluster/entityhost"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -222,7 +222,7 @@ func (p *DurableProducer[A]) receive(ctx context.Context, arg json.RawMessage) (
 	case notStored(err):
 		return nil, peer.NewError(peer.KindUnavailable, "not_sent", "producer %q: not sent here", p.id)
 	case err != nil:
-		return nil, clusterhost.ToPeer(err) // stored or not, as far as this instance knows, travels as such
+		return nil, entityhost.ToPeer(err) // stored or not, as far as this instance knows, travels as such
 	}
 	return json.Marshal(forwardedSent{SeqNr: seqNr})
 }

@@ -2,7 +2,7 @@
 // transport the other instances reach it by (internal/peer) with the
 // kinds of forwarded call its parts register ([Node.Handle]), its
 // membership in Redis (internal/cluster) joined again when it is lost,
-// the entity layer's side (internal/clusterhost) whose rebalancer moves
+// the entity layer's side (internal/cluster/entityhost) whose rebalancer moves
 // shards to this instance and away, the placement of sharded actors,
 // the cluster-wide receptionist, the cluster's series on /metrics and
 // what the admin API reads of the cluster.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/clusterhost"
-	"github.com/trellis-go/trellis/internal/clusterplacement"
-	"github.com/trellis-go/trellis/internal/directory"
+	"github.com/trellis-go/trellis/internal/cluster/entityhost"
+	"github.com/trellis-go/trellis/internal/cluster/placement"
+	"github.com/trellis-go/trellis/internal/cluster/directory"
 	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"
@@ -66,7 +66,7 @@ type Config struct {
 
 // Node is this instance's part in a cluster (on by default with a Redis
 // store): the transport the other instances reach it by, its membership
-// in Redis, and the entity layer's side (clusterhost), whose rebalancer
+// in Redis, and the entity layer's side (entityhost), whose rebalancer
 // moves shards to this instance and away.
 //
 // Join starts it before the application's setup: the transport first (a
@@ -92,7 +92,7 @@ type Node struct {
 	join   cluster.Config
 	// placement runs each sharded entity (runtime.InitSharding) on the
 	// instance that serves its shard.
-	placement *clusterplacement.Placement
+	placement *placement.Placement
 
 	stopOnce sync.Once
 	watching sync.WaitGroup // the watcher that joins (again) while there is no membership
@@ -178,7 +178,7 @@ func (n *Node) connect(ctx context.Context) (*membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	host, err := clusterhost.New(clusterhost.Config{Member: member, Peers: n.peers, Registry: n.cfg.Registry, Logger: n.log,
+	host, err := entityhost.New(entityhost.Config{Member: member, Peers: n.peers, Registry: n.cfg.Registry, Logger: n.log,
 		BeforeRelease: n.beforeRelease, OnServe: n.placement.Serve, Tracer: n.cfg.Tracer,
 		OnMoved: n.metrics.moved, OnForward: n.metrics.forwarded})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/cluster/entityhost"
 )
 
 // ShardSet is the set of shards an instance serves: every one when it is
@@ -57,7 +57,7 @@ type Shards struct {
 // reach for longer than the lease) is replaced by a new one.
 type membership struct {
 	member   *cluster.Member
-	host     *clusterhost.Host
+	host     *entityhost.Host
 	replaced chan struct{} // closed once the next membership is the node's
 }
 
@@ -78,7 +78,7 @@ func (v *Shards) Serving(shard int) (cluster.Fence, bool) {
 	return m.host.Rebalancer().Serving(shard)
 }
 
-// Owner is clusterplacement.Table's: the owner of shard in the table of
+// Owner is placement.Table's: the owner of shard in the table of
 // the membership of the moment.
 func (v *Shards) Owner(shard int) (cluster.Ownership, bool) {
 	m := v.cur.Load()
@@ -124,7 +124,7 @@ func (v *Shards) Route(ctx context.Context, entityType, id string) (string, func
 			return "", nil, errNotJoined
 		}
 		addr, done, err := m.host.Route(ctx, entityType, id)
-		if !errors.Is(err, clusterhost.ErrLost) {
+		if !errors.Is(err, entityhost.ErrLost) {
 			return addr, done, err
 		}
 		select {

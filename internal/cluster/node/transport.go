@@ -6,8 +6,8 @@ import (
 	"net"
 
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/clusterplacement"
-	"github.com/trellis-go/trellis/internal/directory"
+	"github.com/trellis-go/trellis/internal/cluster/placement"
+	"github.com/trellis-go/trellis/internal/cluster/directory"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 )
@@ -74,7 +74,7 @@ func (n *Node) listen(ctx context.Context) error {
 	n.server, n.peers = server, peers
 	n.cfg.System.SetRemote(advertise, peers) // refs to other instances' actors travel over peers
 	n.cfg.System.SetDirectory(n.dir)         // the receptionist lists every instance's registrations
-	n.placement = clusterplacement.New(n.cfg.System, n.view, advertise)
+	n.placement = placement.New(n.cfg.System, n.view, advertise)
 	n.join = cluster.Config{Client: n.cfg.Redis, Prefix: n.cfg.Prefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.Lease, Logger: n.log}
 	return nil
