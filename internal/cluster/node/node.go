@@ -16,9 +16,9 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/cluster/directory"
 	"github.com/trellis-go/trellis/internal/cluster/entityhost"
 	"github.com/trellis-go/trellis/internal/cluster/placement"
-	"github.com/trellis-go/trellis/internal/cluster/directory"
 	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/store"

@@ -6,8 +6,8 @@ import (
 	"net"
 
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/cluster/placement"
 	"github.com/trellis-go/trellis/internal/cluster/directory"
+	"github.com/trellis-go/trellis/internal/cluster/placement"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 )
