@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster/node"
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
@@ -61,12 +62,12 @@ type Host struct {
 	// cluster routes entity commands to their shard's owner; nil when the
 	// instance is not part of a cluster.
 	cluster entities.Cluster
-	// node is this instance's part in the cluster; nil when it is not
-	// part of one.
-	node *clusterNode
+	// handovers carry the durable producers' sends to a queue's owner;
+	// nil without a cluster transport.
+	handovers *handovers
 	// shards are the shards this instance serves (every one without a
 	// cluster).
-	shards shardSet
+	shards node.ShardSet
 	// consumers runs the consumers setup starts (see Consumers).
 	consumers *consumers.Runner
 	// views runs the views setup starts (see Views).

@@ -14,7 +14,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
-	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/cluster/entityhost"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -45,7 +45,7 @@ type DurableProducer[A any] struct {
 	local  *delivery.Producer[A]
 	codec  durable.Codec[A]
 	queue  *redisqueue.Queue[A] // nil with the embedded store
-	node   *clusterNode         // nil without a cluster: Send is local
+	hand   *handovers           // nil without a cluster transport: Send is local
 	holder string               // this instance's name as the queue's holder
 	sends  *rememberedSends     // as the owner: the sends other instances handed over
 }
@@ -63,8 +63,8 @@ func NewDurableProducer[A any](h *Host, producerID string, settings delivery.Pro
 	var queue durable.Queue[A] = durable.NewMemory[A]()
 	if h.Redis != nil {
 		var opts []redisqueue.Option
-		if h.node != nil && h.node.peers != nil {
-			p.node, p.holder = h.node, h.node.id+" "+h.node.join.Addr
+		if h.handovers != nil {
+			p.hand, p.holder = h.handovers, h.handovers.holder
 			p.sends = newRememberedSends(maxRememberedSends)
 			opts = append(opts, redisqueue.WithHolder(p.holder))
 		}
@@ -79,8 +79,8 @@ func NewDurableProducer[A any](h *Host, producerID string, settings delivery.Pro
 		return nil, fmt.Errorf("trellis: durable producer %q: %w", producerID, err)
 	}
 	p.local = local
-	if p.node != nil {
-		if err := p.node.addProducer(producerID, p.receive); err != nil {
+	if p.hand != nil {
+		if err := p.hand.add(producerID, p.receive); err != nil {
 			return nil, fmt.Errorf("trellis: durable producer %q: %w", producerID, err)
 		}
 	}
@@ -108,7 +108,7 @@ func (p *DurableProducer[A]) Err() error { return p.local.Err() }
 // components.ErrUnavailable alone says the store did not answer (nothing
 // sent).
 func (p *DurableProducer[A]) Send(ctx context.Context, msg A) (delivery.SeqNr, error) {
-	if p.node == nil {
+	if p.hand == nil {
 		return p.local.Send(ctx, msg)
 	}
 	body, err := p.codec.Encode(msg)
@@ -179,9 +179,7 @@ const (
 // delivery.ErrNotSent means it did not take it (it is not the owner any
 // more, could not be reached, or its controller stopped).
 func (p *DurableProducer[A]) sendThrough(ctx context.Context, addr string, arg json.RawMessage) (delivery.SeqNr, error) {
-	started := time.Now()
-	reply, err := p.node.peers.Forward(ctx, addr, peer.Call{ComponentID: producerComponent, Method: p.id, Argument: arg})
-	p.node.metrics.forwarded(producerComponent, time.Since(started), err)
+	reply, err := p.hand.forward(ctx, addr, p.id, arg)
 	switch {
 	case err == nil:
 		var r forwardedSent
@@ -224,14 +222,10 @@ func (p *DurableProducer[A]) receive(ctx context.Context, arg json.RawMessage) (
 	case notStored(err):
 		return nil, peer.NewError(peer.KindUnavailable, "not_sent", "producer %q: not sent here", p.id)
 	case err != nil:
-		return nil, clusterhost.ToPeer(err) // stored or not, as far as this instance knows, travels as such
+		return nil, entityhost.ToPeer(err) // stored or not, as far as this instance knows, travels as such
 	}
 	return json.Marshal(forwardedSent{SeqNr: seqNr})
 }
-
-// producerComponent is the component id of the calls that carry a send to
-// a queue's owner; the method is the producer id.
-const producerComponent = "trellis.producer"
 
 // forwardedSend and forwardedSent are a send to the owner and its answer.
 type (

@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/admin"
+	"github.com/trellis-go/trellis/internal/cluster/node"
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/internal/idempotency"
 	"github.com/trellis-go/trellis/internal/store"
@@ -34,8 +35,8 @@ type Service struct {
 	handler http.Handler
 	metrics *httpserver.Metrics
 	srv     *http.Server
-	parts   parts    // what New built, in the order it starts
-	shards  shardSet // the shards this instance serves
+	parts   parts         // what New built, in the order it starts
+	shards  node.ShardSet // the shards this instance serves
 
 	mu      sync.Mutex
 	ln      net.Listener  // set by Start or Serve
@@ -75,9 +76,9 @@ func New(cfg Config, setup Setup, opts ...Option) (*Service, error) {
 	}
 	o := newOptions(cfg, opts)
 	s := &Service{cfg: cfg, log: o.logger}
-	a := &assembly{cfg: cfg, o: o, svc: s, setup: setup, shards: everyShard{}}
+	a := &assembly{cfg: cfg, o: o, svc: s, setup: setup, shards: node.Every}
 	if cfg.clustered() {
-		a.view = newShardView()
+		a.view = node.NewShards()
 		a.shards = a.view
 	}
 	if err := a.build(); err != nil {
@@ -108,10 +109,10 @@ type assembly struct {
 	parts parts
 	// shards are the shards this instance serves: every one, or those of
 	// its membership of the moment in a cluster.
-	shards shardSet
+	shards node.ShardSet
 	// view is the cluster's membership of the moment; nil when the
 	// instance is not part of a cluster.
-	view *shardView
+	view *node.Shards
 	// admin is the cluster the admin API reads; nil when the instance is
 	// not part of one.
 	admin admin.Cluster
@@ -376,13 +377,13 @@ func (s *Service) Host() *Host { return s.host }
 
 // ShardsServed is how many of the cluster's shards this instance serves
 // now: 0 when it is not part of a cluster, all of them when it is alone.
-func (s *Service) ShardsServed() int { return s.shards.served() }
+func (s *Service) ShardsServed() int { return s.shards.Served() }
 
 // Serves reports whether this instance runs the commands of the entity
 // (componentID, entityID) now, rather than forwarding them to its
 // shard's owner: always when it is not part of a cluster.
 func (s *Service) Serves(componentID, entityID string) bool {
-	return s.shards.serves(componentID, entityID)
+	return s.shards.Serves(componentID, entityID)
 }
 
 // Handler is the service's HTTP handler, with all its middleware.

@@ -22,7 +22,7 @@ type Fence = cluster.Fence
 
 // Cluster is what an entity type started with [Host.Cluster] needs of the
 // cluster its instance belongs to: whether it serves an entity's shard,
-// and how to reach the instance that does. Package internal/clusterhost
+// and how to reach the instance that does. Package internal/cluster/entityhost
 // implements it over a cluster member, its rebalancer and the peer
 // transport.
 type Cluster interface {

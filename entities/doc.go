@@ -33,7 +33,7 @@
 //
 // # In a cluster
 //
-// Started with a [Host.Cluster] (package internal/clusterhost makes one),
+// Started with a [Host.Cluster] (package internal/cluster/entityhost makes one),
 // an entity type runs each entity on one instance only, the owner of the
 // entity's shard: Invoke on any instance routes the command there (over
 // the peer transport when that is another instance, with the caller's

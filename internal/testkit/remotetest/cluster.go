@@ -10,17 +10,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/clusterplacement"
+	"github.com/trellis-go/trellis/internal/cluster/placement"
 )
 
 // Member is a node's membership of a test cluster: the real shard
 // ownership of internal/cluster (fenced leases in Redis, a rebalancer that
 // moves one shard at a time), placing the node's sharded entities
-// (clusterplacement).
+// (placement).
 type Member struct {
 	Member     *cluster.Member
 	Rebalancer *cluster.Rebalancer
-	Placement  *clusterplacement.Placement
+	Placement  *placement.Placement
 	endOnce    sync.Once
 }
 
@@ -40,7 +40,7 @@ func (n *Node) JoinCluster(tb testing.TB, client redis.UniversalClient, prefix s
 		cm.Placement.BeforeRelease(ctx, shard)
 		return nil
 	}, OnServe: func(f cluster.Fence) { cm.Placement.Serve(f) }})
-	cm.Placement = clusterplacement.New(n.Sys, cm.Rebalancer, n.addr)
+	cm.Placement = placement.New(n.Sys, cm.Rebalancer, n.addr)
 	n.member = cm
 	cm.Rebalancer.Start()
 	tb.Cleanup(func() {

@@ -1,10 +1,10 @@
-// Package clusterhost joins the entity layer to the cluster: it is the
+// Package entityhost joins the entity layer to the cluster: it is the
 // [entities.Cluster] of an instance, made of its [cluster.Member], the
 // [cluster.Rebalancer] it runs, and the [peer.Client] that reaches the
 // other instances; and it provides the [peer.Handler] that runs the
 // commands other instances forward here.
 //
-//	host, err := clusterhost.New(clusterhost.Config{Member: m, Peers: peers, Registry: reg})
+//	host, err := entityhost.New(entityhost.Config{Member: m, Peers: peers, Registry: reg})
 //	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Handler: host.Handle})
 //	running, err := Counters.Start(entities.Host{..., Store: entities.NewShardedRedisStore(rdb, prefix), Cluster: host})
 //	host.Rebalancer().Start()
@@ -33,4 +33,4 @@
 // the shard keep their state in memory until their next command, which
 // finds the shard no longer served and drops it, or until they are
 // passivated; a write that slipped through is refused by the fence.
-package clusterhost
+package entityhost

@@ -1,4 +1,4 @@
-package trellis
+package node
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 // of this instance's own membership on /metrics.
 
 // Self is this instance's member id (the same across joins).
-func (n *clusterNode) Self() string { return n.id }
+func (n *Node) Self() string { return n.id }
 
 // View reads the whole cluster from Redis, for the admin API.
-func (n *clusterNode) View(ctx context.Context) (cluster.View, error) {
-	return cluster.ReadView(ctx, n.redis, n.cfg.RedisPrefix)
+func (n *Node) View(ctx context.Context) (cluster.View, error) {
+	return cluster.ReadView(ctx, n.cfg.Redis, n.cfg.Prefix)
 }
 
 // viewCollectors are the series of this instance's view of the cluster:
 // how many members it sees alive (at its last poll, every lease/3), and
 // how long ago its last accepted lease renewal was sent.
-func (n *clusterNode) viewCollectors() []prometheus.Collector {
+func (n *Node) viewCollectors() []prometheus.Collector {
 	members := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "trellis_cluster_members",
 		Help: "Members of the cluster alive in Redis at this instance's last poll (every third of the lease), itself included.",

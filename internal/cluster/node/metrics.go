@@ -1,4 +1,4 @@
-package trellis
+package node
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/trellis-go/trellis/internal/peer"
 )
 
-// clusterMetrics are the series of this instance's traffic in the cluster:
+// metrics are the series of this instance's traffic in the cluster:
 // the commands it forwarded to another instance (by outcome, and their
 // round trips), those it ran as the owner for another, and the shards it
 // acquired and released. They count from the node's start and survive its
 // joins again. Labels are component ids and fixed sets, never entity ids
 // or addresses.
-type clusterMetrics struct {
+type metrics struct {
 	forwards *prometheus.CounterVec   // component, outcome
 	duration *prometheus.HistogramVec // component
 	served   *prometheus.CounterVec   // component
@@ -40,8 +40,8 @@ const (
 // (~50 µs) to the transport's longest waits (seconds).
 var forwardBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
 
-func newClusterMetrics() *clusterMetrics {
-	return &clusterMetrics{
+func newMetrics() *metrics {
+	return &metrics{
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trellis_cluster_forwards_total",
 			Help: "Commands this instance forwarded to the owner of their shard, by component id and outcome: " +
@@ -65,27 +65,27 @@ func newClusterMetrics() *clusterMetrics {
 	}
 }
 
-func (m *clusterMetrics) collectors() []prometheus.Collector {
+func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.forwards, m.duration, m.served, m.moves}
 }
 
 // forwarded counts a forward of component's that took took and ended in
 // err (nil, a *peer.Error, or the error the caller gets from it).
-func (m *clusterMetrics) forwarded(component string, took time.Duration, err error) {
+func (m *metrics) forwarded(component string, took time.Duration, err error) {
 	m.forwards.WithLabelValues(component, forwardOutcome(err)).Inc()
 	m.duration.WithLabelValues(component).Observe(took.Seconds())
 }
 
 // servedCall counts a forwarded call of component's handled here, unless
 // it was answered "moved" (not run here: its sender routes it again).
-func (m *clusterMetrics) servedCall(component string, err error) {
+func (m *metrics) servedCall(component string, err error) {
 	if !errors.Is(err, peer.ErrMoved) && !errors.Is(err, entities.ErrMoved) {
 		m.served.WithLabelValues(component).Inc()
 	}
 }
 
 // moved counts a shard acquired or released (cluster.Hooks.OnMoved).
-func (m *clusterMetrics) moved(_ int, acquired bool) {
+func (m *metrics) moved(_ int, acquired bool) {
 	direction := "released"
 	if acquired {
 		direction = "acquired"

@@ -1,4 +1,4 @@
-package clusterhost_test
+package entityhost_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package trellis
+package node
 
 import (
 	"context"

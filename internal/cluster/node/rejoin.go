@@ -1,4 +1,4 @@
-package trellis
+package node
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // watch joins while the node has no membership (Redis did not answer at
 // start) and again each time the membership is lost, until stop.
-func (n *clusterNode) watch() {
+func (n *Node) watch() {
 	for {
 		m := n.view.cur.Load()
 		if m == nil {
@@ -30,7 +30,7 @@ func (n *clusterNode) watch() {
 			if !n.rejoin(m) {
 				return
 			}
-		case <-n.stop:
+		case <-n.view.stop:
 			return
 		}
 	}
@@ -40,19 +40,19 @@ func (n *clusterNode) watch() {
 // stops old's rebalancer and tries to join until it succeeds (true) or
 // the node stops (false), waiting a little longer after each failure, up
 // to the lease.
-func (n *clusterNode) rejoin(old *membership) bool {
+func (n *Node) rejoin(old *membership) bool {
 	if old != nil {
 		n.log.Warn("cluster: the membership was lost; joining again", "member", n.id)
 		old.host.Rebalancer().Shutdown() // old still routes commands to the owners meanwhile
 	}
 	wait := rejoinFirstWait
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ClusterLease)
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Lease)
 		m, err := n.connect(ctx)
 		cancel()
 		if err == nil {
 			select {
-			case <-n.stop: // stopped meanwhile: do not stay a member
+			case <-n.view.stop: // stopped meanwhile: do not stay a member
 				ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 				_ = m.member.Leave(ctx)
 				cancel()
@@ -66,14 +66,14 @@ func (n *clusterNode) rejoin(old *membership) bool {
 			}
 			return true
 		}
-		n.log.Warn("cluster: joining failed; trying again", "err", store.Redact(err, n.cfg.RedisURL, n.cfg.RedisClusterURL),
+		n.log.Warn("cluster: joining failed; trying again", "err", store.Redact(err, n.cfg.Secrets...),
 			"in", wait.String())
 		select {
 		case <-time.After(wait):
-		case <-n.stop:
+		case <-n.view.stop:
 			return false
 		}
-		wait = min(2*wait, n.cfg.ClusterLease)
+		wait = min(2*wait, n.cfg.Lease)
 	}
 }
 

@@ -1,4 +1,4 @@
-package clusterhost
+package entityhost
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestErrorsRoundTrip(t *testing.T) {
 		sent = append(sent, fmt.Errorf("counter.add on %q: %w", "c-1", w.sentinel))
 	}
 	sent = append(sent, fmt.Errorf("counter.add on %q: %w", "c-1", components.ErrOutcomeUnknown))
-	secret := []byte("clusterhost-test-secret-0123456789abcdef")
+	secret := []byte("entityhost-test-secret-0123456789abcdef")
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Logger: slog.New(slog.DiscardHandler),
 		Handler: func(_ context.Context, c peer.Call) (peer.Reply, error) {
 			i, _ := strconv.Atoi(c.EntityID)

@@ -1,4 +1,4 @@
-package clusterhost_test
+package entityhost_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/clusterhost"
+	"github.com/trellis-go/trellis/internal/cluster/entityhost"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }
 // seconds, and long enough for a loaded machine to renew in time.
 const testLease = 2 * time.Second
 
-var testSecret = []byte("clusterhost-test-secret-0123456789abcdef")
+var testSecret = []byte("entityhost-test-secret-0123456789abcdef")
 
 // discard is the logger of everything the tests start.
 var discard = slog.New(slog.DiscardHandler)
@@ -61,7 +61,7 @@ var (
 // transport, its runtime and the Counters entity started with its Host.
 type instance struct {
 	id        string
-	host      *clusterhost.Host
+	host      *entityhost.Host
 	server    *peer.Server
 	client    *components.Client
 	store     *entities.ShardedRedisStore
@@ -76,7 +76,7 @@ type instance struct {
 func startCluster(t *testing.T, n int) []*instance {
 	t.Helper()
 	url := testenv.RedisURL(t)
-	prefix := "clusterhost-" + rand.Text()[:8]
+	prefix := "entityhost-" + rand.Text()[:8]
 	cleanup := redisClient(t, url)
 	t.Cleanup(func() { testenv.DeleteKeys(t, cleanup, keyspace.Must(prefix).Pattern()) })
 	insts := make([]*instance, n)
@@ -91,7 +91,7 @@ func startCluster(t *testing.T, n int) []*instance {
 func startInstance(t *testing.T, url, prefix, id string) *instance {
 	t.Helper()
 	inst := &instance{id: id}
-	var handler atomic.Pointer[clusterhost.Host]
+	var handler atomic.Pointer[entityhost.Host]
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: testSecret, Logger: discard,
 		Handler: func(ctx context.Context, c peer.Call) (peer.Reply, error) { return handler.Load().Handle(ctx, c) }})
 	if err != nil {
@@ -114,7 +114,7 @@ func startInstance(t *testing.T, url, prefix, id string) *instance {
 		t.Fatal(err)
 	}
 	reg := components.NewRegistry()
-	inst.host, err = clusterhost.New(clusterhost.Config{Member: m, Peers: peers, Registry: reg, Logger: discard})
+	inst.host, err = entityhost.New(entityhost.Config{Member: m, Peers: peers, Registry: reg, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func entitiesServedBy(t *testing.T, inst *instance, n int) []string {
 // lease ran out: Route admits it here and Fence answers the old fence,
 // once each, so that the entity writes under that fence.
 type pausable struct {
-	*clusterhost.Host
+	*entityhost.Host
 	wake   atomic.Pointer[cluster.Fence] // set by the test
 	stale  atomic.Pointer[cluster.Fence] // the next Fence's answer
 	routes atomic.Int64                  // calls of Route

@@ -1,11 +1,11 @@
-// Package clusterplacement places the sharded entities of a runtime
+// Package placement places the sharded entities of a runtime
 // System (runtime.Sharding) by the cluster's shard ownership
 // (internal/cluster): an entity runs on the instance that serves its shard
 // ([cluster.ShardOf] of the entity type and id), and its messages from
 // every other instance go there over the transport. It is the
 // runtime.Placement of a cluster instance; the service wires it (the root
 // package's cluster node), and so do tests (internal/testkit/remotetest).
-package clusterplacement
+package placement
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package clusterplacement_test
+package placement_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/clusterplacement"
+	"github.com/trellis-go/trellis/internal/cluster/placement"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/runtime"
 )
@@ -113,7 +113,7 @@ func TestWhere(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tab := newTable()
-			p := clusterplacement.New(newSystem(t), tab, self)
+			p := placement.New(newSystem(t), tab, self)
 			if tt.release != 0 {
 				tab.set(shard, tt.release, self)
 				p.BeforeRelease(context.Background(), shard)
@@ -137,7 +137,7 @@ func TestBeforeReleaseStopsTheShardsEntities(t *testing.T) {
 	const typ = "placed"
 	sys := newSystem(t)
 	tab := newTable()
-	p := clusterplacement.New(sys, tab, self)
+	p := placement.New(sys, tab, self)
 	leaving, staying := idsInTwoShards(typ)
 	got := make(chan string, 16)
 	region, err := runtime.InitSharding(sys, runtime.Entity[string]{Key: runtime.NewEntityTypeKey[string](typ),

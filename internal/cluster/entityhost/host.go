@@ -1,4 +1,4 @@
-package clusterhost
+package entityhost
 
 import (
 	"cmp"
@@ -77,7 +77,7 @@ type Config struct {
 // while the command waited for its shard's owner (its lease expired in
 // Redis): this Host will never serve a shard again, and the command is to
 // be routed by the membership that replaces it.
-var ErrLost = errors.New("clusterhost: the membership was lost")
+var ErrLost = errors.New("entityhost: the membership was lost")
 
 // Host is an instance's entities.Cluster and peer.Handler. It is safe for
 // concurrent use.
@@ -102,7 +102,7 @@ var _ entities.Cluster = (*Host)(nil)
 // types are started and the peer server listens.
 func New(cfg Config) (*Host, error) {
 	if cfg.Member == nil || cfg.Peers == nil || cfg.Registry == nil {
-		return nil, errors.New("clusterhost: Config.Member, Config.Peers and Config.Registry are required")
+		return nil, errors.New("entityhost: Config.Member, Config.Peers and Config.Registry are required")
 	}
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
@@ -142,14 +142,14 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 			// passes may have stopped (it is leaving). A Redis out of
 			// reach will not name an owner before ctx ends: 503 now.
 			if err := h.refresh(ctx, time.Now().Add(-refreshEvery)); store.Unavailable(err) {
-				return "", nil, fmt.Errorf("clusterhost: find the owner of shard %d: %w", shard, store.Classify(err))
+				return "", nil, fmt.Errorf("entityhost: find the owner of shard %d: %w", shard, store.Classify(err))
 			}
 		}
 		end := cluster.Waiting(ctx, shard)
 		err := h.pause(ctx)
 		end()
 		if err != nil {
-			return "", nil, fmt.Errorf("clusterhost: wait for an owner of shard %d: %w", shard, err)
+			return "", nil, fmt.Errorf("entityhost: wait for an owner of shard %d: %w", shard, err)
 		}
 	}
 }
@@ -169,7 +169,7 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 		if err := h.pause(ctx); errors.Is(err, ErrLost) {
 			return nil, fmt.Errorf("shard %d is not served by %s (%w): %w", shard, h.cfg.Member.ID(), err, entities.ErrMoved)
 		} else if err != nil {
-			return nil, fmt.Errorf("clusterhost: wait for the hand-over of shard %d: %w", shard, err)
+			return nil, fmt.Errorf("entityhost: wait for the hand-over of shard %d: %w", shard, err)
 		}
 	}
 }
@@ -232,7 +232,7 @@ func (h *Host) forward(ctx context.Context, addr string, call components.Deferre
 		if rerr := h.refresh(ctx, started); store.Unavailable(rerr) {
 			// Routed again by a table that cannot be read, it would go
 			// to the same instance: it did not run, retry later.
-			return nil, fmt.Errorf("clusterhost: %s moved and the owners table cannot be read: %w: %w",
+			return nil, fmt.Errorf("entityhost: %s moved and the owners table cannot be read: %w: %w",
 				addr, components.ErrUnavailable, store.Classify(rerr))
 		}
 	}
@@ -253,7 +253,7 @@ func (h *Host) logUnknown(call components.DeferredCall, addr string, err error) 
 	if leftOut > 0 {
 		args = append(args, "not_logged", leftOut)
 	}
-	h.log.Warn("clusterhost: a forwarded command's outcome is unknown: the owner may have applied it", args...)
+	h.log.Warn("entityhost: a forwarded command's outcome is unknown: the owner may have applied it", args...)
 }
 
 // awaitOtherOwner waits until the table names an owner of shard other
@@ -295,7 +295,7 @@ func (h *Host) refresh(ctx context.Context, since time.Time) error {
 			h.refreshed = started
 			h.refreshMu.Unlock()
 		} else if ctx.Err() == nil {
-			h.log.Debug("clusterhost: refresh the owners table", "err", err.Error())
+			h.log.Debug("entityhost: refresh the owners table", "err", err.Error())
 		}
 		return nil, err
 	})
@@ -337,7 +337,7 @@ func (h *Host) BeforeRelease(ctx context.Context, shard int) error {
 	defer cancel()
 	for h.gate.busy(shard) > 0 {
 		if err := h.pause(ctx); err != nil {
-			h.log.Warn("clusterhost: releasing a shard with commands still in flight",
+			h.log.Warn("entityhost: releasing a shard with commands still in flight",
 				"shard", shard, "in_flight", h.gate.busy(shard), "err", err.Error())
 			return nil
 		}

@@ -1,4 +1,4 @@
-package clusterhost
+package entityhost
 
 import (
 	"sync"

@@ -1,0 +1,49 @@
+package trellis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/trellis-go/trellis/internal/cluster/node"
+)
+
+// joinCluster starts the transport and joins the cluster of the
+// instances that share the host's Redis and prefix, when the instance is
+// part of one (else the cluster is no part of the list, and the service
+// serves every shard: node.Every). When Redis does not answer, the node
+// joins once it does; any other failure (the port taken, say) is an
+// error. The node's shards are taken once every part before it has
+// started, and handed over when the service stops.
+func joinCluster(a *assembly) error {
+	if a.view == nil {
+		return nil
+	}
+	h, cfg := a.host, a.cfg
+	n, err := node.Join(node.Config{Redis: h.Redis, Prefix: cfg.RedisPrefix, Lease: cfg.ClusterLease,
+		Secret: []byte(cfg.ClusterSecret), Listen: cfg.clusterListenAddr(), ListenSetting: EnvClusterAddr,
+		Advertise: cfg.ClusterAdvertiseAddr, TLS: cfg.clusterTLS(), Shards: a.view,
+		Registry: h.Client.Registry(), System: h.System, Tracer: h.Client.Tracer(), Faults: a.o.faults,
+		BeforeRelease: func(ctx context.Context, shard int) {
+			h.consumers.BeforeRelease(ctx, shard)
+			h.views.BeforeRelease(ctx, shard)
+		},
+		Logger: h.Logger, Secrets: []string{cfg.RedisURL, cfg.RedisClusterURL}})
+	if err != nil {
+		return fmt.Errorf("trellis: %w", err)
+	}
+	a.add(part{name: "the cluster", start: n.Start, stop: n.Shutdown, cut: n.Crash})
+	h.cluster, a.admin = a.view, n
+	if holder, ok := n.Holder(); ok {
+		h.handovers = newHandovers(n, holder)
+		if err := n.Handle(producerComponent, h.handovers.serve); err != nil {
+			return fmt.Errorf("trellis: %w", err)
+		}
+	}
+	a.collectors = append(a.collectors, n.Collectors()...)
+	// Unready until a member: the first of the checks, before the
+	// application's own.
+	if err := h.checks.Add("the cluster membership", a.view.Ready); err != nil {
+		return fmt.Errorf("trellis: %w", err)
+	}
+	return nil
+}
