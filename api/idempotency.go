@@ -100,6 +100,15 @@ type IdempotencyOptions struct {
 // the handler invokes records its answer with its write, and a re-run is
 // answered with the first answers. A store that cannot claim the key is
 // a 503: nothing ran. An empty Idempotency-Key header is a 400.
+//
+// A key's answer is settled before it is written. When the store does not
+// take it (it is unreachable just then), the answer is written anyway and
+// the settling is tried again in the background until the store takes it
+// or the claim lapses (o.InFlight after it was made): a retry is told
+// "in progress" only until the store answers again, not for the rest of
+// the claim. A 504's retry then runs, and each entity command it invokes
+// with the key is answered from the entity's record of the first run, if
+// that applied.
 func Idempotency(o IdempotencyOptions) func(http.Handler) http.Handler {
 	o.Retention = cmpOr(o.Retention, DefaultIdempotencyRetention)
 	o.InFlight = cmpOr(o.InFlight, DefaultIdempotencyInFlight)
@@ -131,12 +140,13 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 		WriteError(w, r, err)
 		return
 	}
+	lapse := time.Now().Add(o.InFlight)
 	held, err := o.Store.Claim(r.Context(), scope, key, digest, o.InFlight)
 	switch {
 	case err != nil:
 		WriteError(w, r, fmt.Errorf("claim the Idempotency-Key: %w", err))
 	case held == nil:
-		o.run(w, r, next, scope, key, digest)
+		o.run(w, r, next, scope, key, digest, lapse)
 	case held.Digest != digest:
 		WriteProblem(w, r, http.StatusUnprocessableEntity, "this Idempotency-Key was used for a different request; use a new key")
 	case held.State == IdempotencyDone && held.Answer != nil:
@@ -148,28 +158,30 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 	}
 }
 
-// run runs the claimed request and keeps, or releases, its answer.
-func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key, digest string) {
+// run runs the claimed request, whose claim lapses by itself at lapse,
+// and keeps, or releases, its answer before it is written.
+func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key, digest string, lapse time.Time) {
 	rec := newAnswerRecorder()
 	ctx := components.WithIdempotencyKey(context.WithValue(r.Context(), idempotencyKeyKey, key), scope+" "+key)
 	next.ServeHTTP(rec, r.WithContext(ctx))
 	answer := rec.answer()
-	// The request's context may be over (a 504): settle the key anyway.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), settleTimeout)
-	defer cancel()
-	var err error
-	switch {
-	case retryable(answer):
-		err = o.Store.Release(ctx, scope, key, digest)
-	case answer.Status >= 500:
-		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
-	default:
-		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyDone, Digest: digest, Answer: &answer}, o.Retention)
+	settle := func(ctx context.Context) error {
+		switch {
+		case retryable(answer):
+			return o.Store.Release(ctx, scope, key, digest)
+		case answer.Status >= 500:
+			return o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
+		default:
+			return o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyDone, Digest: digest, Answer: &answer}, o.Retention)
+		}
 	}
+	// The request's context may be over (a 504): settle the key anyway.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), settleTimeout)
+	err := settle(sctx)
+	cancel()
 	if err != nil {
-		// The claim then lapses after InFlight, and the key can be used
-		// again: a retry runs the (idempotent) handler once more.
-		logAt(r, slog.LevelWarn, "Idempotency-Key not settled; it frees itself when the claim lapses", err)
+		logAt(r, slog.LevelWarn, "Idempotency-Key not settled; settling it again until the store answers, or its claim lapses", err)
+		go settleLater(context.WithoutCancel(r.Context()), settle, lapse)
 	}
 	rec.writeTo(w)
 }
@@ -189,9 +201,6 @@ func retryable(a StoredAnswer) bool {
 	}
 	return false
 }
-
-// settleTimeout bounds recording a request's answer under its key.
-const settleTimeout = 2 * time.Second
 
 // replay answers with a kept answer.
 func replay(w http.ResponseWriter, a StoredAnswer) {

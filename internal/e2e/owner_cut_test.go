@@ -43,6 +43,7 @@ const ownerRequestTimeout = 20 * time.Second
 // failure is a 503 or 504, and the counter's final value is at least the
 // increases answered and at most those plus the ones of unknown outcome.
 func TestBinaryClusterLinearizable(t *testing.T) {
+	testenv.Long(t)
 	tests := []struct {
 		name  string
 		fault func(t *testing.T, owner *server, proxy *peertest.Proxy) // breaks the owner; returns once it may serve again, or never will
