@@ -101,7 +101,9 @@ type IdempotencyOptions struct {
 // answered with the first answers. A store that cannot claim the key is
 // a 503: nothing ran. An empty Idempotency-Key header is a 400.
 //
-// A key's answer is settled before it is written. When the store does not
+// A claim whose answer was lost is a 503 (the request did not run), and
+// the key is released as soon as the store answers again. A key's answer
+// is settled before it is written. When the store does not
 // take it (it is unreachable just then), the answer is written anyway and
 // the settling is tried again in the background until the store takes it
 // or the claim lapses (o.InFlight after it was made): a retry is told
@@ -143,6 +145,14 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 	lapse := time.Now().Add(o.InFlight)
 	held, err := o.Store.Claim(r.Context(), scope, key, digest, o.InFlight)
 	switch {
+	case errors.Is(err, components.ErrOutcomeUnknown):
+		// The claim may have been made, and nothing ran: free the key as
+		// soon as the store answers, so that a retry is not told "in
+		// progress" of a request that never ran.
+		go settleLater(context.WithoutCancel(r.Context()), func(ctx context.Context) error {
+			return o.Store.Release(ctx, scope, key, digest)
+		}, lapse)
+		WriteError(w, r, fmt.Errorf("claim the Idempotency-Key (its answer was lost; the request did not run): %v: %w", err, components.ErrUnavailable))
 	case err != nil:
 		WriteError(w, r, fmt.Errorf("claim the Idempotency-Key: %w", err))
 	case held == nil:

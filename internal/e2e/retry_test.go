@@ -163,40 +163,65 @@ func TestBinaryRetryAfterLostAnswer(t *testing.T) {
 }
 
 // TestBinaryRetryRightAfter504: a server reaches Redis through a TCP
-// proxy; a keyed increase's write is passed to Redis, and at once the
-// server is cut off from Redis (its connections blackholed, new ones
-// refused): the increase takes effect, is answered 504 (outcome unknown),
-// and its key cannot be settled. The cut ends. A retry of the key right
-// after is not told "in progress" for longer than the store takes to
-// answer again (the key's claim would otherwise hold until it lapses,
-// the request timeout and some seconds after the first request began):
-// it runs, and is answered as the increase was applied, once.
+// proxy, which loses the answer to one of a keyed increase's writes to
+// Redis: in each case another one. The retry of the key right after is
+// not told "in progress" for longer than the store takes to answer again
+// (the key's claim would otherwise hold until it lapses, the request
+// timeout and some seconds after the first request began): it runs, and
+// is answered as the increase was applied, once.
 func TestBinaryRetryRightAfter504(t *testing.T) {
 	testenv.Long(t)
-	rs := testenv.StartRedisServer(t)
-	proxy := peertest.NewProxy(t, rs.Addr())
-	s := startServer(t, soloEnv(fmt.Sprintf("redis://%s/0?read_timeout=1s&write_timeout=1s", proxy.Addr())))
-	const id = "right-after"
-	if a := increaseWithKey(t, s, id, "before"); a.status != http.StatusOK || a.value != 1 {
-		t.Fatalf("the first increase: %d %s", a.status, a.body)
+	tests := []struct {
+		name   string
+		marker func(id, key string) string        // a byte string of the write whose answer is lost
+		then   func(proxy *peertest.Proxy) func() // what else breaks, at once
+		first  int                                // the first answer
+	}{
+		{
+			// The increase takes effect, is answered 504, and its key
+			// cannot be settled.
+			name:   "the increase's answer lost, the store cut off",
+			marker: func(id, _ string) string { return id }, // the entity's write names it, the claim does not
+			then:   func(proxy *peertest.Proxy) func() { return func() { proxy.Refuse(true); proxy.Drop() } },
+			first:  http.StatusGatewayTimeout,
+		},
+		{
+			// The claim is made, and the increase does not run: 503.
+			name:   "the key's claim's answer lost",
+			marker: func(_, key string) string { return ":" + key }, // the claim's Redis key ends with it
+			then:   func(*peertest.Proxy) func() { return nil },
+			first:  http.StatusServiceUnavailable,
+		},
 	}
-	proxy.AfterSent(id, func() { proxy.Refuse(true); proxy.Drop() })
-	cut := increaseWithKey(t, s, id, "cut")
-	proxy.Refuse(false)
-	proxy.Cut()
-	answered := time.Now()
-	if cut.status != http.StatusGatewayTimeout || cut.problemType != api.ProblemTypeOutcomeUnknown {
-		t.Fatalf("the increase cut off: %d %s, want 504 of type %s", cut.status, cut.body, api.ProblemTypeOutcomeUnknown)
-	}
-	again, inProgress := retryWithKey(t, s, id, "cut", 30*time.Second)
-	t.Logf("the retry was answered %d %v after the 504 (in progress for %v)", again.status, time.Since(answered).Round(time.Millisecond), inProgress)
-	if again.status != http.StatusOK || again.value != 2 {
-		t.Errorf("the retry: %d %s, want 200 with 2", again.status, again.body)
-	}
-	if limit := 2500 * time.Millisecond; inProgress > limit {
-		t.Errorf("the key was answered in progress for %v after its 504, want at most %v", inProgress, limit)
-	}
-	if got := readCounter(t, s, id); got != 2 {
-		t.Errorf("the counter is %d, want 2: the increase cut off applied once", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := testenv.StartRedisServer(t)
+			proxy := peertest.NewProxy(t, rs.Addr())
+			s := startServer(t, soloEnv(fmt.Sprintf("redis://%s/0?read_timeout=1s&write_timeout=1s", proxy.Addr())))
+			const id, key = "right-after", "retried"
+			if a := increaseWithKey(t, s, id, "before"); a.status != http.StatusOK || a.value != 1 {
+				t.Fatalf("the first increase: %d %s", a.status, a.body)
+			}
+			proxy.AfterSent(tt.marker(id, key), tt.then(proxy))
+			first := increaseWithKey(t, s, id, key)
+			proxy.Refuse(false)
+			proxy.Cut()
+			answered := time.Now()
+			if first.status != tt.first {
+				t.Fatalf("the increase whose answer was lost: %d %s, want %d", first.status, first.body, tt.first)
+			}
+			again, inProgress := retryWithKey(t, s, id, key, 30*time.Second)
+			t.Logf("the retry was answered %d %v after the %d (in progress for %v)",
+				again.status, time.Since(answered).Round(time.Millisecond), first.status, inProgress)
+			if again.status != http.StatusOK || again.value != 2 {
+				t.Errorf("the retry: %d %s, want 200 with 2", again.status, again.body)
+			}
+			if limit := 2500 * time.Millisecond; inProgress > limit {
+				t.Errorf("the key was answered in progress for %v after its %d, want at most %v", inProgress, first.status, limit)
+			}
+			if got := readCounter(t, s, id); got != 2 {
+				t.Errorf("the counter is %d, want 2: the increase applied once", got)
+			}
+		})
 	}
 }
