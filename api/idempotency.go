@@ -103,14 +103,16 @@ type IdempotencyOptions struct {
 //
 // A claim whose answer was lost is a 503 (the request did not run), and
 // the key is released as soon as the store answers again. A key's answer
-// is settled before it is written. When the store does not
-// take it (it is unreachable just then), the answer is written anyway and
-// the settling is tried again in the background until the store takes it
-// or the claim lapses (o.InFlight after it was made): a retry is told
-// "in progress" only until the store answers again, not for the rest of
-// the claim. A 504's retry then runs, and each entity command it invokes
-// with the key is answered from the entity's record of the first run, if
-// that applied.
+// is settled before it is written; when the store does not take it (it
+// is unreachable just then), the answer is written anyway and the
+// settling is tried again in the background until the store takes it or
+// the claim lapses (o.InFlight after it was made): a retry is told "in
+// progress" only until the store answers again, not for the rest of the
+// claim. A 504's retry then runs, and each entity command it invokes with
+// the key is answered from the entity's record of the first run, if that
+// applied. (A retry that claimed the key before a late settling lands
+// loses its claim to it: a request with the key may then run beside it,
+// which the entities' records make harmless.)
 func Idempotency(o IdempotencyOptions) func(http.Handler) http.Handler {
 	o.Retention = cmpOr(o.Retention, DefaultIdempotencyRetention)
 	o.InFlight = cmpOr(o.InFlight, DefaultIdempotencyInFlight)
