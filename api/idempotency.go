@@ -100,6 +100,19 @@ type IdempotencyOptions struct {
 // the handler invokes records its answer with its write, and a re-run is
 // answered with the first answers. A store that cannot claim the key is
 // a 503: nothing ran. An empty Idempotency-Key header is a 400.
+//
+// A claim whose answer was lost is a 503 (the request did not run), and
+// the key is released as soon as the store answers again. A key's answer
+// is settled before it is written; when the store does not take it (it
+// is unreachable just then), the answer is written anyway and the
+// settling is tried again in the background until the store takes it or
+// the claim lapses (o.InFlight after it was made): a retry is told "in
+// progress" only until the store answers again, not for the rest of the
+// claim. A 504's retry then runs, and each entity command it invokes with
+// the key is answered from the entity's record of the first run, if that
+// applied. (A retry that claimed the key before a late settling lands
+// loses its claim to it: a request with the key may then run beside it,
+// which the entities' records make harmless.)
 func Idempotency(o IdempotencyOptions) func(http.Handler) http.Handler {
 	o.Retention = cmpOr(o.Retention, DefaultIdempotencyRetention)
 	o.InFlight = cmpOr(o.InFlight, DefaultIdempotencyInFlight)
@@ -131,12 +144,21 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 		WriteError(w, r, err)
 		return
 	}
+	lapse := time.Now().Add(o.InFlight)
 	held, err := o.Store.Claim(r.Context(), scope, key, digest, o.InFlight)
 	switch {
+	case errors.Is(err, components.ErrOutcomeUnknown):
+		// The claim may have been made, and nothing ran: free the key as
+		// soon as the store answers, so that a retry is not told "in
+		// progress" of a request that never ran.
+		go settleLater(context.WithoutCancel(r.Context()), func(ctx context.Context) error {
+			return o.Store.Release(ctx, scope, key, digest)
+		}, lapse)
+		WriteError(w, r, fmt.Errorf("claim the Idempotency-Key (its answer was lost; the request did not run): %v: %w", err, components.ErrUnavailable))
 	case err != nil:
 		WriteError(w, r, fmt.Errorf("claim the Idempotency-Key: %w", err))
 	case held == nil:
-		o.run(w, r, next, scope, key, digest)
+		o.run(w, r, next, scope, key, digest, lapse)
 	case held.Digest != digest:
 		WriteProblem(w, r, http.StatusUnprocessableEntity, "this Idempotency-Key was used for a different request; use a new key")
 	case held.State == IdempotencyDone && held.Answer != nil:
@@ -148,28 +170,30 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 	}
 }
 
-// run runs the claimed request and keeps, or releases, its answer.
-func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key, digest string) {
+// run runs the claimed request, whose claim lapses by itself at lapse,
+// and keeps, or releases, its answer before it is written.
+func (o IdempotencyOptions) run(w http.ResponseWriter, r *http.Request, next http.Handler, scope, key, digest string, lapse time.Time) {
 	rec := newAnswerRecorder()
 	ctx := components.WithIdempotencyKey(context.WithValue(r.Context(), idempotencyKeyKey, key), scope+" "+key)
 	next.ServeHTTP(rec, r.WithContext(ctx))
 	answer := rec.answer()
-	// The request's context may be over (a 504): settle the key anyway.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), settleTimeout)
-	defer cancel()
-	var err error
-	switch {
-	case retryable(answer):
-		err = o.Store.Release(ctx, scope, key, digest)
-	case answer.Status >= 500:
-		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
-	default:
-		err = o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyDone, Digest: digest, Answer: &answer}, o.Retention)
+	settle := func(ctx context.Context) error {
+		switch {
+		case retryable(answer):
+			return o.Store.Release(ctx, scope, key, digest)
+		case answer.Status >= 500:
+			return o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyUnknown, Digest: digest}, o.Retention)
+		default:
+			return o.Store.Finish(ctx, scope, key, IdempotencyRecord{State: IdempotencyDone, Digest: digest, Answer: &answer}, o.Retention)
+		}
 	}
+	// The request's context may be over (a 504): settle the key anyway.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), settleTimeout)
+	err := settle(sctx)
+	cancel()
 	if err != nil {
-		// The claim then lapses after InFlight, and the key can be used
-		// again: a retry runs the (idempotent) handler once more.
-		logAt(r, slog.LevelWarn, "Idempotency-Key not settled; it frees itself when the claim lapses", err)
+		logAt(r, slog.LevelWarn, "Idempotency-Key not settled; settling it again until the store answers, or its claim lapses", err)
+		go settleLater(context.WithoutCancel(r.Context()), settle, lapse)
 	}
 	rec.writeTo(w)
 }
@@ -189,9 +213,6 @@ func retryable(a StoredAnswer) bool {
 	}
 	return false
 }
-
-// settleTimeout bounds recording a request's answer under its key.
-const settleTimeout = 2 * time.Second
 
 // replay answers with a kept answer.
 func replay(w http.ResponseWriter, a StoredAnswer) {

@@ -19,11 +19,16 @@ import (
 // with the status in status (201 when 0), counting its runs; and POST
 // /other, which does not take keys.
 func idempotentServer(runs *atomic.Int32, status *atomic.Int32, block chan struct{}) http.Handler {
+	return idempotentServerOn(idempotency.NewMemoryStore(nil), runs, status, block)
+}
+
+// idempotentServerOn is idempotentServer with its keys in store.
+func idempotentServerOn(store api.IdempotencyStore, runs *atomic.Int32, status *atomic.Int32, block chan struct{}) http.Handler {
 	r := chi.NewRouter()
 	// After routing, as a generated handler's Middlewares run: the route's
 	// pattern is known.
 	r = r.With(api.Idempotency(api.IdempotencyOptions{
-		Store:  idempotency.NewMemoryStore(nil),
+		Store:  store,
 		Routes: []string{"POST /things/{id}"},
 	})).(*chi.Mux)
 	handler := func(w http.ResponseWriter, r *http.Request) {

@@ -74,7 +74,8 @@ func (s *RedisStore) Claim(ctx context.Context, scope, key, digest string, ttl t
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claim idempotency key: %w", store.Classify(err))
+		// A claim whose answer was lost may hold the key: outcome unknown.
+		return nil, fmt.Errorf("claim idempotency key: %w", store.ClassifyWriteBy(s.client, err))
 	}
 	if len(res) != 3 {
 		return nil, fmt.Errorf("claim idempotency key: unexpected reply %q", res)

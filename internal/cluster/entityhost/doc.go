@@ -17,7 +17,9 @@
 // counted in flight, and run by the local entity. Otherwise it goes to the
 // owner the rebalancer's table names, with the caller's deadline. While
 // the shard has no live owner, or this instance is handing it over, the
-// command waits, polling the table (bounded by its context). An owner
+// command waits (bounded by its context), woken when this instance starts
+// serving or hands over a shard, when the table is read again, or when the
+// membership is lost, and looking again every Config.Poll besides. An owner
 // that answers "moved", or that cannot be reached at all (the command did
 // not run), makes the table be read again; the entity layer then routes
 // the command once more. Every other answer of the owner comes back as

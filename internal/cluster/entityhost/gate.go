@@ -11,6 +11,7 @@ import (
 // done.
 type gate struct {
 	serving func(shard int) (cluster.Fence, bool)
+	changes signal // what the gate admits, or the owners table, changed
 
 	mu       sync.Mutex
 	handover [cluster.NumShards]cluster.Fence // the fence being handed over; zero: none
@@ -31,8 +32,12 @@ func (g *gate) admit(shard int) (done func(), ok bool) {
 	return func() {
 		once.Do(func() {
 			g.mu.Lock()
-			defer g.mu.Unlock()
 			g.inflight[shard]--
+			idle := g.inflight[shard] == 0
+			g.mu.Unlock()
+			if idle {
+				g.changes.notify() // a hand-over may be waiting for it
+			}
 		})
 	}, true
 }
@@ -41,10 +46,11 @@ func (g *gate) admit(shard int) (done func(), ok bool) {
 // later acquisition, under a new fence, admits again).
 func (g *gate) drain(shard int) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if f, serving := g.serving(shard); serving {
 		g.handover[shard] = f
 	}
+	g.mu.Unlock()
+	g.changes.notify()
 }
 
 // draining reports whether shard is still served under the fence being
@@ -61,4 +67,31 @@ func (g *gate) busy(shard int) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.inflight[shard]
+}
+
+// signal wakes every waiter at each change: a waiter takes next before it
+// looks at what it waits for, and waits for that channel to close.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// next is closed at the next notify.
+func (s *signal) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// notify wakes the waiters of next.
+func (s *signal) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
 }

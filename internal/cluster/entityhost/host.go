@@ -28,8 +28,11 @@ const (
 	// its commands in flight.
 	DefaultDrainTimeout = 5 * time.Second
 	// DefaultPoll is how often a command waiting for its shard's owner
-	// looks at the table again.
-	DefaultPoll = 10 * time.Millisecond
+	// looks at the table again when nothing woke it: it wakes at once
+	// when this instance starts serving or hands over a shard, the last
+	// command of a shard being handed over is done, the owners table is
+	// read again, or the membership is lost.
+	DefaultPoll = refreshEvery
 	// refreshEvery bounds how often waiting commands read every shard
 	// record again (Rebalancer.Refresh) when the table may be stale.
 	refreshEvery = 100 * time.Millisecond
@@ -107,7 +110,19 @@ func New(cfg Config) (*Host, error) {
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, DefaultDrainTimeout)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
 	h := &Host{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), unknowns: ratelog.Limit{Max: unknownLogMax, Window: time.Second}}
-	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease, OnServe: cfg.OnServe, OnMoved: cfg.OnMoved})
+	h.reb = cluster.NewRebalancer(cfg.Member, cluster.Hooks{BeforeRelease: h.BeforeRelease,
+		OnServe: func(f cluster.Fence) {
+			if cfg.OnServe != nil {
+				cfg.OnServe(f)
+			}
+			h.gate.changes.notify()
+		},
+		OnMoved: func(shard int, acquired bool) {
+			if cfg.OnMoved != nil {
+				cfg.OnMoved(shard, acquired)
+			}
+			h.gate.changes.notify()
+		}})
 	h.gate.serving = h.reb.Serving
 	return h, nil
 }
@@ -128,6 +143,7 @@ func (h *Host) Fence(entityType, id string) (cluster.Fence, bool) {
 func (h *Host) Route(ctx context.Context, entityType, id string) (string, func(), error) {
 	shard := cluster.ShardOf(entityType, id)
 	for {
+		wake := h.gate.changes.next()
 		if done, ok := h.gate.admit(shard); ok {
 			return "", done, nil
 		}
@@ -146,7 +162,7 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 			}
 		}
 		end := cluster.Waiting(ctx, shard)
-		err := h.pause(ctx)
+		err := h.pause(ctx, wake)
 		end()
 		if err != nil {
 			return "", nil, fmt.Errorf("entityhost: wait for an owner of shard %d: %w", shard, err)
@@ -160,13 +176,14 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error) {
 	shard := cluster.ShardOf(entityType, id)
 	for {
+		wake := h.gate.changes.next()
 		if done, ok := h.gate.admit(shard); ok {
 			return done, nil
 		}
 		if !h.gate.draining(shard) {
 			return nil, fmt.Errorf("shard %d is not served by %s: %w", shard, h.cfg.Member.ID(), entities.ErrMoved)
 		}
-		if err := h.pause(ctx); errors.Is(err, ErrLost) {
+		if err := h.pause(ctx, wake); errors.Is(err, ErrLost) {
 			return nil, fmt.Errorf("shard %d is not served by %s (%w): %w", shard, h.cfg.Member.ID(), err, entities.ErrMoved)
 		} else if err != nil {
 			return nil, fmt.Errorf("entityhost: wait for the hand-over of shard %d: %w", shard, err)
@@ -226,7 +243,7 @@ func (h *Host) forward(ctx context.Context, addr string, call components.Deferre
 		if werr == nil || errors.Is(werr, ErrLost) {
 			return nil, fmt.Errorf("%w (the owner could not be reached: %w)", entities.ErrMoved, err)
 		}
-		return nil, fmt.Errorf("clusterhost: the owner %s could not be reached and no other instance took the shard over (%v): %w: %w: %w",
+		return nil, fmt.Errorf("entityhost: the owner %s could not be reached and no other instance took the shard over (%v): %w: %w: %w",
 			addr, werr, components.ErrOwnerUnreachable, components.ErrUnavailable, sent)
 	case errors.Is(err, entities.ErrMoved):
 		if rerr := h.refresh(ctx, started); store.Unavailable(rerr) {
@@ -262,6 +279,7 @@ func (h *Host) logUnknown(call components.DeferredCall, addr string, err error) 
 func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) error {
 	defer cluster.Waiting(ctx, shard)()
 	for {
+		wake := h.gate.changes.next()
 		if _, ok := h.reb.Serving(shard); ok {
 			return nil
 		}
@@ -269,7 +287,7 @@ func (h *Host) awaitOtherOwner(ctx context.Context, shard int, addr string) erro
 			return nil
 		}
 		_ = h.refresh(ctx, time.Now().Add(-refreshEvery)) // a failure: try again after the pause
-		if err := h.pause(ctx); err != nil {
+		if err := h.pause(ctx, wake); err != nil {
 			return err
 		}
 	}
@@ -294,6 +312,7 @@ func (h *Host) refresh(ctx context.Context, since time.Time) error {
 			h.refreshMu.Lock()
 			h.refreshed = started
 			h.refreshMu.Unlock()
+			h.gate.changes.notify()
 		} else if ctx.Err() == nil {
 			h.log.Debug("entityhost: refresh the owners table", "err", err.Error())
 		}
@@ -307,13 +326,16 @@ func (h *Host) refresh(ctx context.Context, since time.Time) error {
 	}
 }
 
-// pause waits one poll interval, or until ctx ends (its error) or the
-// membership is lost (ErrLost): a lost membership serves no shard again,
-// and what waits on it must not wait for its deadline.
-func (h *Host) pause(ctx context.Context) error {
+// pause waits until wake is closed (see gate.changes) or one poll
+// interval has passed, or until ctx ends (its error) or the membership is
+// lost (ErrLost): a lost membership serves no shard again, and what waits
+// on it must not wait for its deadline.
+func (h *Host) pause(ctx context.Context, wake <-chan struct{}) error {
 	t := time.NewTimer(h.cfg.Poll)
 	defer t.Stop()
 	select {
+	case <-wake:
+		return nil
 	case <-t.C:
 		return nil
 	case <-h.cfg.Member.Lost():
@@ -335,8 +357,12 @@ func (h *Host) BeforeRelease(ctx context.Context, shard int) error {
 	h.gate.drain(shard)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.DrainTimeout)
 	defer cancel()
-	for h.gate.busy(shard) > 0 {
-		if err := h.pause(ctx); err != nil {
+	for {
+		wake := h.gate.changes.next()
+		if h.gate.busy(shard) == 0 {
+			break
+		}
+		if err := h.pause(ctx, wake); err != nil {
 			h.log.Warn("entityhost: releasing a shard with commands still in flight",
 				"shard", shard, "in_flight", h.gate.busy(shard), "err", err.Error())
 			return nil

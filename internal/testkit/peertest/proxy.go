@@ -3,6 +3,7 @@
 package peertest
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -22,11 +23,18 @@ type Proxy struct {
 	ln       net.Listener
 	accepted atomic.Int64
 	refuse   atomic.Bool
+	trigger  atomic.Pointer[trigger] // armed by AfterSent; nil once fired
 
 	mu     sync.Mutex
 	links  map[*link]struct{}
 	closed bool
 	wg     sync.WaitGroup
+}
+
+// trigger is what AfterSent armed.
+type trigger struct {
+	marker []byte
+	then   func()
 }
 
 // link is one proxied connection: the accepted one and the one to the
@@ -36,6 +44,7 @@ type link struct {
 
 	ended   atomic.Int32 // directions that have ended, of two
 	dropped atomic.Bool  // bytes read are thrown away
+	mute    atomic.Bool  // bytes read from the target are thrown away
 	dup     atomic.Bool  // the next bytes read are written twice
 
 	mu   sync.Mutex
@@ -105,6 +114,18 @@ func (p *Proxy) Drop() {
 	for _, l := range p.snapshot() {
 		l.dropped.Store(true)
 	}
+}
+
+// AfterSent arms a one-shot trigger: the first read of a client's bytes
+// that contains marker (within that one read), on any connection, open
+// or new, mutes that connection's answers for good (what the target
+// sends back is thrown away), is passed on to the target, and then f runs
+// (when not nil). So a command of the client's takes effect and its
+// answer is lost, and f can break the rest of the network (Drop, Refuse)
+// before that answer could have arrived. It replaces a trigger armed
+// before that has not fired.
+func (p *Proxy) AfterSent(marker string, f func()) {
+	p.trigger.Store(&trigger{marker: []byte(marker), then: f})
 }
 
 // Duplicate makes every open connection write the next bytes it carries
@@ -179,16 +200,17 @@ func (p *Proxy) accept() {
 		p.links[l] = struct{}{}
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(l, s, c) // not l's fields: Cut may clear them already
-		go p.pipe(l, c, s)
+		go p.pipe(l, s, c, false) // not l's fields: Cut may clear them already
+		go p.pipe(l, c, s, true)
 	}
 }
 
 // pipe copies src to dst, waiting before each write while the link is
-// held and throwing the bytes away once it is dropped. An orderly end
+// held and throwing the bytes away once it is dropped (or, for answers,
+// the target's bytes, once it is muted). An orderly end
 // (EOF) is passed on as a half-close, except on a dropped link; any other
 // end resets both sides. The link is forgotten once both directions ended.
-func (p *Proxy) pipe(l *link, dst, src net.Conn) {
+func (p *Proxy) pipe(l *link, dst, src net.Conn, answers bool) {
 	defer p.wg.Done()
 	defer func() {
 		if l.ended.Add(1) == 2 {
@@ -204,7 +226,12 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn) {
 		if n > 0 && !l.wait() {
 			return
 		}
-		if n > 0 && !l.dropped.Load() {
+		var fired *trigger
+		if tr := p.trigger.Load(); n > 0 && !answers && tr != nil && bytes.Contains(buf[:n], tr.marker) && p.trigger.CompareAndSwap(tr, nil) {
+			l.mute.Store(true)
+			fired = tr
+		}
+		if n > 0 && !l.dropped.Load() && !(answers && l.mute.Load()) {
 			times := 1
 			if l.dup.CompareAndSwap(true, false) {
 				times = 2
@@ -215,6 +242,9 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn) {
 					return
 				}
 			}
+		}
+		if fired != nil && fired.then != nil {
+			fired.then()
 		}
 		if err == nil {
 			continue

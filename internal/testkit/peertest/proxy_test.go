@@ -137,3 +137,75 @@ func TestProxyRefuse(t *testing.T) {
 		t.Fatalf("after Refuse(false): %q, %v", got, err)
 	}
 }
+
+func TestProxyAfterSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan byte, 16) // what the target read
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 1)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					got <- buf[0]
+					if _, err := c.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+
+	p := NewProxy(t, ln.Addr().String())
+	c := dial(t, p.Addr())
+	if _, err := roundTrip(c, "x", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	fired := make(chan struct{})
+	p.AfterSent("y", func() { close(fired) })
+	if got, err := roundTrip(c, "x", 5*time.Second); err != nil || got != "x" {
+		t.Fatalf("before the marker: %q, %v", got, err)
+	}
+	<-got
+	if _, err := roundTrip(c, "y", 100*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("answers dropped: %v, want the read deadline", err)
+	}
+	select {
+	case b := <-got:
+		if b != 'y' {
+			t.Fatalf("the target read %q, want y", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not reach the target")
+	}
+	testRecv(t, fired)
+	if got, err := roundTrip(dial(t, p.Addr()), "z", 5*time.Second); err != nil || got != "z" {
+		t.Fatalf("a new connection: %q, %v", got, err)
+	}
+	c.Close()
+	p.Close()
+}
+
+// testRecv waits (at most 5 s) until ch is closed.
+func testRecv(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not closed within 5 s")
+	}
+}

@@ -1,0 +1,114 @@
+package entities_test
+
+import (
+	"context"
+	"log/slog"
+	goruntime "runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
+	"github.com/trellis-go/trellis/runtime"
+)
+
+// benchParallelism is BenchmarkCommandIdentity's goroutines per
+// GOMAXPROCS, each increasing an entity of its own: enough that the
+// entities' actors and Redis are all busy, as under load.
+const benchParallelism = 8
+
+// BenchmarkCommandIdentity: what recording a command's identity with its
+// write costs per command on Redis, under load (parallel increases over
+// an entity per goroutine): without one, with the platform's command id
+// (kept DefaultCommandIDRetention) and with a caller's idempotency key
+// (kept DefaultKeyRetention). The entities are loaded before the clock
+// starts. Besides the time per command (ns/op), it
+// reports what the records take in Redis per command (redis-bytes/cmd:
+// MEMORY USAGE of the keys written, over the commands).
+func BenchmarkCommandIdentity(b *testing.B) {
+	cases := []struct {
+		name string
+		with func(ctx context.Context) context.Context // a command's context
+	}{
+		{name: "none", with: func(ctx context.Context) context.Context { return ctx }},
+		{name: "command-id", with: func(ctx context.Context) context.Context {
+			return components.WithCommandID(ctx, uuid.NewString())
+		}},
+		{name: "idempotency-key", with: func(ctx context.Context) context.Context {
+			return components.WithIdempotencyKey(ctx, uuid.NewString())
+		}},
+	}
+	client := testenv.Redis(b)
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			prefix := newTestPrefix()
+			b.Cleanup(func() { testenv.DeleteKeys(b, client, prefix+":*") })
+			invoker := benchRedisHost(b, entities.NewRedisStore(client, prefix))
+			ctx := context.Background()
+			for i := range benchParallelism * goruntime.GOMAXPROCS(0) {
+				if _, err := benchIncrease.Invoke(ctx, invoker, "c"+strconv.Itoa(i), 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next, commands atomic.Int64 // entities taken, commands sent
+			b.ReportAllocs()
+			b.SetParallelism(benchParallelism)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				id := "c" + strconv.FormatInt(next.Add(1)-1, 10)
+				for pb.Next() {
+					commands.Add(1)
+					if _, err := benchIncrease.Invoke(c.with(ctx), invoker, id, 1); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(redisBytes(b, client, prefix+":*"))/float64(max(commands.Load(), 1)), "redis-bytes/cmd")
+		})
+	}
+}
+
+// benchRedisHost starts benchCounters on a runtime system over store,
+// stopped when b ends, and returns the client that reaches it.
+func benchRedisHost(b *testing.B, store entities.Store) *components.Client {
+	sys := runtime.NewSystem(b.Name(), runtime.WithLogger(slog.New(slog.DiscardHandler)))
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sys.Shutdown(ctx); err != nil {
+			b.Errorf("shutdown: %v", err)
+		}
+	})
+	client := components.NewClient(components.NewRegistry())
+	if _, err := benchCounters.Start(entities.Host{System: sys, Client: client, Store: store}); err != nil {
+		b.Fatal(err)
+	}
+	return client
+}
+
+// redisBytes is the sum of MEMORY USAGE of the keys that match pattern.
+func redisBytes(b *testing.B, client *redis.Client, pattern string) int64 {
+	b.Helper()
+	ctx := context.Background()
+	var total int64
+	iter := client.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		n, err := client.MemoryUsage(ctx, iter.Val(), 0).Result()
+		if err != nil {
+			b.Fatalf("MEMORY USAGE %s: %v", iter.Val(), err)
+		}
+		total += n
+	}
+	if err := iter.Err(); err != nil {
+		b.Fatalf("SCAN %s: %v", pattern, err)
+	}
+	return total
+}
