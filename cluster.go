@@ -32,7 +32,7 @@ func joinCluster(a *assembly) error {
 		return fmt.Errorf("trellis: %w", err)
 	}
 	a.add(part{name: "the cluster", start: n.Start, stop: n.Shutdown, cut: n.Crash})
-	h.cluster, a.admin = a.view, n
+	h.cluster, a.admin, h.claims = a.view, n, n
 	if holder, ok := n.Holder(); ok {
 		h.handovers = newHandovers(n, holder)
 		if err := n.Handle(producerComponent, h.handovers.serve); err != nil {

@@ -1,6 +1,7 @@
 package trellis
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -62,6 +63,10 @@ type Host struct {
 	// cluster routes entity commands to their shard's owner; nil when the
 	// instance is not part of a cluster.
 	cluster entities.Cluster
+	// claims names this instance in its Idempotency-Key claims and tells
+	// whether the instance another claim names is gone; nil without a
+	// cluster (claims then only lapse).
+	claims claimHolders
 	// handovers carry the durable producers' sends to a queue's owner;
 	// nil without a cluster transport.
 	handovers *handovers
@@ -101,11 +106,27 @@ const idempotencySettle = 5 * time.Second
 // host's store, keeping answers for Config.IdempotencyRetention and a
 // claim for the request timeout and idempotencySettle. Put it in a generated handler's
 // Middlewares, or on the routes with r.With.
+//
+// In a cluster a claim names the instance whose request holds it, and a
+// retry of the same request takes over at once the claim of an instance
+// that is gone (its membership ended: killed, or left), instead of being
+// told "in progress" until the claim lapses.
 func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
-	return api.Idempotency(api.IdempotencyOptions{
+	o := api.IdempotencyOptions{
 		Store: h.Idempotency, Routes: routes,
 		Retention: h.Config.IdempotencyRetention, InFlight: h.Config.RequestTimeout + idempotencySettle,
-	})
+	}
+	if h.claims != nil {
+		o.Holder, o.HolderGone = h.claims.ClaimHolder(), h.claims.HolderGone
+	}
+	return api.Idempotency(o)
+}
+
+// claimHolders is what names the holders of Idempotency-Key claims: the
+// cluster's node.
+type claimHolders interface {
+	ClaimHolder() string
+	HolderGone(ctx context.Context, holder string) bool
 }
 
 // Entities is the entities.Host to start key-value entities on, with the

@@ -64,6 +64,14 @@ type IdempotencyOptions struct {
 	// timeout plus a few seconds to settle is enough: no request runs
 	// longer.
 	InFlight time.Duration
+	// Holder names this instance in its claims, and HolderGone reports
+	// whether the instance a claim names is gone (its membership of the
+	// cluster ended: it died, or left): the claim of a request of a gone
+	// instance is taken over at once by a retry of the same request,
+	// instead of answering "in progress" until it lapses. Both need a
+	// Store that is an IdempotencyHolderStore; unset, claims only lapse.
+	Holder     string
+	HolderGone func(ctx context.Context, holder string) bool
 }
 
 // Idempotency is chi middleware that makes the routes of o.Routes honour
@@ -145,7 +153,7 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 		return
 	}
 	lapse := time.Now().Add(o.InFlight)
-	held, err := o.Store.Claim(r.Context(), scope, key, digest, o.InFlight)
+	held, err := o.claim(r.Context(), scope, key, digest)
 	switch {
 	case errors.Is(err, components.ErrOutcomeUnknown):
 		// The claim may have been made, and nothing ran: free the key as
@@ -168,6 +176,22 @@ func (o IdempotencyOptions) serve(w http.ResponseWriter, r *http.Request, next h
 		WriteProblemBody(w, r, Problem{Status: http.StatusConflict, Type: ProblemTypeInProgress, Title: "Idempotency-Key in progress",
 			Detail: "a request with this Idempotency-Key is still in progress; retry after Retry-After"})
 	}
+}
+
+// claim claims the key for the request digest, naming this instance as
+// its holder when the store keeps holders; a claim of the same request
+// held by a gone instance is taken over.
+func (o IdempotencyOptions) claim(ctx context.Context, scope, key, digest string) (*IdempotencyRecord, error) {
+	hs, named := o.Store.(IdempotencyHolderStore)
+	if !named || o.Holder == "" {
+		return o.Store.Claim(ctx, scope, key, digest, o.InFlight)
+	}
+	held, err := hs.ClaimAs(ctx, scope, key, digest, o.Holder, "", o.InFlight)
+	if err != nil || held == nil || held.State != IdempotencyInFlight || held.Digest != digest ||
+		held.Holder == "" || held.Holder == o.Holder || o.HolderGone == nil || !o.HolderGone(ctx, held.Holder) {
+		return held, err
+	}
+	return hs.ClaimAs(ctx, scope, key, digest, o.Holder, held.Holder, o.InFlight)
 }
 
 // run runs the claimed request, whose claim lapses by itself at lapse,

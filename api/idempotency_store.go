@@ -29,6 +29,9 @@ type IdempotencyRecord struct {
 	Digest string `json:"digest"`
 	// Answer is the response to replay, when State is IdempotencyDone.
 	Answer *StoredAnswer `json:"answer,omitempty"`
+	// Holder names the instance whose request holds the claim, when the
+	// store keeps it (see IdempotencyHolderStore); "" otherwise.
+	Holder string `json:"holder,omitempty"`
 }
 
 // StoredAnswer is a response kept for replay.
@@ -52,4 +55,16 @@ type IdempotencyStore interface {
 	Finish(ctx context.Context, scope, key string, rec IdempotencyRecord, ttl time.Duration) error
 	// Release frees the key, if it holds the claim for digest.
 	Release(ctx context.Context, scope, key, digest string) error
+}
+
+// IdempotencyHolderStore is an IdempotencyStore whose claims name the
+// instance that holds them, so that the claim of a request whose instance
+// is gone (its membership in the cluster ended) is taken over at once
+// rather than after it lapses. The service's stores are.
+type IdempotencyHolderStore interface {
+	IdempotencyStore
+	// ClaimAs is Claim with holder named as the claim's holder; with
+	// takeFrom set, an in-flight claim of the same digest held by
+	// takeFrom is taken over as if it were free.
+	ClaimAs(ctx context.Context, scope, key, digest, holder, takeFrom string, ttl time.Duration) (*IdempotencyRecord, error)
 }

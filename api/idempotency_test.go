@@ -1,18 +1,21 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/idempotency"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // idempotentServer serves POST /things/{id}, which takes keys and answers
@@ -175,5 +178,49 @@ func TestIdempotencyKeepsRefusals(t *testing.T) {
 		again.Header().Get(api.HeaderIdempotencyReplayed) != "true" || runs.Load() != 1 {
 		t.Fatalf("first %d, again %d (replayed %q), runs %d; want the refusal replayed",
 			first.Code, again.Code, again.Header().Get(api.HeaderIdempotencyReplayed), runs.Load())
+	}
+}
+
+// TestIdempotencyTakesOverAGoneHoldersClaim: a retry of a request whose
+// claim is held by an instance that is gone runs at once; one whose
+// holder lives is told "in progress".
+func TestIdempotencyTakesOverAGoneHoldersClaim(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		gone   bool
+		status int
+	}{
+		{"holder gone: taken over", true, http.StatusCreated},
+		{"holder alive: in progress", false, http.StatusConflict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := idempotency.NewMemoryStore(nil)
+			serve := func(holder string, gone func(string) bool, runs *atomic.Int32, block chan struct{}) http.Handler {
+				r := chi.NewRouter()
+				r = r.With(api.Idempotency(api.IdempotencyOptions{Store: store, Routes: []string{"POST /things/{id}"},
+					Holder: holder, HolderGone: func(_ context.Context, h string) bool { return gone(h) }})).(*chi.Mux)
+				r.Post("/things/{id}", func(w http.ResponseWriter, r *http.Request) {
+					runs.Add(1)
+					if block != nil {
+						<-block
+					}
+					api.WriteJSON(w, r, http.StatusCreated, map[string]string{"by": holder})
+				})
+				return r
+			}
+			var deadRuns, myRuns atomic.Int32
+			block := make(chan struct{})
+			dead := serve("dead", func(string) bool { return false }, &deadRuns, block)
+			done := make(chan *httptest.ResponseRecorder, 1)
+			go func() { done <- post(dead, "/things/1", "k", `{}`) }()
+			testenv.Eventually(t, 5*time.Second, "the first request runs", func() bool { return deadRuns.Load() == 1 })
+
+			me := serve("me", func(h string) bool { return h == "dead" && tt.gone }, &myRuns, nil)
+			if w := post(me, "/things/1", "k", `{}`); w.Code != tt.status {
+				t.Fatalf("retry: %d %s, want %d", w.Code, w.Body, tt.status)
+			}
+			close(block)
+			<-done
+		})
 	}
 }

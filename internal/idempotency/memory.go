@@ -26,7 +26,7 @@ type memoryRecord struct {
 	expires time.Time
 }
 
-var _ api.IdempotencyStore = (*MemoryStore)(nil)
+var _ api.IdempotencyHolderStore = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty store on clock (the real one when nil).
 func NewMemoryStore(clock clockwork.Clock) *MemoryStore {
@@ -37,16 +37,22 @@ func NewMemoryStore(clock clockwork.Clock) *MemoryStore {
 }
 
 // Claim implements api.IdempotencyStore.
-func (s *MemoryStore) Claim(_ context.Context, scope, key, digest string, ttl time.Duration) (*api.IdempotencyRecord, error) {
+func (s *MemoryStore) Claim(ctx context.Context, scope, key, digest string, ttl time.Duration) (*api.IdempotencyRecord, error) {
+	return s.ClaimAs(ctx, scope, key, digest, "", "", ttl)
+}
+
+// ClaimAs implements api.IdempotencyHolderStore.
+func (s *MemoryStore) ClaimAs(_ context.Context, scope, key, digest, holder, takeFrom string, ttl time.Duration) (*api.IdempotencyRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	s.removeExpired(now)
 	id := recordID(scope, key)
-	if held, ok := s.live(id, now); ok && !reclaimable(held, digest) {
+	if held, ok := s.live(id, now); ok && !reclaimable(held, digest, takeFrom) {
 		return &held, nil
 	}
-	s.records[id] = memoryRecord{rec: api.IdempotencyRecord{State: api.IdempotencyInFlight, Digest: digest}, expires: now.Add(ttl)}
+	s.records[id] = memoryRecord{rec: api.IdempotencyRecord{State: api.IdempotencyInFlight, Digest: digest, Holder: holder},
+		expires: now.Add(ttl)}
 	return nil, nil
 }
 
@@ -100,9 +106,11 @@ func (s *MemoryStore) removeExpired(now time.Time) {
 }
 
 // reclaimable reports whether a claim for digest may replace held: an
-// unknown outcome of the same request runs again.
-func reclaimable(held api.IdempotencyRecord, digest string) bool {
-	return held.State == api.IdempotencyUnknown && held.Digest == digest
+// unknown outcome of the same request runs again, and a claim of the
+// same request held by takeFrom (gone) is taken over.
+func reclaimable(held api.IdempotencyRecord, digest, takeFrom string) bool {
+	return held.Digest == digest && (held.State == api.IdempotencyUnknown ||
+		takeFrom != "" && held.State == api.IdempotencyInFlight && held.Holder == takeFrom)
 }
 
 // claimedBy reports whether held is the claim of the request digest.

@@ -16,7 +16,7 @@ import (
 
 // RedisStore is an api.IdempotencyStore in Redis: one hash per scope and
 // key, <prefix>:idempotency:<len(scope)>:<scope>:<key>, with fields
-// state, digest and answer (JSON), and an expiry (PEXPIRE) that Redis
+// state, digest, answer (JSON) and holder, and an expiry (PEXPIRE) that Redis
 // enforces. Each operation is one script, so a claim is atomic across the
 // service's instances.
 type RedisStore struct {
@@ -24,7 +24,7 @@ type RedisStore struct {
 	keys   keyspace.Space
 }
 
-var _ api.IdempotencyStore = (*RedisStore)(nil)
+var _ api.IdempotencyHolderStore = (*RedisStore)(nil)
 
 // NewRedisStore returns a store over client with keys under prefix (which
 // keyspace.CheckPrefix must accept).
@@ -38,15 +38,19 @@ func (s *RedisStore) key(scope, key string) string {
 }
 
 var (
-	// claim: KEYS[1] the hash; ARGV[1] digest, ARGV[2] ttl ms. Returns
-	// nil when claimed, else {state, digest, answer}.
+	// claim: KEYS[1] the hash; ARGV[1] digest, ARGV[2] ttl ms, ARGV[3]
+	// holder, ARGV[4] the holder to take a claim of digest from ("" for
+	// none). Returns nil when claimed, else {state, digest, answer,
+	// holder}.
 	claim = redis.NewScript(`
-local held = redis.call('HMGET', KEYS[1], 'state', 'digest', 'answer')
-if held[1] and not (held[1] == 'unknown' and held[2] == ARGV[1]) then
-	return {held[1], held[2], held[3] or ''}
+local held = redis.call('HMGET', KEYS[1], 'state', 'digest', 'answer', 'holder')
+local free = not held[1] or (held[2] == ARGV[1] and (held[1] == 'unknown' or
+	(ARGV[4] ~= '' and held[1] == 'in-flight' and held[4] == ARGV[4])))
+if not free then
+	return {held[1], held[2], held[3] or '', held[4] or ''}
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'in-flight', 'digest', ARGV[1])
+redis.call('HSET', KEYS[1], 'state', 'in-flight', 'digest', ARGV[1], 'holder', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return false
 `)
@@ -69,7 +73,12 @@ return redis.call('DEL', KEYS[1])
 
 // Claim implements api.IdempotencyStore.
 func (s *RedisStore) Claim(ctx context.Context, scope, key, digest string, ttl time.Duration) (*api.IdempotencyRecord, error) {
-	res, err := claim.Run(ctx, s.client, []string{s.key(scope, key)}, digest, ttl.Milliseconds()).StringSlice()
+	return s.ClaimAs(ctx, scope, key, digest, "", "", ttl)
+}
+
+// ClaimAs implements api.IdempotencyHolderStore.
+func (s *RedisStore) ClaimAs(ctx context.Context, scope, key, digest, holder, takeFrom string, ttl time.Duration) (*api.IdempotencyRecord, error) {
+	res, err := claim.Run(ctx, s.client, []string{s.key(scope, key)}, digest, ttl.Milliseconds(), holder, takeFrom).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -77,10 +86,10 @@ func (s *RedisStore) Claim(ctx context.Context, scope, key, digest string, ttl t
 		// A claim whose answer was lost may hold the key: outcome unknown.
 		return nil, fmt.Errorf("claim idempotency key: %w", store.ClassifyWriteBy(s.client, err))
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return nil, fmt.Errorf("claim idempotency key: unexpected reply %q", res)
 	}
-	rec := &api.IdempotencyRecord{State: api.IdempotencyState(res[0]), Digest: res[1]}
+	rec := &api.IdempotencyRecord{State: api.IdempotencyState(res[0]), Digest: res[1], Holder: res[3]}
 	if res[2] != "" {
 		rec.Answer = new(api.StoredAnswer)
 		if err := json.Unmarshal([]byte(res[2]), rec.Answer); err != nil {

@@ -102,3 +102,48 @@ func conform(t *testing.T, s api.IdempotencyStore, waitExpiry func(expired func(
 		return err == nil && held == nil
 	})
 }
+
+// TestStoresTakeOverAGoneHoldersClaim: on both stores a claim names its
+// holder; another holder may take it over only by naming that holder as
+// gone, and only for the same request while it is in flight.
+func TestStoresTakeOverAGoneHoldersClaim(t *testing.T) {
+	stores := map[string]api.IdempotencyHolderStore{
+		"memory": idempotency.NewMemoryStore(clockwork.NewFakeClock()),
+		"redis":  idempotency.NewRedisStore(testenv.Redis(t), fmt.Sprintf("idem-holder-%d", time.Now().UnixNano())),
+	}
+	for name, s := range stores {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			const scope = "POST /orders"
+			if held, err := s.ClaimAs(ctx, scope, "k", "d1", "dead", "", time.Hour); err != nil || held != nil {
+				t.Fatalf("first claim = %+v, %v", held, err)
+			}
+			tests := []struct {
+				name, digest, holder, takeFrom string
+				taken                          bool
+			}{
+				{"another holder, not taking over", "d1", "me", "", false},
+				{"taking over from the wrong holder", "d1", "me", "someone", false},
+				{"taking over another request", "d2", "me", "dead", false},
+				{"taking over from the gone holder", "d1", "me", "dead", true},
+				{"then the new holder's claim stands", "d1", "other", "dead", false},
+			}
+			for _, tt := range tests {
+				held, err := s.ClaimAs(ctx, scope, "k", tt.digest, tt.holder, tt.takeFrom, time.Hour)
+				if err != nil || (held == nil) != tt.taken {
+					t.Fatalf("%s: ClaimAs = %+v, %v; want taken %v", tt.name, held, err, tt.taken)
+				}
+				if !tt.taken && held.Holder == "" {
+					t.Fatalf("%s: the held claim names no holder: %+v", tt.name, held)
+				}
+			}
+			if err := s.Finish(ctx, scope, "k", api.IdempotencyRecord{State: api.IdempotencyDone, Digest: "d1",
+				Answer: &api.StoredAnswer{Status: http.StatusOK}}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if held, err := s.ClaimAs(ctx, scope, "k", "d1", "me", "dead", time.Hour); err != nil || held == nil || held.State != api.IdempotencyDone {
+				t.Fatalf("a done key: ClaimAs taking over = %+v, %v; want its answer", held, err)
+			}
+		})
+	}
+}
