@@ -3,6 +3,7 @@ package views_test
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"testing"
 	"time"
 
@@ -67,10 +68,17 @@ var (
 	all        = orderView.Query("all")
 )
 
-func app(h *trellis.Host, _ chi.Router) error {
+func app(h *trellis.Host, r chi.Router) error {
 	if _, err := orders.Start(h.Entities()); err != nil {
 		return err
 	}
+	r.Get("/orders/stream", func(w http.ResponseWriter, req *http.Request) {
+		params := make(map[string]string)
+		for name, values := range req.URL.Query() {
+			params[name] = values[0]
+		}
+		byCustomer.ServeStream(w, req, h.Views(), views.Request{Params: params})
+	})
 	return orderView.Start(h.Views())
 }
 

@@ -175,6 +175,9 @@ func (p *projector) step() (more bool, err error) {
 			return false, err
 		}
 		p.pos = last.Seq
+		if len(ops) > 0 {
+			p.r.noteApplied()
+		}
 	}
 	p.noteLag(head, changes)
 	p.checkpoint(false)

@@ -69,6 +69,12 @@ type Runner struct {
 	stop      chan struct{}
 	loopDone  chan struct{}
 	stopWatch func()
+
+	keyMu sync.Mutex
+	key   []byte // see sealKey
+
+	appliedMu sync.Mutex
+	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
 }
 
 type projKey struct {
@@ -86,7 +92,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "views"),
 		views: make(map[string]*viewDef), projectors: make(map[projKey]*projector),
 		releasing: make(map[int]cluster.Fence),
-		stop:      make(chan struct{}), loopDone: make(chan struct{}),
+		stop:      make(chan struct{}), loopDone: make(chan struct{}), applied: make(chan struct{}),
 	}, nil
 }
 

@@ -22,7 +22,8 @@ type Store interface {
 	// not checked), and per mode: modeApply sets the position to to, and
 	// is a no-op when the position is at to or after already (a replay);
 	// modeBuild leaves the position as it is; modeBuilt sets it to to,
-	// whatever it was.
+	// whatever it was. modeApply records each op in the shard's feed;
+	// modeBuilt empties the feed and sets its floor to to.
 	apply(ctx context.Context, f cluster.Fence, d *viewDef, shard int, ops []rowOp, mode applyMode, to uint64) error
 	// ids lists the ids of view's rows of shard.
 	ids(ctx context.Context, d *viewDef, shard int) ([]string, error)
@@ -31,6 +32,12 @@ type Store interface {
 	// made after the shard's snapshot position (snapshots[i]; -1: now),
 	// and returns each shard's position read with them.
 	scan(ctx context.Context, d *viewDef, qi int, s bounds, shards []int, snapshots []int64) ([]shardRows, error)
+	// feed reads each shard's feed after its position in after (one per
+	// shard, every shard), at most limit changes each.
+	feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error)
+	// sealKey is the key page tokens and stream cursors are sealed with,
+	// the same for every instance on the store, kept across restarts.
+	sealKey(ctx context.Context) ([]byte, error)
 }
 
 type applyMode string
