@@ -107,38 +107,43 @@ func openStream(t *testing.T, url string, prev *stream) *stream {
 	}
 	s.cancel = cancel
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer resp.Body.Close()
-		defer close(s.events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		ev := [3]string{"", "-", ""}
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" {
-				if ev[0] != "" || ev[1] != "-" {
-					s.events <- ev
-				}
-				ev = [3]string{"", "-", ""}
-				continue
-			}
-			name, value, _ := strings.Cut(line, ":")
-			switch value = strings.TrimPrefix(value, " "); name {
-			case "event":
-				ev[0] = value
-			case "id":
-				ev[1] = value
-			case "data":
-				ev[2] += value
-			}
-		}
-	}()
+	go s.read(resp, done)
+	t.Cleanup(func() { _ = resp.Body.Close() }) // the reader closes it too, when the stream ends
 	t.Cleanup(func() { s.close(); <-done })
 	return s
 }
 
 func (s *stream) close() { s.cancel() }
+
+// read parses the events of resp as the SSE format has them, until it
+// ends, then closes done.
+func (s *stream) read(resp *http.Response, done chan<- struct{}) {
+	defer close(done)
+	defer resp.Body.Close()
+	defer close(s.events)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	ev := [3]string{"", "-", ""}
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if ev[0] != "" || ev[1] != "-" {
+				s.events <- ev
+			}
+			ev = [3]string{"", "-", ""}
+			continue
+		}
+		name, value, _ := strings.Cut(line, ":")
+		switch value = strings.TrimPrefix(value, " "); name {
+		case "event":
+			ev[0] = value
+		case "id":
+			ev[1] = value
+		case "data":
+			ev[2] += value
+		}
+	}
+}
 
 // until applies events until the stream's orders equal want.
 func (s *stream) until(t *testing.T, want map[string]bool) {
