@@ -54,7 +54,9 @@ var ErrTooLarge = fmt.Errorf("views: the result holds more than %d rows to follo
 // Follower follows one query's result: see Runner.Follow.
 type Follower struct {
 	r      *Runner
-	d      *viewDef
+	view   *viewDef // the view as started
+	d      *viewDef // the generation followed
+	reset  bool     // the cursor was of another generation: begin with a reset
 	qi     int
 	s      *scan
 	key    []byte
@@ -77,10 +79,17 @@ func (r *Runner) Follow(ctx context.Context, view, query string, req Request, la
 	if err != nil {
 		return nil, err
 	}
-	f := &Follower{r: r, d: d, qi: qi, s: s, key: key}
+	f := &Follower{r: r, view: d, qi: qi, s: s, key: key}
+	if f.d, err = r.answering(ctx, d, qi); err != nil {
+		return nil, err
+	}
 	if lastEventID != "" {
-		if f.cursor, err = f.parseCursor(lastEventID); err != nil {
+		var gen string
+		if f.cursor, gen, err = f.parseCursor(lastEventID); err != nil {
 			return nil, err
+		}
+		if gen != f.d.gen {
+			f.cursor, f.reset = nil, true
 		}
 	}
 	return f, nil
@@ -93,6 +102,11 @@ func (r *Runner) Follow(ctx context.Context, view, query string, req Request, la
 // order of their positions; changes of two shards (of two entities) in
 // any order.
 func (f *Follower) Run(ctx context.Context, emit func([]Event) error) error {
+	if f.reset {
+		if err := emit([]Event{{Kind: "reset"}}); err != nil {
+			return f.end(ctx, err)
+		}
+	}
 	if f.cursor == nil {
 		if err := f.sendRows(ctx, emit); err != nil {
 			return f.end(ctx, err)
@@ -103,9 +117,22 @@ func (f *Follower) Run(ctx context.Context, emit func([]Event) error) error {
 		wake := f.r.appliedChan()
 		feeds, err := f.r.cfg.Store.feed(ctx, f.d, f.cursor, feedBatch)
 		if err != nil {
-			return f.end(ctx, err)
+			if ctx.Err() != nil {
+				return nil
+			}
+			// The store may be back in a moment: the stream waits, and
+			// reads from the same cursor.
+			f.r.log.Warn("views: a stream could not read the changes", "view", f.view.name, "err", err.Error())
+			if !f.pause(ctx, time.Second, nil) {
+				return nil
+			}
+			continue
 		}
-		if f.stale(feeds) {
+		swapped := false
+		if g, err := f.r.answering(ctx, f.view, f.qi); err == nil && g.gen != f.d.gen {
+			f.d, swapped = g, true
+		}
+		if swapped || f.stale(feeds) {
 			if err := emit([]Event{{Kind: "reset"}}); err != nil {
 				return f.end(ctx, err)
 			}
@@ -150,16 +177,23 @@ func (f *Follower) Run(ctx context.Context, emit func([]Event) error) error {
 		if full {
 			continue
 		}
-		t := time.NewTimer(f.r.cfg.Poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !f.pause(ctx, f.r.cfg.Poll, wake) {
 			return nil
-		case <-wake:
-		case <-t.C:
 		}
-		t.Stop()
 	}
+}
+
+// pause waits for d, or wake; it is false when ctx ended first.
+func (f *Follower) pause(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C:
+	}
+	return true
 }
 
 // end is Run's result for err: nil once ctx ended.
@@ -229,11 +263,13 @@ func (f *Follower) queryHash() uint64 {
 }
 
 // encodeCursor is the cursor as an event's ID: the version, the query's
-// hash, then each shard with a position (the distance from the shard
+// hash, the generation followed, then each shard with a position (the distance from the shard
 // before, and the position), sealed.
 func (f *Follower) encodeCursor() string {
 	b := []byte{cursorVersion}
 	b = binary.BigEndian.AppendUint64(b, f.queryHash())
+	b = binary.AppendUvarint(b, uint64(len(f.d.gen)))
+	b = append(b, f.d.gen...)
 	prev := -1
 	for shard, pos := range f.cursor {
 		if pos > 0 {
@@ -242,39 +278,45 @@ func (f *Follower) encodeCursor() string {
 			prev = shard
 		}
 	}
-	return seal(f.key, "cursor", f.d.name, b)
+	return seal(f.key, "cursor", f.view.name, b)
 }
 
-// parseCursor reads an event's ID of this follower's query.
-func (f *Follower) parseCursor(text string) ([]uint64, error) {
-	b, ok := unseal(f.key, "cursor", f.d.name, text)
+// parseCursor reads an event's ID of this follower's query: each shard's
+// position, and the generation followed.
+func (f *Follower) parseCursor(text string) ([]uint64, string, error) {
+	b, ok := unseal(f.key, "cursor", f.view.name, text)
 	bad := func(why string) error {
 		return refuse(ErrBadToken, "Last-Event-ID", "%s (take the id of the last event received, as it is)", why)
 	}
 	if !ok {
-		return nil, bad("not an event id of a stream of view " + f.d.name + " of this service")
+		return nil, "", bad("not an event id of a stream of view " + f.view.name + " of this service")
 	}
-	if len(b) < 9 || b[0] != cursorVersion {
-		return nil, bad("not an event id of this version of the service")
+	if len(b) < 10 || b[0] != cursorVersion {
+		return nil, "", bad("not an event id of this version of the service")
 	}
 	if binary.BigEndian.Uint64(b[1:9]) != f.queryHash() {
-		return nil, bad("an event id of another query, or other parameters")
+		return nil, "", bad("an event id of another query, or other parameters")
 	}
+	n, w := binary.Uvarint(b[9:])
+	if w <= 0 || n > uint64(len(b)-9-w) {
+		return nil, "", bad("a malformed event id")
+	}
+	gen := string(b[9+w : 9+w+int(n)])
 	cursor := make([]uint64, numShards)
 	shard := -1
-	for rest := b[9:]; len(rest) > 0; {
+	for rest := b[9+w+int(n):]; len(rest) > 0; {
 		delta, n := binary.Uvarint(rest)
 		if n <= 0 || delta == 0 || delta > numShards {
-			return nil, bad("a malformed event id")
+			return nil, "", bad("a malformed event id")
 		}
 		rest = rest[n:]
 		pos, m := binary.Uvarint(rest)
 		if shard += int(delta); m <= 0 || shard >= numShards {
-			return nil, bad("a malformed event id")
+			return nil, "", bad("a malformed event id")
 		}
 		cursor[shard], rest = pos, rest[m:]
 	}
-	return cursor, nil
+	return cursor, gen, nil
 }
 
 // appliedChan is closed when a projector of this instance next applies a

@@ -16,6 +16,7 @@ type memoryStore struct {
 	mu    sync.Mutex
 	views map[string]*[numShards]*memShard
 	key   []byte
+	gens  map[string]generation
 }
 
 type memShard struct {
@@ -46,16 +47,32 @@ func NewMemoryStore() Store {
 	return &memoryStore{views: make(map[string]*[numShards]*memShard), key: key}
 }
 
+func (s *memoryStore) generation(ctx context.Context, view string) (generation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gens[view], ctx.Err()
+}
+
+func (s *memoryStore) setGeneration(ctx context.Context, view string, g generation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gens == nil {
+		s.gens = make(map[string]generation)
+	}
+	s.gens[view] = g
+	return ctx.Err()
+}
+
 // sealKey is the store's own: its tokens do not outlive it, nor do its
 // rows.
 func (s *memoryStore) sealKey(context.Context) ([]byte, error) { return s.key, nil }
 
 // shard is view's shard; s.mu is held.
 func (s *memoryStore) shard(d *viewDef, shard int) *memShard {
-	v := s.views[d.name]
+	v := s.views[d.gen]
 	if v == nil {
 		v = new([numShards]*memShard)
-		s.views[d.name] = v
+		s.views[d.gen] = v
 	}
 	if v[shard] == nil {
 		v[shard] = &memShard{rows: make(map[string]*memRow), idx: make([][]memEntry, len(d.queries))}

@@ -41,18 +41,22 @@ func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*Ra
 	if err != nil {
 		return nil, err
 	}
+	g, err := r.answering(ctx, d, qi)
+	if err != nil {
+		return nil, err
+	}
 	var tok *token
 	if req.Token != "" {
-		if tok, err = r.parseToken(ctx, req.Token, d.name, s); err != nil {
+		if tok, err = r.parseToken(ctx, req.Token, g, s); err != nil {
 			return nil, err
 		}
 	}
 	if req.After != "" {
-		if err := r.waitFor(ctx, d.name, req.After, req.Wait); err != nil {
+		if err := r.waitFor(ctx, g.gen, req.After, req.Wait); err != nil {
 			return nil, err
 		}
 	}
-	rows, next, _, err := r.read(ctx, d, qi, s, tok)
+	rows, next, _, err := r.read(ctx, g, qi, s, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +118,7 @@ func (r *Runner) read(ctx context.Context, d *viewDef, qi int, s *scan, tok *tok
 		return strings.Compare(x.key, y.key)
 	})
 	if len(all) > s.limit {
-		next = &token{Version: tokenVersion, View: d.name, Query: qd.name, Hash: s.hash(), Last: []byte(all[s.limit-1].key), Shards: snap}
+		next = &token{Version: tokenVersion, View: d.name, Gen: d.gen, Query: qd.name, Hash: s.hash(), Last: []byte(all[s.limit-1].key), Shards: snap}
 	}
 	return all[:min(len(all), s.limit)], next, snap, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,6 +30,29 @@ func (s *redisStore) sealKey(ctx context.Context) ([]byte, error) {
 	return []byte(kept), nil
 }
 
+func (s *redisStore) genKey(view string) string {
+	return s.keys.Key("view", "gen:"+strconv.Itoa(len(view))+":"+view)
+}
+
+func (s *redisStore) generation(ctx context.Context, view string) (generation, error) {
+	text, err := s.client.Get(ctx, s.genKey(view)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return generation{}, fmt.Errorf("read the generation of view %s: %w", view, store.Classify(err))
+	}
+	g, err := decodeGen(text)
+	if err != nil {
+		return generation{}, fmt.Errorf("read the generation of view %s: %w", view, err)
+	}
+	return g, nil
+}
+
+func (s *redisStore) setGeneration(ctx context.Context, view string, g generation) error {
+	if err := s.client.Set(ctx, s.genKey(view), encodeGen(g), 0).Err(); err != nil {
+		return fmt.Errorf("swap in generation %s of view %s: %w", g.Gen, view, store.Classify(err))
+	}
+	return nil
+}
+
 // feedScript: KEYS[1] pos, KEYS[2] floor, KEYS[3] feed; ARGV[1] the
 // position to read after, ARGV[2] the most entries. Returns {pos, floor,
 // entries}, read together.
@@ -40,7 +64,7 @@ return {pos, floor, redis.call('XRANGE', KEYS[3], '(' .. ARGV[1] .. '-0', '+', '
 
 func (s *redisStore) feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error) {
 	cmds, err := s.evalEach(ctx, feedScript, len(after), func(i int) ([]string, []any) {
-		return []string{s.key(d.name, i, "pos"), s.key(d.name, i, "floor"), s.key(d.name, i, "feed")},
+		return []string{s.key(d.gen, i, "pos"), s.key(d.gen, i, "floor"), s.key(d.gen, i, "feed")},
 			[]any{strconv.FormatUint(after[i], 10), limit}
 	})
 	if err != nil {

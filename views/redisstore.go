@@ -145,10 +145,10 @@ return 1
 `)
 
 func (s *redisStore) viewKeys(d *viewDef, shard int) []string {
-	keys := []string{cluster.ShardRecordKey(s.keys, shard), s.key(d.name, shard, "pos"), s.key(d.name, shard, "rows"), s.key(d.name, shard, "meta"),
-		s.key(d.name, shard, "feed"), s.key(d.name, shard, "floor")}
+	keys := []string{cluster.ShardRecordKey(s.keys, shard), s.key(d.gen, shard, "pos"), s.key(d.gen, shard, "rows"), s.key(d.gen, shard, "meta"),
+		s.key(d.gen, shard, "feed"), s.key(d.gen, shard, "floor")}
 	for _, q := range d.queries {
-		keys = append(keys, s.key(d.name, shard, "q:"+q.name))
+		keys = append(keys, s.key(d.gen, shard, "q:"+q.name))
 	}
 	return keys
 }
@@ -180,7 +180,7 @@ func (s *redisStore) apply(ctx context.Context, f cluster.Fence, d *viewDef, sha
 }
 
 func (s *redisStore) ids(ctx context.Context, d *viewDef, shard int) ([]string, error) {
-	ids, err := s.client.HKeys(ctx, s.key(d.name, shard, "rows")).Result()
+	ids, err := s.client.HKeys(ctx, s.key(d.gen, shard, "rows")).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list the rows of view %s on shard %d: %w", d.name, shard, store.Classify(err))
 	}
@@ -229,7 +229,7 @@ func (s *redisStore) scan(ctx context.Context, d *viewDef, qi int, b bounds, sha
 		if snapshots[i] >= 0 {
 			snap = strconv.FormatInt(snapshots[i], 10)
 		}
-		keys := []string{s.key(d.name, shards[i], "pos"), s.key(d.name, shards[i], "rows"), s.key(d.name, shards[i], "q:"+d.queries[qi].name)}
+		keys := []string{s.key(d.gen, shards[i], "pos"), s.key(d.gen, shards[i], "rows"), s.key(d.gen, shards[i], "q:"+d.queries[qi].name)}
 		return keys, []any{b.lo, b.hi, rev, b.limit + 1, snap}
 	})
 	if err != nil {

@@ -70,6 +70,9 @@ type Runner struct {
 	loopDone  chan struct{}
 	stopWatch func()
 
+	gens     generations
+	swapDone chan struct{}
+
 	keyMu sync.Mutex
 	key   []byte // see sealKey
 
@@ -93,6 +96,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		views: make(map[string]*viewDef), projectors: make(map[projKey]*projector),
 		releasing: make(map[int]cluster.Fence),
 		stop:      make(chan struct{}), loopDone: make(chan struct{}), applied: make(chan struct{}),
+		swapDone: make(chan struct{}),
 	}, nil
 }
 
@@ -158,6 +162,7 @@ func (r *Runner) Start(ctx context.Context) {
 	r.mu.Unlock()
 	if r.cfg.Log == nil {
 		close(r.loopDone)
+		close(r.swapDone)
 		return
 	}
 	for _, d := range ds {
@@ -165,11 +170,12 @@ func (r *Runner) Start(ctx context.Context) {
 	}
 	r.stopWatch = r.cfg.Log.Watch(r.heard)
 	go r.supervise()
+	go r.swapLoop()
 }
 
 func (r *Runner) register(ctx context.Context, d *viewDef) {
 	for shard := range numShards {
-		if _, err := r.cfg.Log.Register(ctx, consumerID(d.name), shard); err != nil {
+		if _, err := r.cfg.Log.Register(ctx, consumerID(d.gen), shard); err != nil {
 			r.log.Warn("views: register", "view", d.name, "err", err.Error())
 			return
 		}
@@ -272,6 +278,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	if started {
 		close(r.stop)
 		<-r.loopDone
+		<-r.swapDone
 		if r.stopWatch != nil {
 			r.stopWatch()
 		}

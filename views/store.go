@@ -14,7 +14,8 @@ const numShards = cluster.NumShards
 // store's) or NewRedisStore (Redis and Redis Cluster, each shard's keys in
 // its slot).
 type Store interface {
-	// position is the last change applied to view's rows of shard; built
+	// position is the last change applied to the rows of shard of view
+	// (a generation's key: viewDef.gen); built
 	// is false when the shard's rows were never built.
 	position(ctx context.Context, view string, shard int) (pos uint64, built bool, err error)
 	// apply applies ops, in order, in one atomic step, under f (refused
@@ -35,6 +36,10 @@ type Store interface {
 	// feed reads each shard's feed after its position in after (one per
 	// shard, every shard), at most limit changes each.
 	feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error)
+	// generation is the generation of view that answers its queries
+	// (zero: none was named yet); setGeneration names one.
+	generation(ctx context.Context, view string) (generation, error)
+	setGeneration(ctx context.Context, view string, g generation) error
 	// sealKey is the key page tokens and stream cursors are sealed with,
 	// the same for every instance on the store, kept across restarts.
 	sealKey(ctx context.Context) ([]byte, error)

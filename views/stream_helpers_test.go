@@ -21,6 +21,7 @@ type sseEvent struct {
 		ID       string   `json:"id"`
 		Row      orderRow `json:"row"`
 		Position string   `json:"position"`
+		Detail   string   `json:"detail"`
 	}
 }
 

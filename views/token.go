@@ -17,6 +17,7 @@ import (
 type token struct {
 	Version int        `json:"t"`
 	View    string     `json:"v"`
+	Gen     string     `json:"g"`
 	Query   string     `json:"q"`
 	Hash    uint64     `json:"h"`
 	Last    []byte     `json:"k"`
@@ -45,9 +46,10 @@ func (r *Runner) sealToken(ctx context.Context, t *token) (string, error) {
 	return seal(key, "token", t.View, data), nil
 }
 
-// parseToken reads text as a token of view's query s; it fails with
-// ErrBadToken.
-func (r *Runner) parseToken(ctx context.Context, text, view string, s *scan) (*token, error) {
+// parseToken reads text as a token of query s of d (the generation
+// answering); it fails with ErrBadToken.
+func (r *Runner) parseToken(ctx context.Context, text string, d *viewDef, s *scan) (*token, error) {
+	view := d.name
 	key, err := r.sealKey(ctx)
 	if err != nil {
 		return nil, err
@@ -66,6 +68,8 @@ func (r *Runner) parseToken(ctx context.Context, text, view string, s *scan) (*t
 		return nil, refuse(ErrBadToken, "token", "a token of query %s of view %s, not of query %s of view %s", t.Query, t.View, s.q.name, view)
 	case t.Hash != s.hash():
 		return nil, refuse(ErrBadToken, "token", "made for other parameters: a token goes on only the query it came from, with the same parameters")
+	case t.Gen != d.gen:
+		return nil, refuse(ErrBadToken, "token", "made before view %s was rebuilt: read the first page again", view)
 	}
 	for _, sp := range t.Shards {
 		if sp[0] < 0 || sp[0] >= numShards || sp[1] < 0 {
