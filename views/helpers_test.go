@@ -44,6 +44,11 @@ var putOrder = entities.Command(orders, "put",
 		return ctx.UpdateState(o).ThenReply(o)
 	})
 
+var getOrder = entities.Command(orders, "get",
+	func(ctx *entities.Ctx[order, order], o order, _ components.Done) entities.Effect[order, order] {
+		return ctx.Reply(o)
+	})
+
 var removeOrder = entities.Command(orders, "remove",
 	func(ctx *entities.Ctx[order, order], o order, _ components.Done) entities.Effect[order, order] {
 		return ctx.DeleteEntity().ThenReply(o)

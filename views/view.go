@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/trellis-go/trellis/entities"
@@ -18,6 +19,9 @@ type View[S, R any] struct {
 	def    *viewDef
 	entity *entities.Type[S]
 	update func(Change[S]) Update[R]
+
+	compiled   sync.Once
+	compileErr error
 }
 
 // Change is one change of an entity as an updater gets it.
@@ -86,8 +90,11 @@ func (v *View[S, R]) Start(r *Runner) error {
 	if v.def.name == "" || v.entity == nil || v.update == nil {
 		return errors.New("views: Define needs a name, an entity type and an updater")
 	}
-	if err := v.def.compile(); err != nil {
-		return err
+	// One definition may be started on several runners (instances in one
+	// process, in tests): it is compiled once, and read only after.
+	v.compiled.Do(func() { v.compileErr = v.def.compile() })
+	if v.compileErr != nil {
+		return v.compileErr
 	}
 	return r.add(v.def)
 }
