@@ -86,9 +86,14 @@ func (r *Runner) WaitFor(ctx context.Context, view string, pos Position) error {
 	return r.waitGen(ctx, cmp.Or(g.Gen, d.gen), pos)
 }
 
+// maxWaitPoll is the longest a wait for a position pauses between two
+// reads of the view's position: a read-your-writes page comes at most
+// this long after the view applied the write.
+const maxWaitPoll = 10 * time.Millisecond
+
 // waitGen waits until generation gen applied pos, or ctx ends.
 func (r *Runner) waitGen(ctx context.Context, view string, pos Position) error {
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+	for pause := time.Millisecond; ; pause = min(2*pause, maxWaitPoll) {
 		at, _, err := r.cfg.Store.position(ctx, view, pos.Shard)
 		if err != nil && ctx.Err() == nil {
 			return err
