@@ -3,6 +3,7 @@ package views_test
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"testing"
 	"time"
 
@@ -43,6 +44,11 @@ var putOrder = entities.Command(orders, "put",
 		return ctx.UpdateState(o).ThenReply(o)
 	})
 
+var getOrder = entities.Command(orders, "get",
+	func(ctx *entities.Ctx[order, order], o order, _ components.Done) entities.Effect[order, order] {
+		return ctx.Reply(o)
+	})
+
 var removeOrder = entities.Command(orders, "remove",
 	func(ctx *entities.Ctx[order, order], o order, _ components.Done) entities.Effect[order, order] {
 		return ctx.DeleteEntity().ThenReply(o)
@@ -67,10 +73,17 @@ var (
 	all        = orderView.Query("all")
 )
 
-func app(h *trellis.Host, _ chi.Router) error {
+func app(h *trellis.Host, r chi.Router) error {
 	if _, err := orders.Start(h.Entities()); err != nil {
 		return err
 	}
+	r.Get("/orders/stream", func(w http.ResponseWriter, req *http.Request) {
+		params := make(map[string]string)
+		for name, values := range req.URL.Query() {
+			params[name] = values[0]
+		}
+		byCustomer.ServeStream(w, req, h.Views(), views.Request{Params: params})
+	})
 	return orderView.Start(h.Views())
 }
 

@@ -1,6 +1,9 @@
 package views
 
 import (
+	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/trellis-go/trellis/entities"
@@ -53,4 +56,49 @@ func (r *Runner) Lag() []ShardLag {
 		out = append(out, ShardLag{View: key.view, Shard: key.shard, Lag: p.lagNow()})
 	}
 	return out
+}
+
+// Status is a view as the admin API shows it.
+type Status struct {
+	Name string
+	// Generation is the name its rows are kept under; Answering whether
+	// it answers the queries (false while it is built anew).
+	Generation string
+	Answering  bool
+	// Shards is how many shards this instance projects it on; Lag its
+	// lag summed over them (Oldest the oldest change of any).
+	Shards int
+	Lag
+}
+
+// Statuses are the views started, by name.
+func (r *Runner) Statuses(ctx context.Context) ([]Status, error) {
+	byView := make(map[string]*Status)
+	for _, name := range r.Views() {
+		d, err := r.view(name)
+		if err != nil {
+			continue
+		}
+		g, err := r.answeringGen(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		byView[name] = &Status{Name: name, Generation: d.gen, Answering: g.Gen == "" || g.Gen == d.gen}
+	}
+	for _, l := range r.Lag() {
+		st := byView[l.View]
+		if st == nil {
+			continue
+		}
+		st.Shards++
+		st.Changes += l.Changes
+		if !l.Oldest.IsZero() && (st.Oldest.IsZero() || l.Oldest.Before(st.Oldest)) {
+			st.Oldest = l.Oldest
+		}
+	}
+	out := make([]Status, 0, len(byView))
+	for _, name := range slices.Sorted(maps.Keys(byView)) {
+		out = append(out, *byView[name])
+	}
+	return out, nil
 }

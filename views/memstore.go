@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"crypto/rand"
 	"slices"
 	"sort"
 	"sync"
@@ -14,11 +15,15 @@ import (
 type memoryStore struct {
 	mu    sync.Mutex
 	views map[string]*[numShards]*memShard
+	key   []byte
+	gens  map[string]generation
 }
 
 type memShard struct {
 	pos   uint64
 	built bool
+	feed  []rowChange
+	floor uint64
 	rows  map[string]*memRow
 	idx   [][]memEntry // per query, sorted by key
 }
@@ -36,14 +41,38 @@ type memEntry struct {
 
 // NewMemoryStore returns a Store in memory, for the embedded entity
 // store.
-func NewMemoryStore() Store { return &memoryStore{views: make(map[string]*[numShards]*memShard)} }
+func NewMemoryStore() Store {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	return &memoryStore{views: make(map[string]*[numShards]*memShard), key: key}
+}
+
+func (s *memoryStore) generation(ctx context.Context, view string) (generation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gens[view], ctx.Err()
+}
+
+func (s *memoryStore) setGeneration(ctx context.Context, view string, g generation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gens == nil {
+		s.gens = make(map[string]generation)
+	}
+	s.gens[view] = g
+	return ctx.Err()
+}
+
+// sealKey is the store's own: its tokens do not outlive it, nor do its
+// rows.
+func (s *memoryStore) sealKey(context.Context) ([]byte, error) { return s.key, nil }
 
 // shard is view's shard; s.mu is held.
 func (s *memoryStore) shard(d *viewDef, shard int) *memShard {
-	v := s.views[d.name]
+	v := s.views[d.gen]
 	if v == nil {
 		v = new([numShards]*memShard)
-		s.views[d.name] = v
+		s.views[d.gen] = v
 	}
 	if v[shard] == nil {
 		v[shard] = &memShard{rows: make(map[string]*memRow), idx: make([][]memEntry, len(d.queries))}
@@ -73,6 +102,13 @@ func (s *memoryStore) apply(ctx context.Context, _ cluster.Fence, d *viewDef, sh
 	}
 	for _, op := range ops {
 		old := sh.rows[op.id]
+		if mode == modeApply && (old != nil || op.row != nil) {
+			c := rowChange{seq: op.since, id: op.id, row: op.row, new: op.keys}
+			if old != nil {
+				c.old = old.keys
+			}
+			sh.feed = append(sh.feed, c)
+		}
 		if op.row == nil {
 			if old != nil {
 				for q, k := range old.keys {
@@ -96,10 +132,37 @@ func (s *memoryStore) apply(ctx context.Context, _ cluster.Fence, d *viewDef, sh
 		}
 		sh.rows[op.id] = r
 	}
+	switch {
+	case mode == modeApply && to > feedWindow:
+		cut := to - feedWindow
+		if len(sh.feed) > 0 && sh.feed[0].seq <= cut {
+			i := sort.Search(len(sh.feed), func(i int) bool { return sh.feed[i].seq > cut })
+			sh.feed = slices.Clone(sh.feed[i:])
+		}
+		sh.floor = cut
+	case mode == modeBuilt:
+		sh.feed, sh.floor = nil, to
+	}
 	if mode != modeBuild {
 		sh.pos, sh.built = to, true
 	}
 	return nil
+}
+
+func (s *memoryStore) feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]shardFeed, len(after))
+	for i := range after {
+		sh := s.shard(d, i)
+		out[i].pos, out[i].floor = sh.pos, sh.floor
+		j := sort.Search(len(sh.feed), func(j int) bool { return sh.feed[j].seq > after[i] })
+		out[i].changes = slices.Clone(sh.feed[j:min(len(sh.feed), j+limit)])
+	}
+	return out, nil
 }
 
 func find(idx []memEntry, key string) int {

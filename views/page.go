@@ -37,32 +37,54 @@ type RawPage struct {
 // JSON form: for an endpoint that serves any query. An unknown query
 // wraps ErrUnknownQuery (a 400 for api.WriteError).
 func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*RawPage, error) {
-	d, err := r.view(view)
+	d, qi, s, err := r.plan(view, query, req)
 	if err != nil {
 		return nil, err
 	}
-	qi, qd := d.query(query)
-	if qd == nil {
-		names := make([]string, len(d.queries))
-		for i, q := range d.queries {
-			names[i] = q.name
+	g, err := r.answering(ctx, d, qi)
+	if err != nil {
+		return nil, err
+	}
+	var tok *token
+	if req.Token != "" {
+		if tok, err = r.parseToken(ctx, req.Token, g, s); err != nil {
+			return nil, err
 		}
-		return nil, refuse(ErrUnknownQuery, "query", "view %s has no query %q (its queries: %s)", view, query, strings.Join(names, ", "))
 	}
-	s, err := qd.plan(req)
+	if req.After != "" {
+		if err := r.waitFor(ctx, g.gen, req.After, req.Wait); err != nil {
+			return nil, err
+		}
+	}
+	rows, next, _, err := r.read(ctx, g, qi, s, tok)
 	if err != nil {
 		return nil, err
 	}
+	out := &RawPage{}
+	for _, e := range rows {
+		out.Rows = append(out.Rows, e.row)
+		out.IDs = append(out.IDs, e.id)
+	}
+	if next != nil {
+		if out.Next, err = r.sealToken(ctx, next); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// read reads the page of query qi (s checked) that tok continues (nil:
+// the first), its rows in the query's order; next is the token of the
+// page after (nil: it is the last), snap each shard's position the pages
+// are read at (as a token holds it).
+func (r *Runner) read(ctx context.Context, d *viewDef, qi int, s *scan, tok *token) (rows []entry, next *token, snap [][2]int64, err error) {
+	qd := d.queries[qi]
 	b := bounds{lo: s.lo, hi: s.hi, desc: qd.desc, limit: s.limit}
 	shards, snapshots := make([]int, numShards), make([]int64, numShards)
 	for i := range shards {
 		shards[i], snapshots[i] = i, -1
 	}
-	var tok *token
-	if req.Token != "" {
-		if tok, err = parseToken(req.Token, d.name, s); err != nil {
-			return nil, err
-		}
+	if tok != nil {
 		last := string(tok.Last)
 		if qd.desc {
 			b.hi = "(" + last
@@ -72,15 +94,18 @@ func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*Ra
 		for i := range snapshots {
 			snapshots[i] = int64(tok.snapshot(i))
 		}
-	}
-	if req.After != "" {
-		if err := r.waitFor(ctx, d.name, req.After, req.Wait); err != nil {
-			return nil, err
-		}
+		snap = tok.Shards
 	}
 	res, err := r.cfg.Store.scan(ctx, d, qi, b, shards, snapshots)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
+	}
+	if tok == nil {
+		for i, sr := range res {
+			if sr.pos > 0 {
+				snap = append(snap, [2]int64{int64(shards[i]), int64(sr.pos)})
+			}
+		}
 	}
 	var all []entry
 	for _, sr := range res {
@@ -92,23 +117,30 @@ func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*Ra
 		}
 		return strings.Compare(x.key, y.key)
 	})
-	out := &RawPage{}
-	for _, e := range all[:min(len(all), s.limit)] {
-		out.Rows = append(out.Rows, e.row)
-		out.IDs = append(out.IDs, e.id)
-	}
 	if len(all) > s.limit {
-		next := &token{Version: tokenVersion, View: d.name, Query: qd.name, Hash: s.hash(), Last: []byte(all[s.limit-1].key)}
-		if tok != nil {
-			next.Shards = tok.Shards
-		} else {
-			for i, sr := range res {
-				if sr.pos > 0 {
-					next.Shards = append(next.Shards, [2]int64{int64(shards[i]), int64(sr.pos)})
-				}
-			}
-		}
-		out.Next = next.encode()
+		next = &token{Version: tokenVersion, View: d.name, Gen: d.gen, Query: qd.name, Hash: s.hash(), Last: []byte(all[s.limit-1].key), Shards: snap}
 	}
-	return out, nil
+	return all[:min(len(all), s.limit)], next, snap, nil
+}
+
+// plan finds query of view and checks req against it. An unknown query
+// wraps ErrUnknownQuery.
+func (r *Runner) plan(view, query string, req Request) (*viewDef, int, *scan, error) {
+	d, err := r.view(view)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	qi, qd := d.query(query)
+	if qd == nil {
+		names := make([]string, len(d.queries))
+		for i, q := range d.queries {
+			names[i] = q.name
+		}
+		return nil, 0, nil, refuse(ErrUnknownQuery, "query", "view %s has no query %q (its queries: %s)", view, query, strings.Join(names, ", "))
+	}
+	s, err := qd.plan(req)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return d, qi, s, nil
 }

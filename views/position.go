@@ -58,9 +58,9 @@ const (
 	MaxWait = 30 * time.Second
 )
 
-// waitFor waits until view applied the position after (text), bounded by
-// wait and ctx.
-func (r *Runner) waitFor(ctx context.Context, view, after string, wait time.Duration) error {
+// waitFor waits until generation gen applied the position after (text),
+// bounded by wait and ctx.
+func (r *Runner) waitFor(ctx context.Context, gen, after string, wait time.Duration) error {
 	pos, err := ParsePosition(after)
 	if err != nil {
 		return err
@@ -68,13 +68,32 @@ func (r *Runner) waitFor(ctx context.Context, view, after string, wait time.Dura
 	wait = min(cmp.Or(wait, DefaultWait), MaxWait)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	return r.WaitFor(ctx, view, pos)
+	return r.waitGen(ctx, gen, pos)
 }
 
-// WaitFor waits until view applied pos, or ctx ends: then it returns an
-// error wrapping ErrBehind and ctx's error.
+// WaitFor waits until view (the generation of it that answers) applied
+// pos, or ctx ends: then it returns an error wrapping ErrBehind and ctx's
+// error.
 func (r *Runner) WaitFor(ctx context.Context, view string, pos Position) error {
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+	d, err := r.view(view)
+	if err != nil {
+		return err
+	}
+	g, err := r.answeringGen(ctx, d)
+	if err != nil {
+		return err
+	}
+	return r.waitGen(ctx, cmp.Or(g.Gen, d.gen), pos)
+}
+
+// maxWaitPoll is the longest a wait for a position pauses between two
+// reads of the view's position: a read-your-writes page comes at most
+// this long after the view applied the write.
+const maxWaitPoll = 10 * time.Millisecond
+
+// waitGen waits until generation gen applied pos, or ctx ends.
+func (r *Runner) waitGen(ctx context.Context, view string, pos Position) error {
+	for pause := time.Millisecond; ; pause = min(2*pause, maxWaitPoll) {
 		at, _, err := r.cfg.Store.position(ctx, view, pos.Shard)
 		if err != nil && ctx.Err() == nil {
 			return err

@@ -125,11 +125,11 @@ func (p *projector) run() {
 // open registers the view in the shard's log, reads its position, and
 // builds it if it never was.
 func (p *projector) open() error {
-	cp, err := p.r.cfg.Log.Register(p.ctx, consumerID(p.d.name), p.shard)
+	cp, err := p.r.cfg.Log.Register(p.ctx, consumerID(p.d.gen), p.shard)
 	if err != nil {
 		return err
 	}
-	pos, built, err := p.r.cfg.Store.position(p.ctx, p.d.name, p.shard)
+	pos, built, err := p.r.cfg.Store.position(p.ctx, p.d.gen, p.shard)
 	if err != nil {
 		return err
 	}
@@ -175,6 +175,9 @@ func (p *projector) step() (more bool, err error) {
 			return false, err
 		}
 		p.pos = last.Seq
+		if len(ops) > 0 {
+			p.r.noteApplied()
+		}
 	}
 	p.noteLag(head, changes)
 	p.checkpoint(false)
@@ -242,7 +245,7 @@ func (p *projector) checkpoint(now bool) {
 	if p.pos <= p.saved || !now && time.Since(p.savedAt) < checkpointEvery {
 		return
 	}
-	if err := p.r.cfg.Log.SaveCheckpoint(p.ctx, p.fence, consumerID(p.d.name), p.shard, p.pos); err != nil {
+	if err := p.r.cfg.Log.SaveCheckpoint(p.ctx, p.fence, consumerID(p.d.gen), p.shard, p.pos); err != nil {
 		if !errors.Is(err, entities.ErrFenced) {
 			p.warn("save the checkpoint", err)
 		}

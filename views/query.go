@@ -127,6 +127,12 @@ func (q *queryDef) compile(fields map[string]*field, not map[string]string) erro
 	return nil
 }
 
+// fingerprint names what the query's index holds: a query of the same
+// fingerprint in another generation of its view reads the same index.
+func (q *queryDef) fingerprint() string {
+	return fmt.Sprintf("%s|%q|%s|%t", q.name, q.eq, q.sort, q.desc)
+}
+
 // key is a row's key in the query's index: its equality fields, its sort
 // field, its id.
 func (q *queryDef) key(id string, row reflect.Value) string {

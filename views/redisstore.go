@@ -23,6 +23,9 @@ import (
 //	<prefix>:view:{<shard tag>}:<len(name)>:<name>:rows    hash: entity id → the row's JSON
 //	<prefix>:view:{<shard tag>}:<len(name)>:<name>:meta    hash: entity id → its index keys and their positions
 //	<prefix>:view:{<shard tag>}:<len(name)>:<name>:q:<query>  sorted set (score 0): the query's index
+//	<prefix>:view:{<shard tag>}:<len(name)>:<name>:feed    stream: the rows' changes, by position (see feed.go)
+//	<prefix>:view:{<shard tag>}:<len(name)>:<name>:floor   the feed lacks no change after this position
+//	<prefix>:view:key                                      the key page tokens and stream cursors are sealed with
 //
 // An index member is the row's index key (see encode.go), then the
 // position at which the entry was made (16 hex digits), the entity id,
@@ -58,10 +61,11 @@ func (s *redisStore) position(ctx context.Context, view string, shard int) (uint
 }
 
 // applyScript: KEYS[1] the shard record, KEYS[2] pos, KEYS[3] rows,
-// KEYS[4] meta, KEYS[5..] the queries' indexes; ARGV[1], ARGV[2] the
-// fence ("" "": none), ARGV[3] mode, ARGV[4] to, ARGV[5] the number of
-// queries, then per op: id, since (16 hex), row ("": delete), a key per
-// query. Returns 0 when fenced, 1 applied, 2 a replay (nothing done).
+// KEYS[4] meta, KEYS[5] feed, KEYS[6] floor, KEYS[7..] the queries'
+// indexes; ARGV[1], ARGV[2] the fence ("" "": none), ARGV[3] mode, ARGV[4]
+// to, ARGV[5] the number of queries, ARGV[6] the feed's window, then per
+// op: id, since (16 hex), row ("": delete), a key per query. Returns 0
+// when fenced, 1 applied, 2 a replay (nothing done).
 var applyScript = cluster.FencedScript(`
 if ARGV[1] ~= '' and not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then return 0 end
 local mode, to = ARGV[3], ARGV[4]
@@ -73,7 +77,20 @@ local nq = tonumber(ARGV[5])
 local function member(key, since, id)
 	return key .. since .. id .. string.format('%08x', #id)
 end
-local i = 6
+local function keyList(ks)
+	local t = {}
+	for q = 1, nq do
+		local k = (ks and ks[q]) or ''
+		t[q] = string.format('%08x', #k) .. k
+	end
+	return table.concat(t)
+end
+local function record(id, since, row, oldKs, newKs)
+	if mode ~= 'apply' then return end
+	redis.call('XADD', KEYS[5], string.format('%d', tonumber(since, 16)) .. '-0',
+		'id', id, 'row', row, 'old', keyList(oldKs), 'new', keyList(newKs))
+end
+local i = 7
 while i <= #ARGV do
 	local id, since, row = ARGV[i], ARGV[i+1], ARGV[i+2]
 	local old = redis.call('HGET', KEYS[4], id)
@@ -89,46 +106,60 @@ while i <= #ARGV do
 	end
 	if row == '' then
 		if old then
-			for q = 1, nq do redis.call('ZREM', KEYS[4+q], member(oldKeys[q], oldSince[q], id)) end
+			for q = 1, nq do redis.call('ZREM', KEYS[6+q], member(oldKeys[q], oldSince[q], id)) end
 			redis.call('HDEL', KEYS[3], id)
 			redis.call('HDEL', KEYS[4], id)
+			record(id, since, row, oldKeys, nil)
 		end
 	else
-		local meta = {}
+		local meta, newKeys = {}, {}
 		for q = 1, nq do
 			local key, s = ARGV[i+2+q], since
+			newKeys[q] = key
 			if old and oldKeys[q] == key then
 				s = oldSince[q]
 			else
-				if old then redis.call('ZREM', KEYS[4+q], member(oldKeys[q], oldSince[q], id)) end
-				redis.call('ZADD', KEYS[4+q], 0, member(key, s, id))
+				if old then redis.call('ZREM', KEYS[6+q], member(oldKeys[q], oldSince[q], id)) end
+				redis.call('ZADD', KEYS[6+q], 0, member(key, s, id))
 			end
 			meta[q] = string.format('%08x', #key) .. key .. s
 		end
 		redis.call('HSET', KEYS[3], id, row)
 		redis.call('HSET', KEYS[4], id, table.concat(meta))
+		record(id, since, row, old and oldKeys, newKeys)
 	end
 	i = i + 3 + nq
+end
+if mode == 'apply' then
+	local cut = tonumber(to) - tonumber(ARGV[6])
+	if cut > 0 then
+		redis.call('XTRIM', KEYS[5], 'MINID', string.format('%d', cut + 1) .. '-0')
+		redis.call('SET', KEYS[6], string.format('%d', cut))
+	end
+elseif mode == 'built' then
+	redis.call('DEL', KEYS[5])
+	redis.call('SET', KEYS[6], to)
 end
 if mode ~= 'build' then redis.call('SET', KEYS[2], to) end
 return 1
 `)
 
 func (s *redisStore) viewKeys(d *viewDef, shard int) []string {
-	keys := []string{cluster.ShardRecordKey(s.keys, shard), s.key(d.name, shard, "pos"), s.key(d.name, shard, "rows"), s.key(d.name, shard, "meta")}
+	keys := []string{cluster.ShardRecordKey(s.keys, shard), s.key(d.gen, shard, "pos"), s.key(d.gen, shard, "rows"), s.key(d.gen, shard, "meta"),
+		s.key(d.gen, shard, "feed"), s.key(d.gen, shard, "floor")}
 	for _, q := range d.queries {
-		keys = append(keys, s.key(d.name, shard, "q:"+q.name))
+		keys = append(keys, s.key(d.gen, shard, "q:"+q.name))
 	}
 	return keys
 }
 
 func (s *redisStore) apply(ctx context.Context, f cluster.Fence, d *viewDef, shard int, ops []rowOp, mode applyMode, to uint64) error {
-	args := make([]any, 0, 5+len(ops)*(3+len(d.queries)))
+	args := make([]any, 0, 6+len(ops)*(3+len(d.queries)))
 	args = f.AppendArgs(args)
 	if f.Incarnation == "" {
 		args[0], args[1] = "", ""
 	}
-	args = append(args, string(mode), strconv.FormatUint(to, 10), len(d.queries))
+	args = append(args, string(mode), strconv.FormatUint(to, 10), len(d.queries), feedWindow)
 	for _, op := range ops {
 		args = append(args, op.id, string(appendUint(nil, op.since)), string(op.row))
 		for _, k := range op.keys {
@@ -149,7 +180,7 @@ func (s *redisStore) apply(ctx context.Context, f cluster.Fence, d *viewDef, sha
 }
 
 func (s *redisStore) ids(ctx context.Context, d *viewDef, shard int) ([]string, error) {
-	ids, err := s.client.HKeys(ctx, s.key(d.name, shard, "rows")).Result()
+	ids, err := s.client.HKeys(ctx, s.key(d.gen, shard, "rows")).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list the rows of view %s on shard %d: %w", d.name, shard, store.Classify(err))
 	}
@@ -193,28 +224,14 @@ func (s *redisStore) scan(ctx context.Context, d *viewDef, qi int, b bounds, sha
 	if b.desc {
 		rev = "1"
 	}
-	run := func(sha bool) ([]*redis.Cmd, error) {
-		pipe := s.client.Pipeline()
-		cmds := make([]*redis.Cmd, len(shards))
-		for i, shard := range shards {
-			snap := ""
-			if snapshots[i] >= 0 {
-				snap = strconv.FormatInt(snapshots[i], 10)
-			}
-			keys := []string{s.key(d.name, shard, "pos"), s.key(d.name, shard, "rows"), s.key(d.name, shard, "q:"+d.queries[qi].name)}
-			if sha {
-				cmds[i] = scanScript.EvalSha(ctx, pipe, keys, b.lo, b.hi, rev, b.limit+1, snap)
-			} else {
-				cmds[i] = scanScript.Eval(ctx, pipe, keys, b.lo, b.hi, rev, b.limit+1, snap)
-			}
+	cmds, err := s.evalEach(ctx, scanScript, len(shards), func(i int) ([]string, []any) {
+		snap := ""
+		if snapshots[i] >= 0 {
+			snap = strconv.FormatInt(snapshots[i], 10)
 		}
-		_, err := pipe.Exec(ctx)
-		return cmds, err
-	}
-	cmds, err := run(true)
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmds, err = run(false) // loads the script where it was missing
-	}
+		keys := []string{s.key(d.gen, shards[i], "pos"), s.key(d.gen, shards[i], "rows"), s.key(d.gen, shards[i], "q:"+d.queries[qi].name)}
+		return keys, []any{b.lo, b.hi, rev, b.limit + 1, snap}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("query %s of view %s: %w", d.queries[qi].name, d.name, store.Classify(err))
 	}
@@ -257,4 +274,28 @@ func parseMember(m string) (entry, bool) {
 	id := rest[len(rest)-int(n):]
 	key := rest[:len(rest)-int(n)-16]
 	return entry{key: key, id: id}, strings.HasSuffix(key, "\x00\x01")
+}
+
+// evalEach runs script n times in one pipeline, the i-th with the keys
+// and arguments of at(i), loading the script where it is missing.
+func (s *redisStore) evalEach(ctx context.Context, script *redis.Script, n int, at func(i int) ([]string, []any)) ([]*redis.Cmd, error) {
+	run := func(sha bool) ([]*redis.Cmd, error) {
+		pipe := s.client.Pipeline()
+		cmds := make([]*redis.Cmd, n)
+		for i := range n {
+			keys, args := at(i)
+			if sha {
+				cmds[i] = script.EvalSha(ctx, pipe, keys, args...)
+			} else {
+				cmds[i] = script.Eval(ctx, pipe, keys, args...)
+			}
+		}
+		_, err := pipe.Exec(ctx)
+		return cmds, err
+	}
+	cmds, err := run(true)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmds, err = run(false)
+	}
+	return cmds, err
 }

@@ -69,6 +69,15 @@ type Runner struct {
 	stop      chan struct{}
 	loopDone  chan struct{}
 	stopWatch func()
+
+	gens     generations
+	swapDone chan struct{}
+
+	keyMu sync.Mutex
+	key   []byte // see sealKey
+
+	appliedMu sync.Mutex
+	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
 }
 
 type projKey struct {
@@ -86,7 +95,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "views"),
 		views: make(map[string]*viewDef), projectors: make(map[projKey]*projector),
 		releasing: make(map[int]cluster.Fence),
-		stop:      make(chan struct{}), loopDone: make(chan struct{}),
+		stop:      make(chan struct{}), loopDone: make(chan struct{}), applied: make(chan struct{}),
+		swapDone: make(chan struct{}),
 	}, nil
 }
 
@@ -152,6 +162,7 @@ func (r *Runner) Start(ctx context.Context) {
 	r.mu.Unlock()
 	if r.cfg.Log == nil {
 		close(r.loopDone)
+		close(r.swapDone)
 		return
 	}
 	for _, d := range ds {
@@ -159,11 +170,12 @@ func (r *Runner) Start(ctx context.Context) {
 	}
 	r.stopWatch = r.cfg.Log.Watch(r.heard)
 	go r.supervise()
+	go r.swapLoop()
 }
 
 func (r *Runner) register(ctx context.Context, d *viewDef) {
 	for shard := range numShards {
-		if _, err := r.cfg.Log.Register(ctx, consumerID(d.name), shard); err != nil {
+		if _, err := r.cfg.Log.Register(ctx, consumerID(d.gen), shard); err != nil {
 			r.log.Warn("views: register", "view", d.name, "err", err.Error())
 			return
 		}
@@ -266,6 +278,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	if started {
 		close(r.stop)
 		<-r.loopDone
+		<-r.swapDone
 		if r.stopWatch != nil {
 			r.stopWatch()
 		}

@@ -14,7 +14,8 @@ const numShards = cluster.NumShards
 // store's) or NewRedisStore (Redis and Redis Cluster, each shard's keys in
 // its slot).
 type Store interface {
-	// position is the last change applied to view's rows of shard; built
+	// position is the last change applied to the rows of shard of view
+	// (a generation's key: viewDef.gen); built
 	// is false when the shard's rows were never built.
 	position(ctx context.Context, view string, shard int) (pos uint64, built bool, err error)
 	// apply applies ops, in order, in one atomic step, under f (refused
@@ -22,7 +23,8 @@ type Store interface {
 	// not checked), and per mode: modeApply sets the position to to, and
 	// is a no-op when the position is at to or after already (a replay);
 	// modeBuild leaves the position as it is; modeBuilt sets it to to,
-	// whatever it was.
+	// whatever it was. modeApply records each op in the shard's feed;
+	// modeBuilt empties the feed and sets its floor to to.
 	apply(ctx context.Context, f cluster.Fence, d *viewDef, shard int, ops []rowOp, mode applyMode, to uint64) error
 	// ids lists the ids of view's rows of shard.
 	ids(ctx context.Context, d *viewDef, shard int) ([]string, error)
@@ -31,6 +33,16 @@ type Store interface {
 	// made after the shard's snapshot position (snapshots[i]; -1: now),
 	// and returns each shard's position read with them.
 	scan(ctx context.Context, d *viewDef, qi int, s bounds, shards []int, snapshots []int64) ([]shardRows, error)
+	// feed reads each shard's feed after its position in after (one per
+	// shard, every shard), at most limit changes each.
+	feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error)
+	// generation is the generation of view that answers its queries
+	// (zero: none was named yet); setGeneration names one.
+	generation(ctx context.Context, view string) (generation, error)
+	setGeneration(ctx context.Context, view string, g generation) error
+	// sealKey is the key page tokens and stream cursors are sealed with,
+	// the same for every instance on the store, kept across restarts.
+	sealKey(ctx context.Context) ([]byte, error)
 }
 
 type applyMode string

@@ -1,7 +1,7 @@
 package views
 
 import (
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"hash/fnv"
 )
@@ -11,10 +11,13 @@ import (
 // and the position of each shard's view when the first page was read.
 // A row whose index entry was made after that position (it entered the
 // result, or moved in it, since) is left out of the later pages, so no
-// row is seen twice. Nothing in it depends on the instance that made it.
+// row is seen twice. Nothing in it depends on the instance that made it:
+// it is sealed with the key kept in the store (seal.go), so any instance,
+// and one restarted, takes it, and a token altered or made up is refused.
 type token struct {
 	Version int        `json:"t"`
 	View    string     `json:"v"`
+	Gen     string     `json:"g"`
 	Query   string     `json:"q"`
 	Hash    uint64     `json:"h"`
 	Last    []byte     `json:"k"`
@@ -33,26 +36,40 @@ func (s *scan) hash() uint64 {
 	return h.Sum64()
 }
 
-func (t *token) encode() string {
+// sealToken is t as a page's Next: its JSON sealed with the store's key.
+func (r *Runner) sealToken(ctx context.Context, t *token) (string, error) {
+	key, err := r.sealKey(ctx)
+	if err != nil {
+		return "", err
+	}
 	data, _ := json.Marshal(t) // a struct of plain fields: never fails
-	return base64.RawURLEncoding.EncodeToString(data)
+	return seal(key, "token", t.View, data), nil
 }
 
-// parseToken reads text as a token of view's query s; it fails with
-// ErrBadToken.
-func parseToken(text, view string, s *scan) (*token, error) {
-	data, err := base64.RawURLEncoding.DecodeString(text)
+// parseToken reads text as a token of query s of d (the generation
+// answering); it fails with ErrBadToken.
+func (r *Runner) parseToken(ctx context.Context, text string, d *viewDef, s *scan) (*token, error) {
+	view := d.name
+	key, err := r.sealKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := unseal(key, "token", view, text)
 	var t token
-	if err == nil {
+	if ok {
 		err = json.Unmarshal(data, &t)
 	}
 	switch {
+	case !ok:
+		return nil, refuse(ErrBadToken, "token", "not a page token of view %s of this service (malformed, altered, or made for another view or service: take the token from the previous page's next, as it is)", view)
 	case err != nil || t.Version != tokenVersion || len(t.Last) == 0:
-		return nil, refuse(ErrBadToken, "token", "not a page token of this service (take the token from the previous page's next, as it is)")
+		return nil, refuse(ErrBadToken, "token", "not a page token of this version of the service")
 	case t.View != view || t.Query != s.q.name:
 		return nil, refuse(ErrBadToken, "token", "a token of query %s of view %s, not of query %s of view %s", t.Query, t.View, s.q.name, view)
 	case t.Hash != s.hash():
 		return nil, refuse(ErrBadToken, "token", "made for other parameters: a token goes on only the query it came from, with the same parameters")
+	case t.Gen != d.gen:
+		return nil, refuse(ErrBadToken, "token", "made before view %s was rebuilt: read the first page again", view)
 	}
 	for _, sp := range t.Shards {
 		if sp[0] < 0 || sp[0] >= numShards || sp[1] < 0 {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/trellis-go/trellis/entities"
@@ -17,6 +19,9 @@ type View[S, R any] struct {
 	def    *viewDef
 	entity *entities.Type[S]
 	update func(Change[S]) Update[R]
+
+	compiled   sync.Once
+	compileErr error
 }
 
 // Change is one change of an entity as an updater gets it.
@@ -85,8 +90,11 @@ func (v *View[S, R]) Start(r *Runner) error {
 	if v.def.name == "" || v.entity == nil || v.update == nil {
 		return errors.New("views: Define needs a name, an entity type and an updater")
 	}
-	if err := v.def.compile(); err != nil {
-		return err
+	// One definition may be started on several runners (instances in one
+	// process, in tests): it is compiled once, and read only after.
+	v.compiled.Do(func() { v.compileErr = v.def.compile() })
+	if v.compileErr != nil {
+		return v.compileErr
 	}
 	return r.add(v.def)
 }
@@ -121,9 +129,23 @@ func (v *View[S, R]) project(c entities.Change) (op rowOp, ok bool, err error) {
 	return rowOp{}, false, nil
 }
 
+// Version sets the view's version: change it whenever the updater
+// changes what it makes of a change (a new field, another rule), so
+// that the view is rebuilt (see Runner: a view whose version or queries
+// changed is built anew from the entities' current states, while the old
+// rows answer, then swapped in). Call it before Start.
+func (v *View[S, R]) Version(version string) *View[S, R] {
+	v.def.version = version
+	return v
+}
+
 // viewDef is a view with its types erased, as the runner keeps it.
 type viewDef struct {
-	name       string
+	name    string
+	version string
+	// gen is the view's generation: its name and a fingerprint of its
+	// version, entity type and queries, which its rows are kept under.
+	gen        string
 	entityType string
 	rowType    reflect.Type
 	queries    []*queryDef
@@ -176,5 +198,15 @@ func (d *viewDef) compile() error {
 			return fmt.Errorf("view %s: query %s: %w", d.name, q.name, err)
 		}
 	}
+	h := fnv.New64a()
+	for _, part := range []string{d.version, d.entityType, d.rowType.String()} {
+		_, _ = h.Write([]byte(part))
+		_, _ = h.Write([]byte{0})
+	}
+	for _, q := range d.queries {
+		_, _ = h.Write([]byte(q.fingerprint()))
+		_, _ = h.Write([]byte{0})
+	}
+	d.gen = fmt.Sprintf("%s@%012x", d.name, h.Sum64()>>16)
 	return nil
 }

@@ -2,8 +2,11 @@ package views_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -61,10 +64,12 @@ func rowIDs(rows []orderRow) []string {
 func TestViewBadInput(t *testing.T) {
 	ts := stores[0].start(t)
 	ok := map[string]string{"customer": "c0", "status": "open"}
+	var positions []string
 	for i := range 3 {
-		put(t, ts, fmt.Sprintf("o-%d", i), order{Customer: "c0", Status: "open", Created: int64(i)})
+		positions = append(positions, put(t, ts, fmt.Sprintf("o-%d", i), order{Customer: "c0", Status: "open", Created: int64(i)}))
 	}
-	first, err := byCustomer.Page(context.Background(), ts.Host().Views(), views.Request{Params: ok, Limit: 1, After: written(t, ts, "o-2"), Wait: waitLong})
+	caughtUp(t, ts, positions...)
+	first, err := byCustomer.Page(context.Background(), ts.Host().Views(), views.Request{Params: ok, Limit: 1})
 	if err != nil || first.Next == "" {
 		t.Fatalf("first page: %v, %+v", err, first)
 	}
@@ -80,6 +85,8 @@ func TestViewBadInput(t *testing.T) {
 		field string
 	}{
 		{"malformed token", "by-customer", views.Request{Params: ok, Token: "not-a-token"}, views.ErrBadToken, "token"},
+		{"altered token", "by-customer", views.Request{Params: ok, Token: alter(first.Next)}, views.ErrBadToken, "token"},
+		{"forged token", "by-customer", views.Request{Params: ok, Token: forge(t, first.Next)}, views.ErrBadToken, "token"},
 		{"token of another query", "by-customer", views.Request{Params: ok, Token: other.Next}, views.ErrBadToken, "token"},
 		{"token with other parameters", "by-customer", views.Request{Params: map[string]string{"customer": "c1", "status": "open"}, Token: first.Next}, views.ErrBadToken, "token"},
 		{"limit over the maximum", "by-total", views.Request{Limit: 51}, views.ErrBadLimit, "limit"},
@@ -132,6 +139,58 @@ func TestViewStartRefusesBadQueries(t *testing.T) {
 			err = v.Start(r)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Start: %v, want it to say %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// alter flips one bit of a token's payload.
+func alter(token string) string {
+	data, _ := base64.RawURLEncoding.DecodeString(token)
+	data[len(data)/2] ^= 1
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+// forge makes a token as an attacker who knows its format would: the
+// payload of a real one, its last key moved, with a MAC made up.
+func forge(t *testing.T, token string) string {
+	data, _ := base64.RawURLEncoding.DecodeString(token)
+	payload := data[:len(data)-16]
+	var fields map[string]any
+	if err := json.Unmarshal(payload, &fields); err != nil {
+		t.Fatalf("a token's payload is not JSON: %v", err)
+	}
+	fields["k"] = base64.StdEncoding.EncodeToString([]byte("zzz"))
+	forged, _ := json.Marshal(fields)
+	return base64.RawURLEncoding.EncodeToString(append(forged, make([]byte, 16)...))
+}
+
+// TestViewStreamBadInput: a bad parameter or Last-Event-ID of a stream is
+// a 400 problem naming it, before the stream begins.
+func TestViewStreamBadInput(t *testing.T) {
+	ts := stores[0].start(t)
+	for _, tc := range []struct {
+		name, query, lastID, field string
+	}{
+		{"missing parameter", "customer=c0", "", "status"},
+		{"malformed last event id", "customer=c0&status=open", "not-an-id", "Last-Event-ID"},
+		{"altered last event id", "customer=c0&status=open", alter("AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), "Last-Event-ID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, ts.URL+"/orders/stream?"+tc.query, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.lastID != "" {
+				req.Header.Set("Last-Event-ID", tc.lastID)
+			}
+			resp, err := ts.Send(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := resp.Problem(t)
+			if resp.Status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != tc.field {
+				t.Fatalf("%d %+v, want a 400 naming %s", resp.Status, p, tc.field)
 			}
 		})
 	}

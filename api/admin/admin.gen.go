@@ -689,6 +689,37 @@ type TimerStats struct {
 	Limit int `json:"limit"`
 }
 
+// View A view, its generation, and its lag on the shards this instance projects.
+type View struct {
+	// Answering Whether this generation answers the view's queries: false while it is built anew and the generation before answers.
+	//
+	// Example: true
+	Answering bool `json:"answering"`
+
+	// Generation The generation its rows are kept under.
+	//
+	// Example: orders-by-customer@3f9a0c12de45
+	Generation string `json:"generation"`
+
+	// LagChanges Changes recorded on those shards and not applied to the view yet.
+	//
+	// Example: 0
+	LagChanges int `json:"lagChanges"`
+
+	// LagSeconds About the age of the oldest of them (0 when none).
+	//
+	// Example: 0
+	LagSeconds float64 `json:"lagSeconds"`
+
+	// Name Example: orders-by-customer
+	Name string `json:"name"`
+
+	// Shards The shards this instance projects the view on.
+	//
+	// Example: 256
+	Shards int `json:"shards"`
+}
+
 // AdminDisabled An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
@@ -901,6 +932,9 @@ type ServerInterface interface {
 	// ResumeTimer Resume a paused recurring timer
 	// (POST /admin/timers/{name}/resume)
 	ResumeTimer(w http.ResponseWriter, r *http.Request, name string)
+	// ListViews List the views
+	// (GET /admin/views)
+	ListViews(w http.ResponseWriter, r *http.Request)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -1030,6 +1064,12 @@ func (_ Unimplemented) PauseTimer(w http.ResponseWriter, r *http.Request, name s
 // ResumeTimer Resume a paused recurring timer
 // (POST /admin/timers/{name}/resume)
 func (_ Unimplemented) ResumeTimer(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListViews List the views
+// (GET /admin/views)
+func (_ Unimplemented) ListViews(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1764,6 +1804,20 @@ func (siw *ServerInterfaceWrapper) ResumeTimer(w http.ResponseWriter, r *http.Re
 	handler.ServeHTTP(w, r)
 }
 
+// ListViews operation middleware
+func (siw *ServerInterfaceWrapper) ListViews(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListViews(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -1939,6 +1993,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/admin/consumers/{consumer}/dead-letters/{entityId}/retry", wrapper.RetryConsumerDeadLetter)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/views", wrapper.ListViews)
 	})
 
 	return r

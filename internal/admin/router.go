@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/internal/console"
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/views"
 )
 
 // Options configure the admin routes.
@@ -34,6 +35,8 @@ type Options struct {
 	// Consumers runs the service's consumers, whose dead letters the
 	// consumer routes list, retry and drop.
 	Consumers *consumers.Runner
+	// Views runs the service's views, whose lag /admin/views shows.
+	Views *views.Runner
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -48,7 +51,7 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, views: o.Views}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

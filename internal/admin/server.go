@@ -10,6 +10,7 @@ import (
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/views"
 )
 
 // server implements the admin routes of the contract (package
@@ -20,6 +21,7 @@ type server struct {
 	timers    *timers.Scheduler
 	cluster   Cluster           // nil when the instance is not part of a cluster
 	consumers *consumers.Runner // nil: the service runs none
+	views     *views.Runner     // nil: the service runs none
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)

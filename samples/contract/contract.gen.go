@@ -33,14 +33,14 @@ func (e OrderResultOutcome) Valid() bool {
 	}
 }
 
-// Defines values for ListCustomerOrdersParamsStatus.
+// Defines values for OrderStatus.
 const (
-	Confirmed ListCustomerOrdersParamsStatus = "confirmed"
-	Placed    ListCustomerOrdersParamsStatus = "placed"
+	Confirmed OrderStatus = "confirmed"
+	Placed    OrderStatus = "placed"
 )
 
-// Valid indicates whether the value is a known member of the ListCustomerOrdersParamsStatus enum.
-func (e ListCustomerOrdersParamsStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the OrderStatus enum.
+func (e OrderStatus) Valid() bool {
 	switch e {
 	case Confirmed:
 		return true
@@ -171,6 +171,9 @@ type OrderResult struct {
 // Example: ok
 type OrderResultOutcome string
 
+// OrderStatus An order's status in a customer's lists: `placed` (not confirmed yet) or `confirmed`.
+type OrderStatus string
+
 // Problem An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"by","message":"is required"}],"instance":"/counters/visits-home/increase","status":400,"title":"Bad Request","type":"about:blank"}
@@ -288,7 +291,7 @@ type WriteConflict = Problem
 // ListCustomerOrdersParams defines parameters for ListCustomerOrders.
 type ListCustomerOrdersParams struct {
 	// Status The orders' status (`placed` when absent).
-	Status ListCustomerOrdersParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status OrderStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Limit The most orders of the page, 1 to 100 (20 when absent).
 	Limit int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -300,8 +303,14 @@ type ListCustomerOrdersParams struct {
 	After string `form:"after,omitempty" json:"after,omitempty"`
 }
 
-// ListCustomerOrdersParamsStatus defines parameters for ListCustomerOrders.
-type ListCustomerOrdersParamsStatus string
+// FollowCustomerOrdersParams defines parameters for FollowCustomerOrders.
+type FollowCustomerOrdersParams struct {
+	// Status The orders' status (`placed` when absent).
+	Status OrderStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// LastEventID The `id` of the last event received, to resume after it.
+	LastEventID string `json:"Last-Event-ID,omitempty"`
+}
 
 // IncreaseCounterJSONRequestBody defines body for IncreaseCounter for application/json ContentType.
 type IncreaseCounterJSONRequestBody = CounterIncrease
@@ -323,6 +332,9 @@ type ServerInterface interface {
 	// ListCustomerOrders List a customer's orders of one status, newest first
 	// (GET /customers/{customer}/orders)
 	ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params ListCustomerOrdersParams)
+	// FollowCustomerOrders Follow a customer's orders of one status, live
+	// (GET /customers/{customer}/orders/stream)
+	FollowCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params FollowCustomerOrdersParams)
 	// PlaceOrder Place an order
 	// (POST /orders)
 	PlaceOrder(w http.ResponseWriter, r *http.Request)
@@ -362,6 +374,12 @@ func (_ Unimplemented) IncreaseCounter(w http.ResponseWriter, r *http.Request, i
 // ListCustomerOrders List a customer's orders of one status, newest first
 // (GET /customers/{customer}/orders)
 func (_ Unimplemented) ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params ListCustomerOrdersParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// FollowCustomerOrders Follow a customer's orders of one status, live
+// (GET /customers/{customer}/orders/stream)
+func (_ Unimplemented) FollowCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params FollowCustomerOrdersParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -548,6 +566,69 @@ func (siw *ServerInterfaceWrapper) ListCustomerOrders(w http.ResponseWriter, r *
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListCustomerOrders(w, r, customer, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FollowCustomerOrders operation middleware
+func (siw *ServerInterfaceWrapper) FollowCustomerOrders(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "customer" -------------
+	var customer string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "customer", chi.URLParam(r, "customer"), &customer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "customer", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FollowCustomerOrdersParams
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", r.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "status"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "status", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FollowCustomerOrders(w, r, customer, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -776,6 +857,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/customers/{customer}/orders", wrapper.ListCustomerOrders)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/customers/{customer}/orders/stream", wrapper.FollowCustomerOrders)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/orders/{id}", wrapper.GetOrder)

@@ -37,23 +37,15 @@ var CustomerOrders = views.Define("orders-by-customer", Orders, func(c views.Cha
 var ByCustomerStatus = CustomerOrders.Query("by-customer-status",
 	views.Eq("customer", "status"), views.SortBy("placedAt", views.Desc))
 
-// ServeViews turns on GET /customers/{customer}/orders, which reads the
-// CustomerOrders view on r (start it there first), and the
+// ServeViews turns on GET /customers/{customer}/orders and its stream,
+// which read the CustomerOrders view on r (start it there first), and the
 // Trellis-Change-Position of a placing; clock dates the orders placed.
 func (e *Endpoint) ServeViews(r *views.Runner, clock clockwork.Clock) { e.views, e.clock = r, clock }
 
 // ListCustomerOrders handles GET /customers/{customer}/orders.
 func (e *Endpoint) ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params contract.ListCustomerOrdersParams) {
-	if e.views == nil {
-		api.WriteProblem(w, r, http.StatusServiceUnavailable, "the customers' order lists are off: the store keeps no change log")
-		return
-	}
-	status := params.Status
-	switch {
-	case status == "":
-		status = contract.Placed
-	case !status.Valid():
-		api.WriteError(w, r, api.InvalidField("status", "must be placed or confirmed"))
+	status, ok := e.orderStatus(w, r, params.Status)
+	if !ok {
 		return
 	}
 	page, err := ByCustomerStatus.Page(r.Context(), e.views, views.Request{
@@ -73,6 +65,36 @@ func (e *Endpoint) ListCustomerOrders(w http.ResponseWriter, r *http.Request, cu
 		out.Orders[i] = toAPI(row.Order)
 	}
 	api.WriteJSON(w, r, http.StatusOK, out)
+}
+
+// FollowCustomerOrders handles GET /customers/{customer}/orders/stream:
+// the list ListCustomerOrders pages through, followed live as Server-Sent
+// Events (views.Runner.ServeStream).
+func (e *Endpoint) FollowCustomerOrders(w http.ResponseWriter, r *http.Request, customer string, params contract.FollowCustomerOrdersParams) {
+	status, ok := e.orderStatus(w, r, params.Status)
+	if !ok {
+		return
+	}
+	ByCustomerStatus.ServeStream(w, r, e.views, views.Request{
+		Params: map[string]string{"customer": customer, "status": string(status)},
+	})
+}
+
+// orderStatus is the status a list asks for (placed when absent); ok is
+// false when the lists are off or status is not one, and the request was
+// answered.
+func (e *Endpoint) orderStatus(w http.ResponseWriter, r *http.Request, status contract.OrderStatus) (contract.OrderStatus, bool) {
+	switch {
+	case e.views == nil:
+		api.WriteProblem(w, r, http.StatusServiceUnavailable, "the customers' order lists are off: the store keeps no change log")
+		return "", false
+	case status == "":
+		return contract.Placed, true
+	case !status.Valid():
+		api.WriteError(w, r, api.InvalidField("status", "must be placed or confirmed"))
+		return "", false
+	}
+	return status, true
 }
 
 // setPosition sets the Trellis-Change-Position header of a reply to a

@@ -9,6 +9,7 @@
 import { drawChart } from "./chart.js";
 import { clearCluster, loadCluster } from "./cluster.js";
 import { clearConsumers, loadConsumers } from "./consumers.js";
+import { clearViews, loadViews } from "./views.js";
 import { clearDeadLetters, loadDeadLetters, watchDeadFilters } from "./deadletters.js";
 import { showRecurring, statusBadge } from "./recurring.js";
 import { absolute, count, relative } from "./format.js";
@@ -102,6 +103,7 @@ function clearData() {
   closeDetail();
   clearCluster();
   clearConsumers();
+  clearViews();
   clearDeadLetters();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
@@ -140,7 +142,8 @@ function scheduleRefresh() {
 
 async function loadAll() {
   const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL),
-    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh)]);
+    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh),
+    loadViews(adminURL)]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");

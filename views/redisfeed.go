@@ -1,0 +1,149 @@
+package views
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/internal/store"
+)
+
+// sealKey is the key kept under <prefix>:view:key: the first instance to
+// ask stores a random one (SET NX), every other reads it.
+func (s *redisStore) sealKey(ctx context.Context) ([]byte, error) {
+	key := s.keys.Key("view", "key")
+	fresh := make([]byte, 32)
+	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	if err := s.client.SetNX(ctx, key, hex.EncodeToString(fresh), 0).Err(); err != nil {
+		return nil, fmt.Errorf("store one in Redis: %w", store.Classify(err))
+	}
+	kept, err := s.client.Get(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read it from Redis: %w", store.Classify(err))
+	}
+	return []byte(kept), nil
+}
+
+func (s *redisStore) genKey(view string) string {
+	return s.keys.Key("view", "gen:"+strconv.Itoa(len(view))+":"+view)
+}
+
+func (s *redisStore) generation(ctx context.Context, view string) (generation, error) {
+	text, err := s.client.Get(ctx, s.genKey(view)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return generation{}, fmt.Errorf("read the generation of view %s: %w", view, store.Classify(err))
+	}
+	g, err := decodeGen(text)
+	if err != nil {
+		return generation{}, fmt.Errorf("read the generation of view %s: %w", view, err)
+	}
+	return g, nil
+}
+
+func (s *redisStore) setGeneration(ctx context.Context, view string, g generation) error {
+	if err := s.client.Set(ctx, s.genKey(view), encodeGen(g), 0).Err(); err != nil {
+		return fmt.Errorf("swap in generation %s of view %s: %w", g.Gen, view, store.Classify(err))
+	}
+	return nil
+}
+
+// feedScript: KEYS[1] pos, KEYS[2] floor, KEYS[3] feed; ARGV[1] the
+// position to read after, ARGV[2] the most entries. Returns {pos, floor,
+// entries}, read together.
+var feedScript = redis.NewScript(`
+local pos = redis.call('GET', KEYS[1]) or '0'
+local floor = redis.call('GET', KEYS[2]) or '0'
+return {pos, floor, redis.call('XRANGE', KEYS[3], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
+`)
+
+func (s *redisStore) feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error) {
+	cmds, err := s.evalEach(ctx, feedScript, len(after), func(i int) ([]string, []any) {
+		return []string{s.key(d.gen, i, "pos"), s.key(d.gen, i, "floor"), s.key(d.gen, i, "feed")},
+			[]any{strconv.FormatUint(after[i], 10), limit}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the changes of view %s: %w", d.name, store.Classify(err))
+	}
+	out := make([]shardFeed, len(after))
+	for i, cmd := range cmds {
+		res, _ := cmd.Val().([]any)
+		if len(res) != 3 {
+			return nil, fmt.Errorf("read the changes of view %s: a malformed reply from shard %d", d.name, i)
+		}
+		if out[i], err = parseFeed(res, len(d.queries)); err != nil {
+			return nil, fmt.Errorf("read the changes of view %s on shard %d: %w", d.name, i, err)
+		}
+	}
+	return out, nil
+}
+
+// parseFeed reads feedScript's reply.
+func parseFeed(res []any, nq int) (shardFeed, error) {
+	var f shardFeed
+	var err error
+	posText, _ := res[0].(string)
+	floorText, _ := res[1].(string)
+	if f.pos, err = strconv.ParseUint(posText, 10, 64); err != nil {
+		return f, fmt.Errorf("position %q: %w", posText, err)
+	}
+	if f.floor, err = strconv.ParseUint(floorText, 10, 64); err != nil {
+		return f, fmt.Errorf("floor %q: %w", floorText, err)
+	}
+	entries, _ := res[2].([]any)
+	for _, raw := range entries {
+		e, _ := raw.([]any)
+		if len(e) != 2 {
+			return f, fmt.Errorf("a malformed entry %v", raw)
+		}
+		idText, _ := e[0].(string)
+		seqText, _, _ := strings.Cut(idText, "-")
+		var c rowChange
+		if c.seq, err = strconv.ParseUint(seqText, 10, 64); err != nil {
+			return f, fmt.Errorf("entry id %q: %w", idText, err)
+		}
+		fields, _ := e[1].([]any)
+		for j := 0; j+1 < len(fields); j += 2 {
+			name, _ := fields[j].(string)
+			value, _ := fields[j+1].(string)
+			switch name {
+			case "id":
+				c.id = value
+			case "row":
+				if value != "" {
+					c.row = []byte(value)
+				}
+			case "old":
+				c.old, err = splitKeys(value, nq)
+			case "new":
+				c.new, err = splitKeys(value, nq)
+			}
+			if err != nil {
+				return f, fmt.Errorf("entry %s: %w", idText, err)
+			}
+		}
+		f.changes = append(f.changes, c)
+	}
+	return f, nil
+}
+
+// splitKeys reads nq keys, each after its length in 8 hex digits.
+func splitKeys(text string, nq int) ([]string, error) {
+	keys := make([]string, nq)
+	for q := range nq {
+		if len(text) < 8 {
+			return nil, fmt.Errorf("keys %q: too short", text)
+		}
+		n, err := strconv.ParseUint(text[:8], 16, 32)
+		if err != nil || int(n) > len(text)-8 {
+			return nil, fmt.Errorf("keys %q: a bad length", text)
+		}
+		keys[q], text = text[8:8+n], text[8+n:]
+	}
+	return keys, nil
+}
