@@ -27,6 +27,9 @@ type JournalStore interface {
 	// snapshot (all of them when it has none), in order. An entity never
 	// written has the zero head and no events.
 	ReadJournal(ctx context.Context, entityType, id string) (JournalHead, []JournalEvent, error)
+	// JournalSeq returns the head's Seq and Deleted, without the snapshot
+	// or the events: how an entity checks that what it holds is fresh.
+	JournalSeq(ctx context.Context, entityType, id string) (seq uint64, deleted bool, err error)
 	// Events returns up to limit of the entity's kept events numbered after
 	// after, in order: how its journal is paged and exported.
 	Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error)

@@ -40,6 +40,19 @@ func (s *MemoryStore) ReadJournal(ctx context.Context, entityType, id string) (J
 	return head, copyEvents(j.events, after, len(j.events)), nil
 }
 
+// JournalSeq implements [JournalStore].
+func (s *MemoryStore) JournalSeq(ctx context.Context, entityType, id string) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, opErr("read the journal's seq", entityType, id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.journals[memKey{entityType, id}]; j != nil {
+		return j.head.Seq, j.head.Deleted, nil
+	}
+	return 0, false, nil
+}
+
 // Events implements [JournalStore].
 func (s *MemoryStore) Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
 	if err := ctx.Err(); err != nil {

@@ -53,6 +53,11 @@ func (s *RedisStore) ReadJournal(ctx context.Context, entityType, id string) (Jo
 	return readJournal(ctx, s.client, s.keys, entityType, id)
 }
 
+// JournalSeq implements [JournalStore].
+func (s *RedisStore) JournalSeq(ctx context.Context, entityType, id string) (uint64, bool, error) {
+	return journalSeq(ctx, s.client, s.keys, entityType, id)
+}
+
 // Events implements [JournalStore].
 func (s *RedisStore) Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
 	return readEvents(ctx, s.client, s.keys, entityType, id, after, limit)
@@ -69,6 +74,11 @@ func (s *RedisStore) Append(ctx context.Context, _ Fence, entityType, id string,
 // ReadJournal implements [JournalStore].
 func (s *ShardedRedisStore) ReadJournal(ctx context.Context, entityType, id string) (JournalHead, []JournalEvent, error) {
 	return readJournal(ctx, s.client, s.keys, entityType, id)
+}
+
+// JournalSeq implements [JournalStore].
+func (s *ShardedRedisStore) JournalSeq(ctx context.Context, entityType, id string) (uint64, bool, error) {
+	return journalSeq(ctx, s.client, s.keys, entityType, id)
 }
 
 // Events implements [JournalStore].
@@ -206,6 +216,21 @@ func readJournal(ctx context.Context, client redis.UniversalClient, keys keyspac
 		return JournalHead{}, nil, opErr(op, entityType, id, err)
 	}
 	return h, evs, nil
+}
+
+// journalSeq reads the head's seq and del.
+func journalSeq(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType, id string) (uint64, bool, error) {
+	head, _ := journalKeys(keys, entityType, id)
+	vals, err := client.HMGet(ctx, head, "seq", "del").Result()
+	if err != nil {
+		return 0, false, redisErr("read the journal's seq", entityType, id, err)
+	}
+	text, _ := vals[0].(string)
+	seq, err := parseSeq(text)
+	if err != nil {
+		return 0, false, opErr("read the journal's seq", entityType, id, err)
+	}
+	return seq, vals[1] != nil, nil
 }
 
 // readEvents pages the events stream.

@@ -202,6 +202,10 @@ func wantJournal(t *testing.T, ctx context.Context, s entities.JournalStore, typ
 	if err != nil {
 		t.Fatalf("ReadJournal: %v", err)
 	}
+	seq, deleted, err := s.JournalSeq(ctx, typ, id)
+	if err != nil || seq != head.Seq || deleted != head.Deleted {
+		t.Fatalf("JournalSeq = %d, %v, %v; want %d, %v", seq, deleted, err, head.Seq, head.Deleted)
+	}
 	if showHead(h) != showHead(head) {
 		t.Fatalf("head %s, want %s", showHead(h), showHead(head))
 	}
