@@ -114,6 +114,7 @@ var done = components.Done{}
 
 // node is one instance with Wallets started over a store.
 type node struct {
+	sys     *runtime.System
 	clock   *clockwork.FakeClock
 	client  *components.Client
 	running *eventsourced.Running[Wallet]
@@ -139,5 +140,5 @@ func startNode(t *testing.T, store entities.Store, opts ...func(*eventsourced.Ho
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{clock: fc, client: client, running: r}
+	return &node{sys: sys, clock: fc, client: client, running: r}
 }
