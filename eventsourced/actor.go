@@ -96,7 +96,7 @@ func (a *actor[S]) handle(env envelope[S]) (any, error) {
 			return nil, fmt.Errorf("%s: %w", a.op(env), err)
 		}
 		if a.deleted {
-			return nil, a.deletedErr()
+			return nil, deletedErr(a.r.t.ComponentID(), a.id, a.seq)
 		}
 		eff, err := a.run(env)
 		if err != nil {
@@ -164,10 +164,11 @@ func (a *actor[S]) ready(ctx context.Context) error {
 	return nil
 }
 
-// deletedErr refuses a command on a deleted entity.
-func (a *actor[S]) deletedErr() error {
+// deletedErr refuses a command on entity id of componentID, deleted
+// after event seq.
+func deletedErr(componentID, id string, seq uint64) error {
 	return &components.CommandError{Kind: components.NotFound,
-		Message: fmt.Sprintf("%s %q was deleted (after event %d)", a.r.t.ComponentID(), a.id, a.seq)}
+		Message: fmt.Sprintf("%s %q was deleted (after event %d)", componentID, id, seq)}
 }
 
 // run runs env's command on a state of its own; a refusal comes back as
