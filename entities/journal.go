@@ -33,6 +33,9 @@ type JournalStore interface {
 	// Events returns up to limit of the entity's kept events numbered after
 	// after, in order: how its journal is paged and exported.
 	Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error)
+	// JournalIDs returns the ids of entityType's entities that have a
+	// journal, sorted: how a type's journals are exported.
+	JournalIDs(ctx context.Context, entityType string) ([]string, error)
 	// Append writes w if the head's Seq is w.Expected and the entity is
 	// not deleted; otherwise it writes nothing and fails with an error
 	// wrapping ErrConflict, or ErrJournalDeleted. Under a fence that is no

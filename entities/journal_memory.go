@@ -53,6 +53,23 @@ func (s *MemoryStore) JournalSeq(ctx context.Context, entityType, id string) (ui
 	return 0, false, nil
 }
 
+// JournalIDs implements [JournalStore].
+func (s *MemoryStore) JournalIDs(ctx context.Context, entityType string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list the journals of %q: %w", entityType, err)
+	}
+	s.mu.Lock()
+	var ids []string
+	for k := range s.journals {
+		if k.entityType == entityType {
+			ids = append(ids, k.id)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(ids)
+	return ids, nil
+}
+
 // Events implements [JournalStore].
 func (s *MemoryStore) Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
 	if err := ctx.Err(); err != nil {

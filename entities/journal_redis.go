@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -58,6 +60,11 @@ func (s *RedisStore) JournalSeq(ctx context.Context, entityType, id string) (uin
 	return journalSeq(ctx, s.client, s.keys, entityType, id)
 }
 
+// JournalIDs implements [JournalStore].
+func (s *RedisStore) JournalIDs(ctx context.Context, entityType string) ([]string, error) {
+	return journalIDs(ctx, s.client, s.keys, entityType)
+}
+
 // Events implements [JournalStore].
 func (s *RedisStore) Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
 	return readEvents(ctx, s.client, s.keys, entityType, id, after, limit)
@@ -79,6 +86,11 @@ func (s *ShardedRedisStore) ReadJournal(ctx context.Context, entityType, id stri
 // JournalSeq implements [JournalStore].
 func (s *ShardedRedisStore) JournalSeq(ctx context.Context, entityType, id string) (uint64, bool, error) {
 	return journalSeq(ctx, s.client, s.keys, entityType, id)
+}
+
+// JournalIDs implements [JournalStore].
+func (s *ShardedRedisStore) JournalIDs(ctx context.Context, entityType string) ([]string, error) {
+	return journalIDs(ctx, s.client, s.keys, entityType)
 }
 
 // Events implements [JournalStore].
@@ -231,6 +243,33 @@ func journalSeq(ctx context.Context, client redis.UniversalClient, keys keyspace
 		return 0, false, opErr("read the journal's seq", entityType, id, err)
 	}
 	return seq, vals[1] != nil, nil
+}
+
+// journalIDs scans every shard's journal heads of entityType, each on the
+// master that holds the shard's slot.
+func journalIDs(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType string) ([]string, error) {
+	fail := func(err error) error { return fmt.Errorf("list the journals of %q: %w", entityType, store.Classify(err)) }
+	var ids []string
+	for shard := range cluster.NumShards {
+		prefix := keys.Tagged("journal", cluster.ShardTag(shard), strconv.Itoa(len(entityType))+":"+entityType+":")
+		var node redis.Cmdable = client
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			master, err := cc.MasterForKey(ctx, prefix)
+			if err != nil {
+				return nil, fail(err)
+			}
+			node = master
+		}
+		iter := node.Scan(ctx, 0, globEscape(prefix)+"*", 500).Iterator()
+		for iter.Next(ctx) {
+			ids = append(ids, strings.TrimPrefix(iter.Val(), prefix))
+		}
+		if err := iter.Err(); err != nil {
+			return nil, fail(err)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // readEvents pages the events stream.

@@ -122,6 +122,16 @@ func runJournalConformance(t *testing.T, newStore func(t *testing.T) journalUnde
 			}
 			wantJournal(t, ctx, j.s, typ, id, entities.JournalHead{Seq: 1, Deleted: true}, evs(1, 1))
 		}},
+		{"JournalIDs", func(t *testing.T, ctx context.Context, j journalUnderTest) {
+			for _, id := range []string{"b", "a:1", "c*"} {
+				mustAppend(t, ctx, j, typ, id, entities.JournalWrite{Events: evs(1, 1)})
+			}
+			mustAppend(t, ctx, j, "walle", "t:x", entities.JournalWrite{Events: evs(1, 1)})
+			ids, err := j.s.JournalIDs(ctx, typ)
+			if err != nil || fmt.Sprint(ids) != "[a:1 b c*]" {
+				t.Fatalf("JournalIDs = %q, %v; want [a:1 b c*]", ids, err)
+			}
+		}},
 		{"BadEventNameWritesNothing", func(t *testing.T, ctx context.Context, j journalUnderTest) {
 			err := j.s.Append(ctx, j.fence(t, typ, id), typ, id, entities.JournalWrite{Events: []entities.JournalEvent{ev(1, `bad"name`)}})
 			if err == nil {
