@@ -141,6 +141,14 @@ var ErrUnknownEvent = errors.New("unknown event name")
 // Go type that was not added with Event: nothing is written.
 var ErrUnregisteredEvent = errors.New("not an event type of the entity")
 
+// DecodeEvent is the event stored in the journal as data under name: one
+// of t's event types, read directly or through its upcaster. It fails
+// with ErrUnknownEvent for a name t does not know. Consumers of t's
+// events (consumers.DefineEvents) read them with it.
+func (t *Type[S]) DecodeEvent(name string, data []byte) (any, error) {
+	return t.decodeEvent(name, data)
+}
+
 // decodeEvent is the event stored as data under name.
 func (t *Type[S]) decodeEvent(name string, data []byte) (any, error) {
 	if decode, ok := t.byName[name]; ok {
