@@ -16,9 +16,10 @@ local logged = #KEYS > 2
 if logged and not fence_holds(KEYS[3], ARGV[1], ARGV[2]) then
 	return {0}
 end
-local found = redis.call('HGET', KEYS[1], 'seq') or '0'
+local head = redis.call('HMGET', KEYS[1], 'seq', 'del')
+local found = head[1] or '0'
 if found ~= ARGV[3] then return {2, found} end
-if redis.call('HEXISTS', KEYS[1], 'del') == 1 then return {5, found} end
+if head[2] then return {5, found} end
 local out = {1}
 local function logged_change(rev, data)
 	if not logged then return end
