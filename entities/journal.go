@@ -12,7 +12,7 @@ import (
 // event's number, the latest snapshot of the state and whether the entity
 // was deleted.
 //
-// An [JournalStore.Append] writes its events, its snapshot and its delete
+// A [JournalStore.Append] writes its events, its snapshot and its delete
 // in one atomic step, under the shard's fence on a [ShardedRedisStore],
 // together with one [Change] per event (and one for a delete) in the
 // shard's change log ([ChangeLog]), which consumers read: a change's
@@ -88,6 +88,11 @@ type JournalWrite struct {
 	Snapshot *Snapshot
 	// Delete marks the entity deleted, after the events.
 	Delete bool
+	// Applied are the records of the commands whose events these are
+	// (see AppliedStore): while one of their keys is kept already the
+	// write writes nothing and fails with an *AlreadyAppliedError holding
+	// that key's first answer; otherwise they are written with the events.
+	Applied []Applied
 	// TrimThrough, when not 0, drops the events numbered up to it: those a
 	// kept snapshot covers (retention). It must not exceed the snapshot's
 	// Seq.

@@ -128,6 +128,13 @@ func (s *MemoryStore) Append(ctx context.Context, _ Fence, entityType, id string
 	if j == nil {
 		j = &memJournal{}
 	}
+	now := s.clock.Now()
+	for i := range w.Applied {
+		if answer, ok := s.appliedAnswer(key, &w.Applied[i], now); ok {
+			s.mu.Unlock()
+			return opErr(op, entityType, id, &AlreadyAppliedError{Answer: cloneData(answer)})
+		}
+	}
 	if j.head.Seq != w.Expected {
 		s.mu.Unlock()
 		return conflictErr(op, entityType, id, w.Expected, j.head.Seq)
@@ -137,6 +144,9 @@ func (s *MemoryStore) Append(ctx context.Context, _ Fence, entityType, id string
 		return opErr(op, entityType, id, ErrJournalDeleted)
 	}
 	s.journals[key] = j
+	for i := range w.Applied {
+		s.recordApplied(key, &w.Applied[i], now)
+	}
 	var heard []Change
 	for _, e := range events {
 		j.events = append(j.events, e)

@@ -39,7 +39,7 @@ var journalAppendLua string
 var journalReadLua string
 
 var (
-	journalAppend = cluster.FencedScript(changeLua + "\n" + journalAppendLua)
+	journalAppend = cluster.FencedScript(changeLua + "\n" + appliedLua + "\n" + journalAppendLua)
 	journalRead   = redis.NewScript(journalReadLua)
 )
 
@@ -126,7 +126,7 @@ func appendJournal(ctx context.Context, client redis.UniversalClient, keys []str
 	entityType, id string, w JournalWrite, limit int) ([]Change, error) {
 	const op = "append to the journal"
 	tc := tracing.CaptureForLink(ctx)
-	args := f.AppendArgs(make([]any, 0, 13+4*len(w.Events)))
+	args := f.AppendArgs(make([]any, 0, 14+3*len(w.Applied)+4*len(w.Events)))
 	seq := w.newSeq()
 	del := ""
 	if w.Delete {
@@ -138,7 +138,10 @@ func appendJournal(ctx context.Context, client redis.UniversalClient, keys []str
 	} else {
 		args = append(args, "", "", "")
 	}
-	args = append(args, entityType, id, limit, tc)
+	args = append(args, entityType, id, limit, tc, len(w.Applied))
+	for i := range w.Applied {
+		args = append(args, appliedArgs(&w.Applied[i])...)
+	}
 	for _, e := range w.Events {
 		if !ValidEventName(e.Name) {
 			return nil, opErr(op, entityType, id, fmt.Errorf("event %d: name %q is not a valid event name", e.Seq, e.Name))
@@ -157,6 +160,8 @@ func appendJournal(ctx context.Context, client redis.UniversalClient, keys []str
 		found, _ := res[1].(string)
 		n, _ := strconv.ParseUint(found, 10, 64)
 		return nil, conflictErr(op, entityType, id, w.Expected, n)
+	case scriptApplied:
+		return nil, alreadyApplied(op, entityType, id, res[1])
 	case journalDeleted:
 		return nil, opErr(op, entityType, id, ErrJournalDeleted)
 	case scriptDone:
@@ -248,7 +253,9 @@ func journalSeq(ctx context.Context, client redis.UniversalClient, keys keyspace
 // journalIDs scans every shard's journal heads of entityType, each on the
 // master that holds the shard's slot.
 func journalIDs(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType string) ([]string, error) {
-	fail := func(err error) error { return fmt.Errorf("list the journals of %q: %w", entityType, store.Classify(err)) }
+	fail := func(err error) error {
+		return fmt.Errorf("list the journals of %q: %w", entityType, store.Classify(err))
+	}
 	var ids []string
 	for shard := range cluster.NumShards {
 		prefix := keys.Tagged("journal", cluster.ShardTag(shard), strconv.Itoa(len(entityType))+":"+entityType+":")

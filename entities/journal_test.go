@@ -132,6 +132,20 @@ func runJournalConformance(t *testing.T, newStore func(t *testing.T) journalUnde
 				t.Fatalf("JournalIDs = %q, %v; want [a:1 b c*]", ids, err)
 			}
 		}},
+		{"AppliedOnce", func(t *testing.T, ctx context.Context, j journalUnderTest) {
+			rec := entities.Applied{Key: "i3:add:x", Answer: []byte(`r1`), Retention: time.Minute}
+			mustAppend(t, ctx, j, typ, id, entities.JournalWrite{Events: evs(1, 1), Applied: []entities.Applied{rec}})
+			other := entities.Applied{Key: "i3:add:y", Answer: []byte(`r2`), Retention: time.Minute}
+			err := j.s.Append(ctx, j.fence(t, typ, id), typ, id, entities.JournalWrite{Expected: 1, Events: evs(2, 2),
+				Applied: []entities.Applied{other, rec}})
+			var done *entities.AlreadyAppliedError
+			if !errors.As(err, &done) || string(done.Answer) != "r1" {
+				t.Fatalf("append again with a kept key: %v, want AlreadyAppliedError with the first answer r1", err)
+			}
+			wantJournal(t, ctx, j.s, typ, id, entities.JournalHead{Seq: 1}, evs(1, 1))
+			mustAppend(t, ctx, j, typ, id, entities.JournalWrite{Expected: 1, Events: evs(2, 2), Applied: []entities.Applied{other}})
+			wantJournal(t, ctx, j.s, typ, id, entities.JournalHead{Seq: 2}, evs(1, 2))
+		}},
 		{"BadEventNameWritesNothing", func(t *testing.T, ctx context.Context, j journalUnderTest) {
 			err := j.s.Append(ctx, j.fence(t, typ, id), typ, id, entities.JournalWrite{Events: []entities.JournalEvent{ev(1, `bad"name`)}})
 			if err == nil {

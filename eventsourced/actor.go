@@ -120,10 +120,15 @@ func (a *actor[S]) handle(env envelope[S]) (any, error) {
 			return eff.value, nil
 		}
 		w := pending[S]{state: a.copy()}
-		if err := a.add(&w, eff); err != nil {
+		reply, err := a.add(&w, env, eff)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.op(env), err)
 		}
 		err = a.write(ctx, &w)
+		if ok, first, firstErr := entities.Replayed(err); ok {
+			a.loaded = false // written by a first attempt this entity may not hold
+			return first, firstErr
+		}
 		switch {
 		case errors.Is(err, entities.ErrConflict), errors.Is(err, entities.ErrJournalDeleted):
 			a.loaded = false
@@ -135,10 +140,7 @@ func (a *actor[S]) handle(env envelope[S]) (any, error) {
 			a.loaded = false // whether it was written is unknown: the next command loads
 			return nil, fmt.Errorf("%s: %w", a.op(env), err)
 		}
-		if eff.kind == deleteThenReply {
-			return eff.value, nil
-		}
-		return eff.reply(a.copy()), nil
+		return reply, nil
 	}
 }
 

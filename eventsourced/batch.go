@@ -69,16 +69,15 @@ func (a *actor[S]) runBatch(envs []envelope[S]) {
 		case eff.kind == failWith:
 			give(env, outcome{err: eff.refusal})
 		default:
-			if err := a.add(&w, eff); err != nil {
+			reply, err := a.add(&w, env, eff)
+			if err != nil {
 				give(env, outcome{err: fmt.Errorf("%s: %w", a.op(env), err)})
 				continue
 			}
+			replies = append(replies, held[S]{env: env, out: outcome{value: reply}})
 			if eff.kind == deleteThenReply {
-				replies = append(replies, held[S]{env: env, out: outcome{value: eff.value}})
 				rest = envs[i+1:]
-				break
 			}
-			replies = append(replies, held[S]{env: env, out: outcome{value: eff.reply(a.copyOf(w.state))}})
 		}
 		if w.delete {
 			break
@@ -103,7 +102,9 @@ func (a *actor[S]) flush(w *pending[S], replies []held[S]) {
 		for _, h := range replies {
 			h.env.reply <- h.out
 		}
-	case errors.Is(err, entities.ErrConflict), errors.Is(err, entities.ErrJournalDeleted):
+	case errors.Is(err, entities.ErrConflict), errors.Is(err, entities.ErrJournalDeleted), errors.As(err, new(*entities.AlreadyAppliedError)):
+		// Nothing was written: each runs again alone, and a command
+		// applied already gets its first answer.
 		a.loaded = false
 		for _, h := range replies {
 			a.receive(h.env)

@@ -84,7 +84,13 @@
 // the entity was busy run together, in order, their events appended in
 // one write. A command that reaches a moved shard is routed again.
 //
-// Commands are not deduplicated by idempotency key or command id as
-// key-value entities' are: a command that is sent again after an unknown
-// outcome (a lost reply) may persist its events twice.
+// # Applied once
+//
+// A command that persists events and carries an idempotency key
+// (components.WithIdempotencyKey) or, routed in a cluster, the platform's
+// command id has its answer recorded in the same atomic write as its
+// events (entities.AppliedFor): a retry while the record is kept
+// (Host.KeyRetention, Host.CommandIDRetention) gets the first answer and
+// persists nothing. A command that persists nothing records nothing: a
+// retry runs it again on the current state.
 package eventsourced

@@ -82,6 +82,18 @@ func TestEffects(t *testing.T) {
 			_, err := Deposit.Invoke(ctx, n.client, "w-1", Deposited{Amount: 1, Note: strings.Repeat("x", 300)})
 			wantRefused(t, errOf(0, err), "a 300-byte note", components.Invalid, "over the limit of 200 bytes")
 		}, ``},
+		{"IdempotencyKeyAppliedOnce", func(t *testing.T, ctx context.Context, n *node) {
+			keyed := components.WithIdempotencyKey(ctx, "deposit-1")
+			for range 2 {
+				w, err := Deposit.Invoke(keyed, n.client, "w-1", Deposited{Amount: 7})
+				if err != nil || w.Balance != 7 {
+					t.Fatalf("deposit with a key = %+v, %v; want the first answer, balance 7", w, err)
+				}
+			}
+			if w := mustDeposit(t, ctx, n, "w-1", 1); w.Balance != 8 {
+				t.Fatalf("deposit without a key: balance %d, want 8", w.Balance)
+			}
+		}, `deposited {"amount":7}|deposited {"amount":1}|`},
 		{"ZeroEffectFails", func(t *testing.T, ctx context.Context, n *node) {
 			if _, err := Nothing.Invoke(ctx, n.client, "w-1", done); err == nil || !strings.Contains(err.Error(), "no effect") {
 				t.Fatalf("nothing: %v, want an error saying it returned no effect", err)

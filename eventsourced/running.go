@@ -14,8 +14,8 @@ import (
 // Host is what a started event-sourced entity type runs on: the host of
 // the key-value entities (trellis.Host.Entities gives it), whose Store
 // must be an entities.JournalStore (every store of package entities is
-// one). KeyRetention and CommandIDRetention are not used: see the
-// package doc on commands that run twice.
+// one). KeyRetention and CommandIDRetention are how long a command's
+// idempotency key and command id are kept with its events.
 type Host = entities.Host
 
 // Running is an entity type started on a host: the component that the
@@ -43,6 +43,12 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	}
 	if h.MaxConflicts <= 0 {
 		h.MaxConflicts = 30
+	}
+	if h.KeyRetention <= 0 {
+		h.KeyRetention = entities.DefaultKeyRetention
+	}
+	if h.CommandIDRetention <= 0 {
+		h.CommandIDRetention = entities.DefaultCommandIDRetention
 	}
 	if h.Dispatcher == nil {
 		d, err := h.System.NewDispatcher("eventsourced-"+id, entities.DefaultWorkers, 5)
