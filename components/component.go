@@ -10,8 +10,9 @@ type Kind string
 
 // The kinds of component.
 const (
-	KindKeyValueEntity Kind = "key-value-entity"
-	KindTimedAction    Kind = "timed-action"
+	KindKeyValueEntity     Kind = "key-value-entity"
+	KindEventSourcedEntity Kind = "event-sourced-entity"
+	KindTimedAction        Kind = "timed-action"
 )
 
 // Component is what the registry dispatches to. Implementations live in

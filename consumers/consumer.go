@@ -171,6 +171,11 @@ func (c *Consumer[S]) handle(ctx context.Context, deps handlerDeps, ch change) (
 		return false, fmt.Errorf("consumer %s: %w", c.id, err)
 	}
 	e := c.handler(&Ctx{ctx: ctx, deps: deps}, Change[S]{EntityID: ch.EntityID, State: state, Revision: ch.Revision, Deleted: ch.Deleted, At: ch.At})
+	return e.result(c.id)
+}
+
+// result is what the effect of consumer id's handler means to the runner.
+func (e Effect) result(id string) (ignored bool, err error) {
 	switch e.kind {
 	case effectDone:
 		return false, nil
@@ -179,7 +184,7 @@ func (c *Consumer[S]) handle(ctx context.Context, deps handlerDeps, ch change) (
 	case effectError:
 		return false, errors.New(e.message)
 	}
-	return false, fmt.Errorf("consumer %s returned no effect (the zero Effect)", c.id)
+	return false, fmt.Errorf("consumer %s returned no effect (the zero Effect)", id)
 }
 
 // consumer is a consumer with its state type erased, as the runner keeps

@@ -222,23 +222,14 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 // commandKey), and when it carries only a command id and changes nothing
 // (running it again changes nothing either).
 func (a *entityActor[S]) applied(env envelope[S], eff effect[S]) (*Applied, error) {
-	key, caller := commandKey(env.ctx, env.cmd.Name)
-	if key == "" || (!caller && (eff.kind == replyOnly || eff.kind == failWith)) {
+	if _, caller := commandKey(env.ctx, env.cmd.Name); !caller && (eff.kind == replyOnly || eff.kind == failWith) {
 		return nil, nil
 	}
 	var refusal *components.CommandError
 	if eff.kind == failWith {
 		refusal = &components.CommandError{Kind: eff.refusal, Message: eff.message}
 	}
-	answer, err := encodeAnswer(eff.reply, refusal)
-	if err != nil {
-		return nil, err
-	}
-	retention := a.r.host.KeyRetention
-	if !caller {
-		retention = a.r.host.CommandIDRetention
-	}
-	return &Applied{Key: key, Answer: answer, Retention: retention}, nil
+	return AppliedFor(env.ctx, env.cmd.Name, eff.reply, refusal, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
 }
 
 // record writes the applied record of a command that changed nothing,

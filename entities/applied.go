@@ -137,3 +137,34 @@ func replayed(err error) (bool, outcome) {
 	value, replyErr := decodeAnswer(done.Answer)
 	return true, outcome{value: value, err: replyErr}
 }
+
+// AppliedFor is the record of the command method that ctx carries a key
+// for, with its answer (reply, or refusal when not nil), to be written
+// with the command's write (see AppliedStore): nil when ctx carries no key
+// (commandKey). A caller's idempotency key is kept for keyRetention, the
+// platform's command id for idRetention. Entity kinds other than
+// key-value ones (package eventsourced) record their commands with it.
+func AppliedFor(ctx context.Context, method string, reply any, refusal *components.CommandError,
+	keyRetention, idRetention time.Duration) (*Applied, error) {
+	key, caller := commandKey(ctx, method)
+	if key == "" {
+		return nil, nil
+	}
+	answer, err := encodeAnswer(reply, refusal)
+	if err != nil {
+		return nil, err
+	}
+	retention := keyRetention
+	if !caller {
+		retention = idRetention
+	}
+	return &Applied{Key: key, Answer: answer, Retention: retention}, nil
+}
+
+// Replayed reports whether err says the command was applied already (an
+// *AlreadyAppliedError), and then its first answer: its reply (a
+// components.RemoteReply) or its refusal.
+func Replayed(err error) (ok bool, reply any, replyErr error) {
+	done, out := replayed(err)
+	return done, out.value, out.err
+}

@@ -195,14 +195,22 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 	}
 }
 
-// writeContext is the context of a batch's write: the first writer's
-// values (its trace), not its cancellation, since the write is every
-// writer's; and the latest of the writers' deadlines, when each has one.
+// writeContext is the context of a batch's write (WriteContext); b.held
+// starts with its first writer.
 func (*entityActor[S]) writeContext(b *batch[S]) (context.Context, context.CancelFunc) {
-	base := context.WithoutCancel(b.held[0].env.ctx) // the first writer: b.held starts with it
+	return WriteContext(b.held, func(h heldReply[S]) context.Context { return h.env.ctx })
+}
+
+// WriteContext is the context of one write made for the commands of held,
+// whose contexts ctxOf gives, the first of them a writer: its values (its
+// trace), not its cancellation, since the write is every command's; and
+// the latest of their deadlines, when each has one. Entity kinds that
+// batch their writes (package eventsourced) share it.
+func WriteContext[T any](held []T, ctxOf func(T) context.Context) (context.Context, context.CancelFunc) {
+	base := context.WithoutCancel(ctxOf(held[0]))
 	var latest time.Time
-	for _, h := range b.held {
-		d, ok := h.env.ctx.Deadline()
+	for _, h := range held {
+		d, ok := ctxOf(h).Deadline()
 		if !ok {
 			return base, func() {}
 		}

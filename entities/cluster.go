@@ -64,18 +64,28 @@ var ErrMoved = errors.New("moved: this instance does not serve the entity's shar
 // owner).
 const maxRoutes = 4
 
-// route runs a command where its entity's shard is served: here, or on
-// its owner through the transport. A command refused with ErrMoved (the
-// shard moved meanwhile, or a write was fenced), which surely did not
-// run, is routed again, up to maxRoutes times in all; then it is ErrMoved
-// and components.ErrUnavailable (retry later). One that may have run
-// (components.ErrOutcomeUnknown) is never routed again, whatever else its
-// error wraps: it could take effect twice.
+// route runs a command where its entity's shard is served (see Route).
+func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
+	return Route(ctx, r.host.Cluster, r.ComponentID(), entityID, cmd.Name, arg,
+		func(ctx context.Context) (any, error) { return r.runHere(ctx, entityID, cmd, arg) })
+}
+
+// Route runs the command method of the entity componentID/entityID where
+// its shard is served: here (calling here, with the command's context),
+// or on its owner through c's transport, whose reply comes back as a
+// components.RemoteReply. A command refused with ErrMoved (the shard
+// moved meanwhile, or a write was fenced), which surely did not run, is
+// routed again, up to maxRoutes times in all; then it is ErrMoved and
+// components.ErrUnavailable (retry later). One that may have run
+// (components.ErrOutcomeUnknown) is never routed again, whatever else
+// its error wraps: it could take effect twice.
 //
 // Every command gets a command id before its first attempt (the caller's
 // idempotency key stands for one), so that a command that does run twice
-// is applied once.
-func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
+// is applied once. Entity kinds other than key-value ones (package
+// eventsourced) route their commands through it too.
+func Route(ctx context.Context, c Cluster, componentID, entityID, method string, arg any,
+	here func(ctx context.Context) (any, error)) (any, error) {
 	if _, keyed := components.IdempotencyKeyFrom(ctx); !keyed {
 		if _, ok := components.CommandIDFrom(ctx); !ok {
 			ctx = components.WithCommandID(ctx, uuid.NewString())
@@ -84,18 +94,18 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 	var moved error
 	owners := make([]string, 0, maxRoutes) // where each attempt went, for the error
 	for range maxRoutes {
-		addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)
+		addr, done, err := c.Route(ctx, componentID, entityID)
 		if err != nil {
-			return nil, fmt.Errorf("%s.%s on %q: route: %w", r.ComponentID(), cmd.Name, entityID, err)
+			return nil, fmt.Errorf("%s.%s on %q: route: %w", componentID, method, entityID, err)
 		}
 		var reply any
 		if addr == "" {
 			owners = append(owners, "this instance")
-			reply, err = r.runHere(ctx, entityID, cmd, arg)
+			reply, err = here(ctx)
 			done()
 		} else {
 			owners = append(owners, addr)
-			reply, err = r.forward(ctx, addr, entityID, cmd.Name, arg)
+			reply, err = forward(ctx, c, addr, componentID, entityID, method, arg)
 		}
 		if !errors.Is(err, ErrMoved) || errors.Is(err, components.ErrOutcomeUnknown) {
 			return reply, err
@@ -104,18 +114,18 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 	}
 	return nil, fmt.Errorf("%s.%s on %q: its shard moved each time it was routed, %d times "+
 		"(owners tried in turn: %s; the shard is being handed over, or the members disagree on its owner); it did not run: %w: %w",
-		r.ComponentID(), cmd.Name, entityID, maxRoutes, strings.Join(owners, ", "), components.ErrUnavailable, moved)
+		componentID, method, entityID, maxRoutes, strings.Join(owners, ", "), components.ErrUnavailable, moved)
 }
 
 // forward sends a command to the instance at addr. Its reply comes back
 // as a components.RemoteReply, which the typed handles decode.
-func (r *Running[S]) forward(ctx context.Context, addr, entityID, method string, arg any) (any, error) {
+func forward(ctx context.Context, c Cluster, addr, componentID, entityID, method string, arg any) (any, error) {
 	b, err := json.Marshal(arg)
 	if err != nil {
-		return nil, fmt.Errorf("%s.%s on %q: encode the argument: %w", r.ComponentID(), method, entityID, err)
+		return nil, fmt.Errorf("%s.%s on %q: encode the argument: %w", componentID, method, entityID, err)
 	}
-	reply, err := r.host.Cluster.Forward(ctx, addr, components.DeferredCall{
-		ComponentID: r.ComponentID(), Method: method, EntityID: entityID, Argument: b,
+	reply, err := c.Forward(ctx, addr, components.DeferredCall{
+		ComponentID: componentID, Method: method, EntityID: entityID, Argument: b,
 	})
 	if err != nil {
 		return nil, err
@@ -136,13 +146,21 @@ func (r *Running[S]) invokeHere(ctx context.Context, entityID, method string, ar
 	if err != nil {
 		return nil, err
 	}
-	if r.host.Cluster == nil {
-		return r.runHere(ctx, entityID, cmd, arg)
+	return RunAdmitted(ctx, r.host.Cluster, r.ComponentID(), entityID, method,
+		func() (any, error) { return r.runHere(ctx, entityID, cmd, arg) })
+}
+
+// RunAdmitted runs a command that another instance forwarded to this one
+// (run, once admitted: see Cluster.Admit), or not at all, with an error
+// wrapping ErrMoved. With no Cluster it just runs it.
+func RunAdmitted(ctx context.Context, c Cluster, componentID, entityID, method string, run func() (any, error)) (any, error) {
+	if c == nil {
+		return run()
 	}
-	done, err := r.host.Cluster.Admit(ctx, r.ComponentID(), entityID)
+	done, err := c.Admit(ctx, componentID, entityID)
 	if err != nil {
-		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), method, entityID, err)
+		return nil, fmt.Errorf("%s.%s on %q: %w", componentID, method, entityID, err)
 	}
 	defer done()
-	return r.runHere(ctx, entityID, cmd, arg)
+	return run()
 }

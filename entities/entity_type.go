@@ -26,24 +26,24 @@ func Define[S any](componentID string, empty func(entityID string) S) *Type[S] {
 	return &Type[S]{
 		commands: components.NewMethodSet[call[S], effect[S]](components.KindKeyValueEntity, componentID),
 		empty:    empty,
-		flat:     isFlat(reflect.TypeFor[S]()),
+		flat:     IsFlat(reflect.TypeFor[S]()),
 	}
 }
 
-// isFlat reports whether a value of t shares nothing when it is assigned:
+// IsFlat reports whether a value of t shares nothing when it is assigned:
 // it holds no pointer, slice, map, interface, channel or function, however
 // deep in its structs and arrays (strings are immutable).
-func isFlat(t reflect.Type) bool {
+func IsFlat(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.Struct:
 		for f := range t.Fields() {
-			if !isFlat(f.Type) {
+			if !IsFlat(f.Type) {
 				return false
 			}
 		}
 		return true
 	case reflect.Array:
-		return isFlat(t.Elem())
+		return IsFlat(t.Elem())
 	case reflect.Pointer, reflect.UnsafePointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func:
 		return false
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// isFlat tells the state types that a plain assignment copies whole (the
+// IsFlat tells the state types that a plain assignment copies whole (the
 // entity then hands commands a copy without decoding) from those that
 // share something (it decodes afresh for each command).
 func TestIsFlat(t *testing.T) {
@@ -36,8 +36,8 @@ func TestIsFlat(t *testing.T) {
 		{"time.Time (its location is a pointer)", reflect.TypeFor[time.Time](), false},
 	}
 	for _, tc := range tests {
-		if got := isFlat(tc.typ); got != tc.want {
-			t.Errorf("%s: isFlat = %v, want %v", tc.name, got, tc.want)
+		if got := IsFlat(tc.typ); got != tc.want {
+			t.Errorf("%s: IsFlat = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

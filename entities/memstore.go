@@ -34,6 +34,9 @@ type MemoryStore struct {
 	logs    map[int]*memLog
 	limit   int // DefaultChangeLogLimit, or SetChangeLogLimit's
 	watches watchers
+	// journals are the event-sourced entities' (journal_memory.go), made
+	// on the first append.
+	journals map[memKey]*memJournal
 }
 
 // memKey keys a document. A struct rather than a joined string so that

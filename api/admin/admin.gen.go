@@ -418,6 +418,65 @@ type ImportReport struct {
 	RefusedCount int `json:"refusedCount"`
 }
 
+// JournalEvent One event of a journal.
+type JournalEvent struct {
+	// At Example: 2025-11-21T09:30:00.000Z
+	At time.Time `json:"at"`
+
+	// Data Example: {"amount":70}
+	Data json.RawMessage `json:"data"`
+
+	// Name The event type's stable name.
+	//
+	// Example: deposited
+	Name string `json:"name"`
+
+	// Seq Example: 1
+	Seq int `json:"seq"`
+}
+
+// JournalHead An event-sourced entity's journal, besides its events.
+type JournalHead struct {
+	// Deleted The entity was deleted; its journal is kept.
+	//
+	// Example: false
+	Deleted bool `json:"deleted"`
+
+	// EntityId Example: a-1
+	EntityId string `json:"entityId"`
+
+	// EntityType Example: ledger
+	EntityType string `json:"entityType"`
+
+	// Seq The number of the last event (0 when none).
+	//
+	// Example: 120
+	Seq      int              `json:"seq"`
+	Snapshot *JournalSnapshot `json:"snapshot,omitempty"`
+}
+
+// JournalPage defines model for JournalPage.
+type JournalPage struct {
+	Events []JournalEvent `json:"events"`
+
+	// Next The after of the next page; absent on the last page.
+	//
+	// Example: 100
+	Next *int `json:"next,omitempty"`
+}
+
+// JournalSnapshot The entity's state as it stood after event seq.
+type JournalSnapshot struct {
+	// At Example: 2025-11-21T09:30:00.000Z
+	At time.Time `json:"at"`
+
+	// Seq Example: 100
+	Seq int `json:"seq"`
+
+	// State Example: {"balance":50,"movements":100}
+	State json.RawMessage `json:"state"`
+}
+
 // Problem An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
@@ -816,6 +875,15 @@ type ListDeadLettersParams struct {
 	Cursor string `form:"cursor,omitempty" json:"cursor,omitempty,omitzero"`
 }
 
+// ListEventSourcedEventsParams defines parameters for ListEventSourcedEvents.
+type ListEventSourcedEventsParams struct {
+	// After The number of the event the page starts after (default 0).
+	After *int `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit The most events in the page, from 1 to 1,000 (default 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListTimersParams defines parameters for ListTimers.
 type ListTimersParams struct {
 	// Name Keeps the timers whose name contains this text (case-sensitive substring).
@@ -899,6 +967,12 @@ type ServerInterface interface {
 	// RetryDeadLetter Run a dead letter again
 	// (POST /admin/dead-letters/{name}/retry)
 	RetryDeadLetter(w http.ResponseWriter, r *http.Request, name string)
+	// GetEventSourcedEntity An event-sourced entity's journal head
+	// (GET /admin/eventsourced/{entityType}/{entityId})
+	GetEventSourcedEntity(w http.ResponseWriter, r *http.Request, entityType string, entityId string)
+	// ListEventSourcedEvents A page of an event-sourced entity's events
+	// (GET /admin/eventsourced/{entityType}/{entityId}/events)
+	ListEventSourcedEvents(w http.ResponseWriter, r *http.Request, entityType string, entityId string, params ListEventSourcedEventsParams)
 	// ListTimers List timers
 	// (GET /admin/timers)
 	ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams)
@@ -998,6 +1072,18 @@ func (_ Unimplemented) GetDeadLetter(w http.ResponseWriter, r *http.Request, nam
 // RetryDeadLetter Run a dead letter again
 // (POST /admin/dead-letters/{name}/retry)
 func (_ Unimplemented) RetryDeadLetter(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetEventSourcedEntity An event-sourced entity's journal head
+// (GET /admin/eventsourced/{entityType}/{entityId})
+func (_ Unimplemented) GetEventSourcedEntity(w http.ResponseWriter, r *http.Request, entityType string, entityId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListEventSourcedEvents A page of an event-sourced entity's events
+// (GET /admin/eventsourced/{entityType}/{entityId}/events)
+func (_ Unimplemented) ListEventSourcedEvents(w http.ResponseWriter, r *http.Request, entityType string, entityId string, params ListEventSourcedEventsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1387,6 +1473,105 @@ func (siw *ServerInterfaceWrapper) RetryDeadLetter(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RetryDeadLetter(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetEventSourcedEntity operation middleware
+func (siw *ServerInterfaceWrapper) GetEventSourcedEntity(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "entityType" -------------
+	var entityType string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityType", chi.URLParam(r, "entityType"), &entityType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityType", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entityId" -------------
+	var entityId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityId", chi.URLParam(r, "entityId"), &entityId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetEventSourcedEntity(w, r, entityType, entityId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListEventSourcedEvents operation middleware
+func (siw *ServerInterfaceWrapper) ListEventSourcedEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "entityType" -------------
+	var entityType string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityType", chi.URLParam(r, "entityType"), &entityType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityType", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "entityId" -------------
+	var entityId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "entityId", chi.URLParam(r, "entityId"), &entityId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventSourcedEventsParams
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", r.URL.Query(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "after"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "after", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListEventSourcedEvents(w, r, entityType, entityId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1996,6 +2181,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/admin/views", wrapper.ListViews)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/eventsourced/{entityType}/{entityId}", wrapper.GetEventSourcedEntity)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/eventsourced/{entityType}/{entityId}/events", wrapper.ListEventSourcedEvents)
 	})
 
 	return r

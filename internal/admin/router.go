@@ -51,7 +51,8 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, views: o.Views}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, views: o.Views,
+			journals: journalsOf(o.Store)}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/consumers"
+	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/views"
 )
@@ -19,9 +20,10 @@ import (
 // token's holder.
 type server struct {
 	timers    *timers.Scheduler
-	cluster   Cluster           // nil when the instance is not part of a cluster
-	consumers *consumers.Runner // nil: the service runs none
-	views     *views.Runner     // nil: the service runs none
+	cluster   Cluster               // nil when the instance is not part of a cluster
+	consumers *consumers.Runner     // nil: the service runs none
+	views     *views.Runner         // nil: the service runs none
+	journals  entities.JournalStore // nil: the store keeps none
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)
