@@ -49,13 +49,13 @@ func (r *Runner) Lag() map[string]Lag {
 	for id := range r.consumers {
 		out[id] = Lag{}
 	}
-	for key, w := range r.workers {
-		l, sum := w.lagNow(), out[key.consumer]
+	for key, w := range r.workers.All() {
+		l, sum := w.lagNow(), out[key.Name]
 		sum.Changes += l.Changes
 		if !l.Oldest.IsZero() && (sum.Oldest.IsZero() || l.Oldest.Before(sum.Oldest)) {
 			sum.Oldest = l.Oldest
 		}
-		out[key.consumer] = sum
+		out[key.Name] = sum
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/shardwork"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -82,22 +83,16 @@ type Runner struct {
 
 	mu        sync.Mutex
 	consumers map[string]*consumer
-	workers   map[workerKey]*worker
+	workers   *shardwork.Set[*worker]
 	// byShard is each shard's workers, as in workers, for the writes to
 	// hand their changes to with no lock.
-	byShard   [cluster.NumShards]atomic.Pointer[[]*worker]
-	releasing map[int]entities.Fence // shards being handed over, under this fence
-	started   bool
-	stopped   bool
+	byShard [cluster.NumShards]atomic.Pointer[[]*worker]
+	started bool
+	stopped bool
 
 	stop      chan struct{}
 	loopDone  chan struct{}
 	stopWatch func()
-}
-
-type workerKey struct {
-	consumer string
-	shard    int
 }
 
 // NewRunner returns a Runner for cfg, not started.
@@ -110,10 +105,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
 	r := &Runner{
 		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "consumers"),
-		consumers: make(map[string]*consumer), workers: make(map[workerKey]*worker),
-		releasing: make(map[int]entities.Fence),
+		consumers: make(map[string]*consumer),
 		stop:      make(chan struct{}), loopDone: make(chan struct{}),
 	}
+	var shards shardwork.Shards
+	if cfg.Shards != nil {
+		shards = cfg.Shards
+	}
+	r.workers = shardwork.New(shards, func(w *worker) entities.Fence { return w.fence }, (*worker).halt, r.indexShard)
 	r.metrics = newMetrics(r)
 	return r, nil
 }
@@ -216,19 +215,14 @@ func (r *Runner) heard(shard int, c entities.Change) {
 }
 
 // setWorker sets (or, w nil, removes) the worker of key; r.mu is held.
-func (r *Runner) setWorker(key workerKey, w *worker) {
-	if w != nil {
-		r.workers[key] = w
-	} else {
-		delete(r.workers, key)
-	}
+func (r *Runner) indexShard(shard int) {
 	var ws []*worker
 	for _, c := range r.consumers {
-		if w := r.workers[workerKey{c.id, key.shard}]; w != nil {
+		if w := r.workers.Get(c.id, shard); w != nil {
 			ws = append(ws, w)
 		}
 	}
-	r.byShard[key.shard].Store(&ws)
+	r.byShard[shard].Store(&ws)
 }
 
 // supervise starts a worker for every consumer on every shard served
@@ -251,36 +245,18 @@ func (r *Runner) supervise() {
 func (r *Runner) pass() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for shard := range cluster.NumShards {
-		f, serving := r.serving(shard)
-		if rf, ok := r.releasing[shard]; ok && (!serving || rf == f) {
-			serving = false
-		} else if ok {
-			delete(r.releasing, shard) // taken again, under a new fence
-		}
-		for _, c := range r.consumers {
-			key := workerKey{c.id, shard}
-			w := r.workers[key]
-			switch {
-			case serving && (w == nil || w.fence != f):
-				if w != nil {
-					w.halt()
-				}
-				r.setWorker(key, startWorker(r, c, shard, f, w))
-			case !serving && w != nil:
-				w.halt() // the lease lapsed: its checkpoint saves are fenced
-				r.setWorker(key, nil)
-			}
-		}
-	}
+	r.workers.Pass(r.ids(), func(id string, shard int, f entities.Fence, prev *worker) *worker {
+		return startWorker(r, r.consumers[id], shard, f, prev)
+	})
 }
 
-// serving is Shards.Serving, or every shard under no fence.
-func (r *Runner) serving(shard int) (entities.Fence, bool) {
-	if r.cfg.Shards == nil {
-		return entities.Fence{}, true
+// ids are the consumers' ids; r.mu is held.
+func (r *Runner) ids() []string {
+	ids := make([]string, 0, len(r.consumers))
+	for id := range r.consumers {
+		ids = append(ids, id)
 	}
-	return r.cfg.Shards.Serving(shard)
+	return ids
 }
 
 // BeforeRelease stops consuming shard before this instance hands it over:
@@ -293,17 +269,7 @@ func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
 	ctx, cancel := context.WithTimeout(ctx, handoverTimeout)
 	defer cancel()
 	r.mu.Lock()
-	if f, ok := r.serving(shard); ok {
-		r.releasing[shard] = f
-	}
-	var ws []*worker
-	for _, c := range r.consumers {
-		key := workerKey{c.id, shard}
-		if w := r.workers[key]; w != nil {
-			ws = append(ws, w)
-			r.setWorker(key, nil)
-		}
-	}
+	ws := r.workers.Release(shard, r.ids())
 	r.mu.Unlock()
 	// A handler that overruns finds its checkpoint fenced.
 	_ = r.halt(ctx, ws, fmt.Sprintf("the hand-over of shard %d", shard))
@@ -321,11 +287,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	r.stopped = true
 	started := r.started
-	ws := make([]*worker, 0, len(r.workers))
-	for key, w := range r.workers {
-		ws = append(ws, w)
-		r.setWorker(key, nil)
-	}
+	ws := r.workers.TakeAll()
 	r.mu.Unlock()
 	if started {
 		close(r.stop)
@@ -336,10 +298,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	// Workers the last pass started are in ws: the loop is over.
 	r.mu.Lock()
-	for key, w := range r.workers {
-		ws = append(ws, w)
-		r.setWorker(key, nil)
-	}
+	ws = append(ws, r.workers.TakeAll()...)
 	r.mu.Unlock()
 	return r.halt(ctx, ws, "the consumers' stop")
 }

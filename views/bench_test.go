@@ -130,7 +130,7 @@ func BenchmarkViewPage(b *testing.B) {
 	viewTime := time.Since(start)
 	start = time.Now()
 	for range b.N {
-		ids, err := client.ZRevRange(ctx, bare+":idx", 0, 49).Result()
+		ids, err := client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: bare + ":idx", Start: 0, Stop: 49, Rev: true}).Result()
 		if err != nil || len(ids) != 50 {
 			b.Fatalf("bare range: %v, %d ids", err, len(ids))
 		}

@@ -1,5 +1,6 @@
 // Package views keeps tables of rows built from an entity type's changes,
-// indexed for the queries declared with them, paged by token.
+// indexed for the queries declared with them, paged by token, and
+// followed live over Server-Sent Events.
 //
 // A view is defined from a key-value entity type (Define) with an
 // updater, a pure function that maps each change of an entity to its row
@@ -34,9 +35,28 @@
 // that position. A row that stays in the result without moving is seen
 // exactly once across the pages; a row that moves, leaves or enters the
 // result during the paging is seen at most once; the order holds across
-// pages. Tokens are plain data (no state on the instance that made them)
-// and survive a restart; a token of another query, of other parameters,
-// or not a token is refused (ErrBadToken). Offsets are not offered.
+// pages. Tokens are plain data (no state on the instance that made them),
+// sealed with a key kept in the store, and survive a restart; a token of
+// another query, of other parameters, altered, or not a token is refused
+// (ErrBadToken). Offsets are not offered.
+//
+// # Following a query
+//
+// Query.ServeStream answers a request with the query's result as
+// Server-Sent Events: its rows, then each row added to, changed in or
+// removed from the result, read from the feed each shard's view keeps
+// with its rows. Each event after the rows carries the cursor after it;
+// a client that reconnects with it (Last-Event-ID) resumes with nothing
+// missed and nothing repeated, on any instance. When the changes since a
+// cursor can no longer be told, a "reset" event precedes the rows anew.
+//
+// # Changing a view
+//
+// A view's rows are kept under its generation: its name and a
+// fingerprint of its version (View.Version), entity type, row type and
+// queries. A changed view is a new generation, built from the entities'
+// current states while the one before answers, then swapped in once it
+// is built on every shard (Runner.Rebuilt).
 //
 // # Storage
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,7 +28,14 @@ import (
 type generation struct {
 	Gen     string            `json:"gen"`
 	Queries map[string]string `json:"queries"`
+	// Retired are the generations that answered before (the latest
+	// maxRetired): an instance that still runs the code of one of them
+	// does not swap it back in.
+	Retired []string `json:"retired,omitempty"`
 }
+
+// maxRetired is how many retired generations the record keeps.
+const maxRetired = 20
 
 // swapEvery is how often the runner checks whether a view's new
 // generation is built on every shard.
@@ -127,19 +135,32 @@ func (r *Runner) trySwap(ctx context.Context, d *viewDef) error {
 	ctx, cancel := context.WithTimeout(ctx, swapEvery)
 	defer cancel()
 	g, err := r.answeringGen(ctx, d)
-	if err != nil || g.Gen == d.gen {
-		return err
+	if err != nil || g.Gen == d.gen || slices.Contains(g.Retired, d.gen) {
+		return err // answering, or retired: this instance runs older code
 	}
-	for shard := range numShards {
-		if _, built, err := r.cfg.Store.position(ctx, d.gen, shard); err != nil || !built {
-			return err
+	// The first generation of a view answers at once (there is no other),
+	// and is named so, to be retired by the next; a later one once it is
+	// built on every shard.
+	if g.Gen != "" {
+		for shard := range numShards {
+			if _, built, err := r.cfg.Store.position(ctx, d.gen, shard); err != nil || !built {
+				return err
+			}
 		}
 	}
-	next := generation{Gen: d.gen, Queries: make(map[string]string, len(d.queries))}
+	next := generation{Gen: d.gen, Queries: make(map[string]string, len(d.queries)), Retired: g.Retired}
 	for _, q := range d.queries {
 		next.Queries[q.name] = q.fingerprint()
 	}
-	if err := r.cfg.Store.setGeneration(ctx, d.name, next); err != nil {
+	if g.Gen != "" {
+		next.Retired = append(slices.Clone(g.Retired), g.Gen)
+		next.Retired = next.Retired[max(0, len(next.Retired)-maxRetired):]
+	}
+	swapped, err := r.cfg.Store.setGeneration(ctx, d.name, g, next)
+	if err != nil || !swapped {
+		r.gens.mu.Lock()
+		delete(r.gens.seen, d.name) // another swapped first: read it again
+		r.gens.mu.Unlock()
 		return err
 	}
 	if g.Gen != "" {

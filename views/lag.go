@@ -51,9 +51,9 @@ type ShardLag struct {
 func (r *Runner) Lag() []ShardLag {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]ShardLag, 0, len(r.projectors))
-	for key, p := range r.projectors {
-		out = append(out, ShardLag{View: key.view, Shard: key.shard, Lag: p.lagNow()})
+	var out []ShardLag
+	for key, p := range r.projectors.All() {
+		out = append(out, ShardLag{View: key.Name, Shard: key.Shard, Lag: p.lagNow()})
 	}
 	return out
 }

@@ -53,14 +53,17 @@ func (s *memoryStore) generation(ctx context.Context, view string) (generation, 
 	return s.gens[view], ctx.Err()
 }
 
-func (s *memoryStore) setGeneration(ctx context.Context, view string, g generation) error {
+func (s *memoryStore) setGeneration(ctx context.Context, view string, prev, next generation) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gens == nil {
 		s.gens = make(map[string]generation)
 	}
-	s.gens[view] = g
-	return ctx.Err()
+	if encodeGen(s.gens[view]) != encodeGen(prev) {
+		return false, ctx.Err()
+	}
+	s.gens[view] = next
+	return true, ctx.Err()
 }
 
 // sealKey is the store's own: its tokens do not outlive it, nor do its

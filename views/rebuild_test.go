@@ -89,6 +89,9 @@ func TestViewRebuild(t *testing.T) {
 	trellistest.WaitSettled(t, ts2)
 	stop := make(chan struct{})
 	wrote := make(chan string, 1)
+	var last string
+	stopWriter := sync.OnceFunc(func() { close(stop); last = <-wrote })
+	t.Cleanup(stopWriter) // before ts2 stops, when the test fails early
 	go func() {
 		defer close(wrote)
 		var last string
@@ -131,8 +134,7 @@ func TestViewRebuild(t *testing.T) {
 			t.Fatal("the new generation was not swapped in within a minute")
 		}
 	}
-	close(stop)
-	last := <-wrote
+	stopWriter()
 	t.Logf("during the rebuild: %d pages of the old rows, then %d of the new", old, fresh)
 	mu.Lock()
 	defer mu.Unlock()
@@ -165,7 +167,25 @@ func TestViewRebuild(t *testing.T) {
 	if len(got) != want {
 		t.Errorf("%d rows, want %d", len(got), want)
 	}
+
+	// An instance that still runs the old code (a rolling deploy) does
+	// not swap the old generation back in.
+	ts3 := trellistest.JoinInstance(t, ts1, app1)
+	for deadline := time.Now().Add(3 * swapPeriod); time.Now().Before(deadline); time.Sleep(swapPeriod / 10) {
+		for _, ts := range []*trellistest.Service{ts2, ts3} {
+			st, err := ts.Host().Views().Statuses(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st) != 1 || st[0].Answering != (ts == ts2) {
+				t.Fatalf("statuses %+v on the %s instance: the new generation must answer", st, map[bool]string{true: "new", false: "old"}[ts == ts2])
+			}
+		}
+	}
 }
+
+// swapPeriod is how often a runner looks for a generation to swap in.
+const swapPeriod = time.Second
 
 // waitView waits until view applied every position, on ts.
 func waitView(t testing.TB, ts *trellistest.Service, view string, positions []string) {

@@ -46,11 +46,24 @@ func (s *redisStore) generation(ctx context.Context, view string) (generation, e
 	return g, nil
 }
 
-func (s *redisStore) setGeneration(ctx context.Context, view string, g generation) error {
-	if err := s.client.Set(ctx, s.genKey(view), encodeGen(g), 0).Err(); err != nil {
-		return fmt.Errorf("swap in generation %s of view %s: %w", g.Gen, view, store.Classify(err))
+// casScript: KEYS[1] the generation; ARGV[1] the one expected ("":
+// none), ARGV[2] the next. Returns 1 when set.
+var casScript = redis.NewScript(`
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`)
+
+func (s *redisStore) setGeneration(ctx context.Context, view string, prev, next generation) (bool, error) {
+	expect := ""
+	if prev.Gen != "" {
+		expect = encodeGen(prev)
 	}
-	return nil
+	n, err := casScript.Run(ctx, s.client, []string{s.genKey(view)}, expect, encodeGen(next)).Int()
+	if err != nil {
+		return false, fmt.Errorf("swap in generation %s of view %s: %w", next.Gen, view, store.Classify(err))
+	}
+	return n == 1, nil
 }
 
 // feedScript: KEYS[1] pos, KEYS[2] floor, KEYS[3] feed; ARGV[1] the

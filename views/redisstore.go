@@ -87,7 +87,9 @@ local function keyList(ks)
 end
 local function record(id, since, row, oldKs, newKs)
 	if mode ~= 'apply' then return end
-	redis.call('XADD', KEYS[5], string.format('%d', tonumber(since, 16)) .. '-0',
+	-- pcall: an entry at or before the feed's last (never expected) is
+	-- left out rather than failing the script half way.
+	redis.pcall('XADD', KEYS[5], string.format('%d', tonumber(since, 16)) .. '-0',
 		'id', id, 'row', row, 'old', keyList(oldKs), 'new', keyList(newKs))
 end
 local i = 7

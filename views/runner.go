@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/shardwork"
 )
 
 // Shards says which shards this instance serves now, and under which
@@ -61,8 +62,7 @@ type Runner struct {
 
 	mu         sync.Mutex
 	views      map[string]*viewDef
-	projectors map[projKey]*projector
-	releasing  map[int]cluster.Fence
+	projectors *shardwork.Set[*projector]
 	started    bool
 	stopped    bool
 
@@ -80,22 +80,22 @@ type Runner struct {
 	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
 }
 
-type projKey struct {
-	view  string
-	shard int
-}
-
 // NewRunner returns a Runner for cfg, not started.
 func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("views: Config.Store is required")
 	}
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
+	var shards shardwork.Shards
+	if cfg.Shards != nil {
+		shards = cfg.Shards
+	}
 	return &Runner{
 		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "views"),
-		views: make(map[string]*viewDef), projectors: make(map[projKey]*projector),
-		releasing: make(map[int]cluster.Fence),
-		stop:      make(chan struct{}), loopDone: make(chan struct{}), applied: make(chan struct{}),
+		views: make(map[string]*viewDef),
+		projectors: shardwork.New(shards, func(p *projector) cluster.Fence { return p.fence },
+			(*projector).halt, nil),
+		stop: make(chan struct{}), loopDone: make(chan struct{}), applied: make(chan struct{}),
 		swapDone: make(chan struct{}),
 	}, nil
 }
@@ -137,11 +137,7 @@ func (r *Runner) view(name string) (*viewDef, error) {
 func (r *Runner) Views() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names := make([]string, 0, len(r.views))
-	for name := range r.views {
-		names = append(names, name)
-	}
-	return names
+	return r.names()
 }
 
 // Start registers every view in every shard's change log (so that every
@@ -187,7 +183,7 @@ func (r *Runner) heard(shard int, _ entities.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for name := range r.views {
-		if p := r.projectors[projKey{name, shard}]; p != nil {
+		if p := r.projectors.Get(name, shard); p != nil {
 			p.wake()
 		}
 	}
@@ -212,35 +208,18 @@ func (r *Runner) supervise() {
 func (r *Runner) pass() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for shard := range numShards {
-		f, serving := r.serving(shard)
-		if rf, ok := r.releasing[shard]; ok && (!serving || rf == f) {
-			serving = false
-		} else if ok {
-			delete(r.releasing, shard)
-		}
-		for name, d := range r.views {
-			key := projKey{name, shard}
-			p := r.projectors[key]
-			switch {
-			case serving && (p == nil || p.fence != f):
-				if p != nil {
-					p.halt()
-				}
-				r.projectors[key] = startProjector(r, d, shard, f, p)
-			case !serving && p != nil:
-				p.halt()
-				delete(r.projectors, key)
-			}
-		}
-	}
+	r.projectors.Pass(r.names(), func(name string, shard int, f cluster.Fence, prev *projector) *projector {
+		return startProjector(r, r.views[name], shard, f, prev)
+	})
 }
 
-func (r *Runner) serving(shard int) (cluster.Fence, bool) {
-	if r.cfg.Shards == nil {
-		return cluster.Fence{}, true
+// names are the views' names; r.mu is held.
+func (r *Runner) names() []string {
+	names := make([]string, 0, len(r.views))
+	for name := range r.views {
+		names = append(names, name)
 	}
-	return r.cfg.Shards.Serving(shard)
+	return names
 }
 
 // BeforeRelease stops projecting shard before this instance hands it
@@ -249,17 +228,7 @@ func (r *Runner) BeforeRelease(ctx context.Context, shard int) {
 	ctx, cancel := context.WithTimeout(ctx, handoverTimeout)
 	defer cancel()
 	r.mu.Lock()
-	if f, ok := r.serving(shard); ok {
-		r.releasing[shard] = f
-	}
-	var ps []*projector
-	for name := range r.views {
-		key := projKey{name, shard}
-		if p := r.projectors[key]; p != nil {
-			ps = append(ps, p)
-			delete(r.projectors, key)
-		}
-	}
+	ps := r.projectors.Release(shard, r.names())
 	r.mu.Unlock()
 	_ = r.halt(ctx, ps)
 }
@@ -284,11 +253,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 		}
 	}
 	r.mu.Lock()
-	ps := make([]*projector, 0, len(r.projectors))
-	for key, p := range r.projectors {
-		ps = append(ps, p)
-		delete(r.projectors, key)
-	}
+	ps := r.projectors.TakeAll()
 	r.mu.Unlock()
 	return r.halt(ctx, ps)
 }

@@ -37,9 +37,10 @@ type Store interface {
 	// shard, every shard), at most limit changes each.
 	feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error)
 	// generation is the generation of view that answers its queries
-	// (zero: none was named yet); setGeneration names one.
+	// (zero: none was named yet); setGeneration names next, if the one
+	// named is still prev (swapped is false otherwise).
 	generation(ctx context.Context, view string) (generation, error)
-	setGeneration(ctx context.Context, view string, g generation) error
+	setGeneration(ctx context.Context, view string, prev, next generation) (swapped bool, err error)
 	// sealKey is the key page tokens and stream cursors are sealed with,
 	// the same for every instance on the store, kept across restarts.
 	sealKey(ctx context.Context) ([]byte, error)

@@ -1,12 +1,14 @@
 package views_test
 
 import (
+	"crypto/rand"
 	"fmt"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -29,11 +31,21 @@ func TestViewStream(t *testing.T) {
 			trellistest.WaitSettled(t, ts)
 			return ts
 		}},
+		{"redis-cluster", func(t *testing.T) *trellistest.Service {
+			prefix := "trellis-test-" + rand.Text()
+			client := testenv.RedisCluster(t)
+			t.Cleanup(func() { testenv.DeleteKeys(t, client, prefix+":*") })
+			url := testenv.RedisClusterURL(t)
+			ts := trellistest.Start(t, app, short, trellistest.WithStorePrefix(prefix),
+				trellistest.WithConfig(func(c *trellis.Config) { c.RedisClusterURL = url }))
+			trellistest.WaitSettled(t, ts)
+			return ts
+		}},
 	}
 	for _, st := range starts {
 		t.Run(st.name, func(t *testing.T) {
 			ts := st.start(t)
-			rng := rand.New(rand.NewPCG(7, 7))
+			rng := mrand.New(mrand.NewPCG(7, 7))
 			states := make(map[string]order)
 			var positions []string
 			write := func() {

@@ -1,10 +1,12 @@
 package ordering_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,10 +80,17 @@ func TestCustomerOrders(t *testing.T) {
 	for _, tc := range []struct{ query, field string }{
 		{"pageToken=bogus", "pageToken"},
 		{"limit=101", "limit"},
+		{"limit=ten", "limit"},
 		{"status=lost", "status"},
 		{"after=nowhere", "after"},
+		{"pageToken=" + forged(t, list(url.Values{"limit": {"1"}}).Next), "pageToken"},
+		{"stream status=lost", "status"},
 	} {
-		resp := ts.Get(t, "/customers/alice/orders?"+tc.query)
+		path := "/customers/alice/orders?" + tc.query
+		if q, ok := strings.CutPrefix(tc.query, "stream "); ok {
+			path = "/customers/alice/orders/stream?" + q
+		}
+		resp := ts.Get(t, path)
 		if resp.Status != http.StatusBadRequest {
 			t.Errorf("%s: %d %s, want 400", tc.query, resp.Status, resp.Body)
 			continue
@@ -90,4 +99,16 @@ func TestCustomerOrders(t *testing.T) {
 			t.Errorf("%s: %+v, want a problem naming %s", tc.query, p, tc.field)
 		}
 	}
+}
+
+// forged is a page token with one bit of its payload flipped: a client
+// that edits a token gets it refused.
+func forged(t *testing.T, token string) string {
+	t.Helper()
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(data) < 2 {
+		t.Fatalf("the token %q is not base64url: %v", token, err)
+	}
+	data[0] ^= 1
+	return base64.RawURLEncoding.EncodeToString(data)
 }
