@@ -8,6 +8,7 @@ package admin
 import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jonboulle/clockwork"
+	"github.com/trellis-go/trellis/components"
 
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
@@ -34,6 +35,9 @@ type Options struct {
 	// Consumers runs the service's consumers, whose dead letters the
 	// consumer routes list, retry and drop.
 	Consumers *consumers.Runner
+	// Registry holds the service's components: the journal routes ask an
+	// event-sourced type whether an entity loads; nil: they do not ask.
+	Registry *components.Registry
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -48,7 +52,7 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, journals: journalsOf(o.Store)}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, journals: journalsOf(o.Store), registry: o.Registry}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})
