@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis"
+	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -21,6 +22,11 @@ func TestAdminAPI(t *testing.T) {
 		if _, err := Deposit.Invoke(ctx, ts.Client, "w-1", Deposited{Amount: i + 1}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	store := ts.Host().Store.(entities.JournalStore)
+	bad := entities.JournalWrite{Events: []entities.JournalEvent{{Seq: 1, Name: "refunded", Data: []byte(`{}`)}}}
+	if err := store.Append(ctx, entities.Fence{}, "wallet", "w-bad", bad); err != nil {
+		t.Fatal(err)
 	}
 	get := func(path, token string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+path, nil)
@@ -45,6 +51,7 @@ func TestAdminAPI(t *testing.T) {
 		{"/admin/eventsourced/wallet/w-1/events?limit=4", adminToken, 200, []string{`"name":"deposited","seq":1}`, `"seq":4}`, `"next":4`}},
 		{"/admin/eventsourced/wallet/w-1/events?after=4", adminToken, 200, []string{`"seq":5}`, `"seq":6}`}},
 		{"/admin/eventsourced/wallet/w-9", adminToken, 200, []string{`"seq":0`}},
+		{"/admin/eventsourced/wallet/w-bad", adminToken, 200, []string{`"seq":1`, `"loadError":"event 1 of wallet \"w-bad\": unknown event name \"refunded\"`}},
 		{"/admin/eventsourced/wallet/w-1/events?limit=0", adminToken, 400, []string{"limit"}},
 		{"/admin/eventsourced/wallet/w-1", "", 401, nil},
 	}

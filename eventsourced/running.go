@@ -153,3 +153,13 @@ func (r *Running[S]) runHere(ctx context.Context, entityID string, cmd *command[
 
 // tracer is the service's tracer; nil when tracing is off.
 func (r *Running[S]) tracer() trace.Tracer { return r.host.Client.Tracer() }
+
+// CheckLoad loads entity entityID as a command would (its latest snapshot
+// and the events after it, replayed) without running it, and returns why
+// it does not load: an event name the type does not know
+// (ErrUnknownEvent), an event that does not decode, a gap. The admin API
+// shows it.
+func (r *Running[S]) CheckLoad(ctx context.Context, entityID string) error {
+	a := &actor[S]{r: r, id: entityID}
+	return a.load(ctx)
+}

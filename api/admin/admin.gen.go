@@ -448,6 +448,11 @@ type JournalHead struct {
 	// EntityType Example: ledger
 	EntityType string `json:"entityType"`
 
+	// LoadError Why the entity does not load (an event name its type does not know, an event that does not decode, a gap); absent when it loads, or when the type is not started on the instance that answers.
+	//
+	// Example: event 7 of ledger "a-1": unknown event name "refunded": ledger defines no event type nor upcaster of that name
+	LoadError string `json:"loadError,omitempty,omitzero"`
+
 	// Seq The number of the last event (0 when none).
 	//
 	// Example: 120

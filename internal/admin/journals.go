@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -28,6 +29,9 @@ func (a *server) GetEventSourcedEntity(w http.ResponseWriter, r *http.Request, e
 	out := adminapi.JournalHead{EntityType: entityType, EntityId: entityID, Seq: int(head.Seq), Deleted: head.Deleted}
 	if s := head.Snapshot; s != nil {
 		out.Snapshot = &adminapi.JournalSnapshot{Seq: int(s.Seq), At: s.At.UTC(), State: s.Data}
+	}
+	if err := a.checkLoad(r.Context(), entityType, entityID); err != nil {
+		out.LoadError = err.Error()
 	}
 	api.WriteJSON(w, r, http.StatusOK, out)
 }
@@ -68,6 +72,28 @@ func (a *server) ListEventSourcedEvents(w http.ResponseWriter, r *http.Request, 
 		out.Events = append(out.Events, adminapi.JournalEvent{Seq: int(e.Seq), Name: e.Name, At: e.At.UTC(), Data: e.Data})
 	}
 	api.WriteJSON(w, r, http.StatusOK, out)
+}
+
+// loadChecker is a started event-sourced entity type
+// (eventsourced.Running).
+type loadChecker interface {
+	CheckLoad(ctx context.Context, entityID string) error
+}
+
+// checkLoad is why entityType's entity entityID does not load, when the
+// type is started here; nil otherwise.
+func (a *server) checkLoad(ctx context.Context, entityType, entityID string) error {
+	if a.registry == nil {
+		return nil
+	}
+	c, err := a.registry.Lookup(entityType)
+	if err != nil {
+		return nil
+	}
+	if lc, ok := c.(loadChecker); ok {
+		return lc.CheckLoad(ctx, entityID)
+	}
+	return nil
 }
 
 // journalsOf is the store's journals, nil when it keeps none.

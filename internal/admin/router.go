@@ -8,6 +8,7 @@ package admin
 import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jonboulle/clockwork"
+	"github.com/trellis-go/trellis/components"
 
 	"github.com/trellis-go/trellis/api"
 	adminapi "github.com/trellis-go/trellis/api/admin"
@@ -37,6 +38,9 @@ type Options struct {
 	Consumers *consumers.Runner
 	// Views runs the service's views, whose lag /admin/views shows.
 	Views *views.Runner
+	// Registry holds the service's components: the journal routes ask an
+	// event-sourced type whether an entity loads; nil: they do not ask.
+	Registry *components.Registry
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -52,7 +56,7 @@ func Register(r chi.Router, o Options) {
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
 		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, views: o.Views,
-			journals: journalsOf(o.Store)}, adminapi.ChiServerOptions{
+			journals: journalsOf(o.Store), registry: o.Registry}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

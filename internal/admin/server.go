@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trellis-go/trellis/components"
 	"net/http"
 
 	"github.com/trellis-go/trellis/api"
@@ -24,6 +25,7 @@ type server struct {
 	consumers *consumers.Runner     // nil: the service runs none
 	views     *views.Runner         // nil: the service runs none
 	journals  entities.JournalStore // nil: the store keeps none
+	registry  *components.Registry  // nil: no load checks
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)

@@ -17,16 +17,15 @@ type Account struct {
 	Movements int   `json:"movements"`
 }
 
-// Deposited and Withdrawn are the events, stored as "deposited" and
-// "withdrawn".
-type (
-	Deposited struct {
-		Amount int64 `json:"amount"`
-	}
-	Withdrawn struct {
-		Amount int64 `json:"amount"`
-	}
-)
+// Deposited is the event of a deposit, stored as "deposited".
+type Deposited struct {
+	Amount int64 `json:"amount"`
+}
+
+// Withdrawn is the event of a withdrawal, stored as "withdrawn".
+type Withdrawn struct {
+	Amount int64 `json:"amount"`
+}
 
 // MaxAmount bounds one movement.
 const MaxAmount = 1_000_000
