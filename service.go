@@ -218,7 +218,7 @@ func serveHTTP(a *assembly) error {
 		Tracing:        a.tr.httpProvider(),
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
-		Cluster: a.admin, Consumers: h.consumers})
+		Cluster: a.admin, Consumers: h.consumers, Workflows: &h.workflows})
 	enforce, err := contractMiddleware(a.o.contract)
 	if err != nil {
 		return err

@@ -222,8 +222,7 @@ func (r *Running[S]) failed(id string, rec record, a commitArg, entry Entry) rec
 			"id", id, "step", set.failover.step)
 	}
 	entry.Outcome = "failed"
-	rec.leave(StatusFailed)
-	rec.Error = a.Error
+	rec.fail(a.Error)
 	rec.note(entry)
 	return rec
 }
@@ -242,8 +241,7 @@ func (r *Running[S]) timedOut(id string, rec record, entry Entry) record {
 		r.log.Error("workflows: the timeout step is not defined, or its input does not encode: the workflow fails", "id", id, "step", f.step)
 	}
 	entry.Outcome = "timed out"
-	rec.leave(StatusFailed)
-	rec.Error = "the workflow timed out"
+	rec.fail("the workflow timed out")
 	rec.note(entry)
 	return rec
 }

@@ -22,8 +22,12 @@ const (
 )
 
 // drive is an instance a goroutine of the runner drives: again is set when
-// it was woken while the goroutine ran.
-type drive struct{ again bool }
+// it was woken while the goroutine ran, and kick cuts a retry's wait short
+// (an operator's retry now).
+type drive struct {
+	again bool
+	kick  chan struct{}
+}
 
 // wake has the runner look at instance id, once the write that made rec
 // is done (its read queues behind that write on the entity): run its
@@ -44,18 +48,23 @@ func (r *Running[S]) poke(id string) {
 	}
 	if d, ok := r.active[id]; ok {
 		d.again = true
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
 		return
 	}
-	r.active[id] = &drive{}
+	d := &drive{kick: make(chan struct{}, 1)}
+	r.active[id] = d
 	r.drives.Add(1)
-	go r.drive(id)
+	go r.drive(id, d.kick)
 }
 
 // drive drives id until it neither runs here nor was woken again.
-func (r *Running[S]) drive(id string) {
+func (r *Running[S]) drive(id string, kick <-chan struct{}) {
 	defer r.drives.Done()
 	for {
-		r.driveOnce(id)
+		r.driveOnce(id, kick)
 		if r.finished(id) {
 			return
 		}
@@ -77,7 +86,7 @@ func (r *Running[S]) finished(id string) bool {
 
 // driveOnce runs id's steps one after the other while it is running and
 // this instance serves its shard, then arms the timer of its pause.
-func (r *Running[S]) driveOnce(id string) {
+func (r *Running[S]) driveOnce(id string, kick <-chan struct{}) {
 	client := r.host.Entities.Client
 	rec, err := r.get.Invoke(r.ctx, client, id, components.Done{})
 	for r.ctx.Err() == nil {
@@ -100,8 +109,14 @@ func (r *Running[S]) driveOnce(id string) {
 			}
 			return
 		}
-		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 && !r.sleep(wait) {
-			return
+		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 {
+			switch r.wait(wait, kick) {
+			case stopped:
+				return
+			case kicked: // the record changed: read it again
+				rec, err = r.get.Invoke(r.ctx, client, id, components.Done{})
+				continue
+			}
 		}
 		a := r.run(id, rec)
 		if r.ctx.Err() != nil {
@@ -112,14 +127,29 @@ func (r *Running[S]) driveOnce(id string) {
 }
 
 // sleep waits d on the runner's clock; false when the runner stops first.
-func (r *Running[S]) sleep(d time.Duration) bool {
+func (r *Running[S]) sleep(d time.Duration) bool { return r.wait(d, nil) == waited }
+
+// waitEnd is how a wait ended.
+type waitEnd uint8
+
+const (
+	waited waitEnd = iota
+	stopped
+	kicked
+)
+
+// wait waits d on the runner's clock, or until the runner stops or kick
+// fires.
+func (r *Running[S]) wait(d time.Duration, kick <-chan struct{}) waitEnd {
 	t := r.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.Chan():
-		return true
+		return waited
+	case <-kick:
+		return kicked
 	case <-r.ctx.Done():
-		return false
+		return stopped
 	}
 }
 
@@ -202,7 +232,7 @@ func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepR
 	defer cancel(nil)
 	timer := r.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
 	defer timer.Stop()
-	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.Transition)
+	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
 	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(ctx, key), workflowID: id, client: r.host.Entities.Client,
 		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
 	out := make(chan stepResult[S], 1)

@@ -1,6 +1,6 @@
 // Package admin owns the admin API of the service: the operator's routes
 // under /admin (the timers, the cluster's members and shards, and the
-// consumers' dead letters: package api/admin's generated interface),
+// consumers' dead letters, the workflows: package api/admin's generated interface),
 // guarded by the admin token, and the framework's contract at
 // /admin/openapi.yaml.
 package admin
@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/internal/console"
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/workflows"
 )
 
 // Options configure the admin routes.
@@ -34,6 +35,9 @@ type Options struct {
 	// Consumers runs the service's consumers, whose dead letters the
 	// consumer routes list, retry and drop.
 	Consumers *consumers.Runner
+	// Workflows are the service's started workflow types, which the
+	// workflow routes list, inspect and act on.
+	Workflows *workflows.Runners
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -48,7 +52,7 @@ func Register(r chi.Router, o Options) {
 	r.Get("/admin/openapi.yaml", httpserver.ServeSpec(api.Spec))
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
-		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers}, adminapi.ChiServerOptions{
+		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, workflows: o.Workflows}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

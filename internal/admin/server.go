@@ -10,6 +10,7 @@ import (
 	adminapi "github.com/trellis-go/trellis/api/admin"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/timers"
+	"github.com/trellis-go/trellis/workflows"
 )
 
 // server implements the admin routes of the contract (package
@@ -18,8 +19,9 @@ import (
 // token's holder.
 type server struct {
 	timers    *timers.Scheduler
-	cluster   Cluster           // nil when the instance is not part of a cluster
-	consumers *consumers.Runner // nil: the service runs none
+	cluster   Cluster            // nil when the instance is not part of a cluster
+	consumers *consumers.Runner  // nil: the service runs none
+	workflows *workflows.Runners // nil: the service runs none
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)
