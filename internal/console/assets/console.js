@@ -11,6 +11,7 @@ import { clearCluster, loadCluster } from "./cluster.js";
 import { clearConsumers, loadConsumers } from "./consumers.js";
 import { clearDeadLetters, loadDeadLetters, watchDeadFilters } from "./deadletters.js";
 import { showRecurring, statusBadge } from "./recurring.js";
+import { clearWorkflows, loadWorkflows, watchWorkflowFilters } from "./workflows.js";
 import { absolute, count, relative } from "./format.js";
 import { SignedOut, TOKEN_KEY, request } from "./http.js";
 
@@ -102,6 +103,7 @@ function clearData() {
   closeDetail();
   clearCluster();
   clearConsumers();
+  clearWorkflows();
   clearDeadLetters();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
@@ -140,7 +142,7 @@ function scheduleRefresh() {
 
 async function loadAll() {
   const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL),
-    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh)]);
+    loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh), loadWorkflows(adminURL, refresh)]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");
@@ -418,6 +420,7 @@ $("filters").addEventListener("submit", applyFilters);
 $("f-failing").addEventListener("change", applyFilters);
 $("f-recurring").addEventListener("change", applyFilters);
 watchDeadFilters(() => refresh());
+watchWorkflowFilters(() => refresh());
 $("f-limit").addEventListener("change", applyFilters);
 $("f-reset").addEventListener("click", () => {
   $("filters").reset();
