@@ -40,6 +40,9 @@ const (
 	Skip Action = "skip"
 )
 
+// cancelled is the error of an instance an operator cancelled.
+const cancelled = "cancelled by an operator"
+
 // Operation is an operator's action with, for Skip, its step and input.
 type Operation struct {
 	Action Action          `json:"action"`
@@ -51,6 +54,9 @@ type Operation struct {
 func (r *Running[S]) operatorCommand(et *entities.Type[record]) {
 	entities.Command(et, operateMethod, func(ctx *entities.Ctx[record, record], rec record, op Operation) entities.Effect[record, record] {
 		next, err := r.operate(ctx.EntityID(), rec, op)
+		if err == nil {
+			r.observe(ctx.EntityID(), rec, next, false)
+		}
 		if err != nil {
 			var cmdErr *components.CommandError
 			if errors.As(err, &cmdErr) {
@@ -100,7 +106,7 @@ func (r *Running[S]) operate(id string, rec record, op Operation) (record, error
 		}
 	case Cancel:
 		rec.leave(StatusEnded)
-		rec.Error = "cancelled by an operator"
+		rec.Error = cancelled
 		entry.Outcome = "cancelled"
 	case Retry:
 		switch {

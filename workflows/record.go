@@ -69,6 +69,10 @@ type record struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Error is why the last attempt failed, or why the workflow did.
 	Error string `json:"error,omitempty"`
+	// Trace is the trace context of the command that started the
+	// workflow (tracing.CaptureForLink: "" unless it was sampled); each
+	// step's span links to it.
+	Trace string `json:"trace,omitempty"`
 	// History is the last transitions, oldest first (at most
 	// historyLength: a record's size does not grow as a workflow runs on).
 	History []Entry `json:"history,omitempty"`

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // Timings of the runner.
@@ -118,13 +122,32 @@ func (r *Running[S]) driveOnce(id string, kick <-chan struct{}) {
 				continue
 			}
 		}
+		step := rec.Step
 		a := r.run(id, rec)
 		if r.ctx.Err() != nil {
 			return // stopping: not committed, the next owner runs the step again
 		}
 		rec, err = r.commit.Invoke(r.ctx, client, id, a)
+		r.ran(step, a, rec, err)
 	}
 }
+
+// ran counts a run of step whose outcome a was committed as next: its
+// duration, and a retry when the step is to run again.
+func (r *Running[S]) ran(step string, a commitArg, next record, err error) {
+	outcome := "ok"
+	if a.Decision == nil {
+		outcome = "failed"
+	}
+	r.metrics.steps.WithLabelValues(r.t.id, step, outcome).Observe(a.At.Sub(a.Started).Seconds())
+	if err == nil && a.Decision == nil && next.Status == StatusRunning && next.Transition == a.Transition {
+		r.metrics.retries.WithLabelValues(r.t.id, step).Inc()
+	}
+}
+
+// counts are the running and paused instances of the shards this
+// instance serves, as last seen.
+func (r *Running[S]) counts() (running, paused int) { return r.statuses.counts() }
 
 // sleep waits d on the runner's clock; false when the runner stops first.
 func (r *Running[S]) sleep(d time.Duration) bool { return r.wait(d, nil) == waited }
@@ -233,6 +256,43 @@ func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepR
 	timer := r.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
 	defer timer.Stop()
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
+	ctx, span := r.stepSpan(ctx, id, rec)
+	res, err := r.runIn(ctx, def, id, rec, state, key, timeout)
+	errType := ""
+	switch {
+	case err != nil:
+		errType = "failed"
+	case res.err != nil || !res.eff.set:
+		errType = "bad effect"
+	case res.eff.err != nil:
+		errType = "failed"
+	}
+	tracing.End(span, errType)
+	return res, err
+}
+
+// stepSpan opens the span of one attempt of rec's step, linked to the
+// command that started the workflow.
+func (r *Running[S]) stepSpan(ctx context.Context, id string, rec record) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noop.Span{}
+	}
+	opts := append(tracing.LinkTo(rec.Trace), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		tracing.AttrComponent.String(r.t.id), tracing.AttrEntityID.String(id), attrStep.String(rec.Step),
+		attrAttempt.Int(rec.Attempt+1), attrTransition.Int64(int64(rec.Transition))))
+	return r.tracer.Start(ctx, "workflow step "+r.t.id+"."+rec.Step, opts...)
+}
+
+// The attributes of a step's span.
+const (
+	attrStep       = attribute.Key("trellis.workflow.step")
+	attrAttempt    = attribute.Key("trellis.workflow.attempt")
+	attrTransition = attribute.Key("trellis.workflow.transition")
+)
+
+// runIn runs def's handler under timeout in ctx; its error is a panic or
+// the timeout.
+func (r *Running[S]) runIn(ctx context.Context, def *stepDef[S], id string, rec record, state S, key string, timeout time.Duration) (stepResult[S], error) {
 	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(ctx, key), workflowID: id, client: r.host.Entities.Client,
 		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
 	out := make(chan stepResult[S], 1)
@@ -270,7 +330,12 @@ func (r *Running[S]) arm(id string, rec record) error {
 		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
 	}
 	call := components.DeferredCall{ComponentID: r.t.id, Method: lapseMethod, EntityID: id, Argument: arg}
-	if _, err := r.host.Timers.Create(r.ctx, TimerName(r.t.id, id), max(0, rec.wakeAt().Sub(r.clock.Now())), call); err != nil {
+	// The timer's runs link to the command that started the workflow.
+	ctx := r.ctx
+	if sc, ok := tracing.Restore(rec.Trace); ok {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	if _, err := r.host.Timers.Create(ctx, TimerName(r.t.id, id), max(0, rec.wakeAt().Sub(r.clock.Now())), call); err != nil {
 		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
 	}
 	return nil
@@ -288,6 +353,9 @@ func (r *Running[S]) watchShards() {
 			f, ok := r.serving(shard)
 			switch {
 			case !ok:
+				if resumed[shard] != nil {
+					r.statuses.drop(func(id string) bool { return cluster.ShardOf(r.t.id, id) == shard })
+				}
 				resumed[shard] = nil
 			case resumed[shard] == nil || *resumed[shard] != f:
 				if err := r.resume(shard); err != nil {
@@ -317,6 +385,7 @@ func (r *Running[S]) resume(shard int) error {
 			r.log.Error("workflows: a stored record does not decode", "id", c.EntityID, "err", err.Error())
 			return nil
 		}
+		r.statuses.set(c.EntityID, rec.Status)
 		r.wake(c.EntityID, rec)
 		return nil
 	})

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
@@ -63,6 +65,10 @@ type Running[S any] struct {
 	commit    components.EntityMethod[commitArg, record]
 	operation components.EntityMethod[Operation, record]
 
+	metrics  *metrics
+	statuses statuses // the gauges' counts
+	tracer   trace.Tracer
+
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
 
@@ -95,6 +101,12 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
 		active:    make(map[string]*drive), loop: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.tracer = h.Entities.Client.Tracer()
+	if h.Runners != nil {
+		r.metrics = h.Runners.shared()
+	} else {
+		r.metrics = newMetrics(nil)
+	}
 	et := entities.Define(t.id, func(string) record { return record{} })
 	t.mu.Lock()
 	for _, add := range t.commands {
@@ -150,7 +162,26 @@ type Runners struct {
 	mu      sync.Mutex
 	running []Operated
 	stopped bool
+	metrics *metrics
 }
+
+// shared is the runners' series, made on first use.
+func (rs *Runners) shared() *metrics {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.metrics == nil {
+		rs.metrics = newMetrics(rs)
+	}
+	return rs.metrics
+}
+
+// Collector is the workflows' series, for the service's registry:
+// trellis_workflow_started_total, trellis_workflow_ended_total (by
+// outcome), trellis_workflow_step_seconds and
+// trellis_workflow_step_retries_total (by step), and the gauge
+// trellis_workflow_instances (running and paused, on the shards this
+// instance serves).
+func (rs *Runners) Collector() prometheus.Collector { return rs.shared() }
 
 // Operated is a started workflow type as an operator sees it, its state
 // type erased.
