@@ -66,7 +66,8 @@ type clusterNode struct {
 	// consumers and the placement read.
 	view *shardView
 	// releasing stops what else runs on a shard before it is released:
-	// the consumers and the views' projectors of the shard.
+	// the consumers, the views' projectors and the workflows' steps of the
+	// shard.
 	releasing func(ctx context.Context, shard int)
 
 	// producers take the sends other instances hand to the queues this
@@ -156,6 +157,7 @@ func joinCluster(a *assembly) error {
 		metrics: newClusterMetrics(), view: a.view, releasing: func(ctx context.Context, shard int) {
 			h.consumers.BeforeRelease(ctx, shard)
 			h.views.BeforeRelease(ctx, shard)
+			h.workflows.BeforeRelease(ctx, shard)
 		}}
 	m, err := n.connect(context.Background())
 	switch {

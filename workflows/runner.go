@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -31,6 +32,11 @@ const (
 type drive struct {
 	again bool
 	kick  chan struct{}
+	// ctx is the drive's: cancelled by Stop, and by the hand-over of the
+	// instance's shard (BeforeRelease), which waits for done.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // wake has the runner look at instance id, once the write that made rec
@@ -58,17 +64,23 @@ func (r *Running[S]) poke(id string) {
 		}
 		return
 	}
-	d := &drive{kick: make(chan struct{}, 1)}
+	if r.releasingLocked(id) {
+		return // its shard's next owner resumes it
+	}
+	d := &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	d.ctx, d.cancel = context.WithCancel(r.ctx)
 	r.active[id] = d
 	r.drives.Add(1)
-	go r.drive(id, d.kick)
+	go r.drive(id, d)
 }
 
 // drive drives id until it neither runs here nor was woken again.
-func (r *Running[S]) drive(id string, kick <-chan struct{}) {
+func (r *Running[S]) drive(id string, d *drive) {
 	defer r.drives.Done()
+	defer close(d.done)
+	defer d.cancel()
 	for {
-		r.driveOnce(id, kick)
+		r.driveOnce(d.ctx, id, d.kick)
 		if r.finished(id) {
 			return
 		}
@@ -80,7 +92,7 @@ func (r *Running[S]) finished(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.active[id]
-	if d.again && !r.stopped {
+	if d.again && !r.stopped && d.ctx.Err() == nil {
 		d.again = false
 		return false
 	}
@@ -90,16 +102,16 @@ func (r *Running[S]) finished(id string) bool {
 
 // driveOnce runs id's steps one after the other while it is running and
 // this instance serves its shard, then arms the timer of its pause.
-func (r *Running[S]) driveOnce(id string, kick <-chan struct{}) {
+func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struct{}) {
 	client := r.host.Entities.Client
-	rec, err := r.get.Invoke(r.ctx, client, id, components.Done{})
-	for r.ctx.Err() == nil {
+	rec, err := r.get.Invoke(ctx, client, id, components.Done{})
+	for ctx.Err() == nil {
 		if err != nil {
 			r.log.Warn("workflows: a record could not be read or written; trying again", "id", id, "err", err.Error())
-			if !r.sleep(retryAfterError) {
+			if r.wait(ctx, retryAfterError, nil) != waited {
 				return
 			}
-			rec, err = r.get.Invoke(r.ctx, client, id, components.Done{})
+			rec, err = r.get.Invoke(ctx, client, id, components.Done{})
 			continue
 		}
 		if !r.serves(id) {
@@ -114,20 +126,20 @@ func (r *Running[S]) driveOnce(id string, kick <-chan struct{}) {
 			return
 		}
 		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 {
-			switch r.wait(wait, kick) {
+			switch r.wait(ctx, wait, kick) {
 			case stopped:
 				return
 			case kicked: // the record changed: read it again
-				rec, err = r.get.Invoke(r.ctx, client, id, components.Done{})
+				rec, err = r.get.Invoke(ctx, client, id, components.Done{})
 				continue
 			}
 		}
 		step := rec.Step
-		a := r.run(id, rec)
-		if r.ctx.Err() != nil {
-			return // stopping: not committed, the next owner runs the step again
+		a := r.run(ctx, id, rec)
+		if ctx.Err() != nil {
+			return // stopping or handing the shard over: not committed, the next owner runs the step again
 		}
-		rec, err = r.commit.Invoke(r.ctx, client, id, a)
+		rec, err = r.commit.Invoke(ctx, client, id, a)
 		r.ran(step, a, rec, err)
 	}
 }
@@ -149,9 +161,6 @@ func (r *Running[S]) ran(step string, a commitArg, next record, err error) {
 // instance serves, as last seen.
 func (r *Running[S]) counts() (running, paused int) { return r.statuses.counts() }
 
-// sleep waits d on the runner's clock; false when the runner stops first.
-func (r *Running[S]) sleep(d time.Duration) bool { return r.wait(d, nil) == waited }
-
 // waitEnd is how a wait ended.
 type waitEnd uint8
 
@@ -161,9 +170,8 @@ const (
 	kicked
 )
 
-// wait waits d on the runner's clock, or until the runner stops or kick
-// fires.
-func (r *Running[S]) wait(d time.Duration, kick <-chan struct{}) waitEnd {
+// wait waits d on the runner's clock, or until ctx is done or kick fires.
+func (r *Running[S]) wait(ctx context.Context, d time.Duration, kick <-chan struct{}) waitEnd {
 	t := r.clock.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -171,19 +179,25 @@ func (r *Running[S]) wait(d time.Duration, kick <-chan struct{}) waitEnd {
 		return waited
 	case <-kick:
 		return kicked
-	case <-r.ctx.Done():
+	case <-ctx.Done():
 		return stopped
 	}
 }
 
-// serves reports whether this instance serves id's shard now.
+// serves reports whether this instance serves id's shard now, and is not
+// handing it over.
 func (r *Running[S]) serves(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.releasingLocked(id)
+}
+
+// fenceOf is the fence this instance serves id's shard under, or false.
+func (r *Running[S]) fenceOf(id string) (cluster.Fence, bool) {
 	if c := r.host.Entities.Cluster; c != nil {
-		_, ok := c.Fence(r.t.id, id)
-		return ok
+		return c.Fence(r.t.id, id)
 	}
-	_, ok := r.serving(cluster.ShardOf(r.t.id, id))
-	return ok
+	return r.serving(cluster.ShardOf(r.t.id, id))
 }
 
 // serving is Host.Shards.Serving, or every shard under no fence.
@@ -201,7 +215,7 @@ type stepResult[S any] struct {
 }
 
 // run runs rec's step once and returns its outcome, to commit.
-func (r *Running[S]) run(id string, rec record) commitArg {
+func (r *Running[S]) run(ctx context.Context, id string, rec record) commitArg {
 	started := r.clock.Now()
 	a := commitArg{Transition: rec.Transition, Started: started}
 	defer func() { a.At = r.clock.Now() }()
@@ -210,7 +224,7 @@ func (r *Running[S]) run(id string, rec record) commitArg {
 		a.At = r.clock.Now()
 		return a
 	}
-	res, err := r.runHandler(id, rec, started)
+	res, err := r.runHandler(ctx, id, rec, started)
 	switch {
 	case err != nil:
 		a.Error = err.Error()
@@ -236,7 +250,7 @@ func (r *Running[S]) run(id string, rec record) commitArg {
 // runHandler runs rec's step's handler under the step's timeout (bounded
 // by the workflow's deadline), with the run's idempotency key in its
 // context. Its error is a missing step, a panic or the timeout.
-func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepResult[S], error) {
+func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, started time.Time) (stepResult[S], error) {
 	def := r.t.step(rec.Step)
 	if def == nil {
 		return stepResult[S]{}, fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
@@ -251,7 +265,7 @@ func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepR
 	}
 	// On the runner's clock (clockwork's own WithTimeout blocks in Err on
 	// a fake clock).
-	ctx, cancel := context.WithCancelCause(r.ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := r.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
 	defer timer.Stop()
@@ -312,8 +326,17 @@ func (r *Running[S]) runIn(ctx context.Context, def *stepDef[S], id string, rec 
 	case p := <-panicked:
 		return stepResult[S]{}, fmt.Errorf("step %q panicked: %v", rec.Step, p)
 	case <-ctx.Done():
+	}
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return stepResult[S]{}, fmt.Errorf("step %q ran past its timeout of %s", rec.Step, timeout)
 	}
+	// Stopped, or its shard handed over: the handler is waited for, so
+	// that it does not run on while the shard's next owner runs the step.
+	select {
+	case <-out:
+	case <-panicked:
+	}
+	return stepResult[S]{}, fmt.Errorf("step %q stopped: %w", rec.Step, context.Cause(ctx))
 }
 
 // TimerName is the name of the timer that wakes the paused workflow

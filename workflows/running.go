@@ -15,6 +15,7 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -72,11 +73,14 @@ type Running[S any] struct {
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	active  map[string]*drive // the instances a goroutine drives now
-	stopped bool
-	drives  sync.WaitGroup
-	loop    chan struct{} // closed when the shard watch ends
+	mu     sync.Mutex
+	active map[string]*drive // the instances a goroutine drives now
+	// releasing are the shards being handed over, under the fence this
+	// instance served them with.
+	releasing map[int]cluster.Fence
+	stopped   bool
+	drives    sync.WaitGroup
+	loop      chan struct{} // closed when the shard watch ends
 }
 
 // Start runs the workflow type on h: its records' entity type (registered
@@ -99,7 +103,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		get:       components.NewEntityMethod[components.Done, record](t.id, getMethod),
 		commit:    components.NewEntityMethod[commitArg, record](t.id, commitMethod),
 		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
-		active:    make(map[string]*drive), loop: make(chan struct{})}
+		active:    make(map[string]*drive), releasing: make(map[int]cluster.Fence), loop: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.tracer = h.Entities.Client.Tracer()
 	if h.Runners != nil {
