@@ -24,6 +24,9 @@ const (
 	// retryAfterError is the wait after a read or a commit of a record
 	// failed (the store out of reach, the shard moving).
 	retryAfterError = time.Second
+	// callTimeout bounds a read or a commit of a record: one forwarded to
+	// an owner that died may otherwise wait for good.
+	callTimeout = 10 * time.Second
 )
 
 // drive is an instance a goroutine of the runner drives: again is set when
@@ -42,19 +45,20 @@ type drive struct {
 // wake has the runner look at instance id, once the write that made rec
 // is done (its read queues behind that write on the entity): run its
 // step, or arm the timer that wakes its pause.
-func (r *Running[S]) wake(id string, rec record) {
+func (r *Running[S]) wake(id string, rec record) bool {
 	if rec.Status == StatusRunning || !rec.wakeAt().IsZero() {
-		r.poke(id)
+		return r.poke(id)
 	}
+	return true
 }
 
 // poke starts a goroutine that drives id, or tells the one that does to
 // look again.
-func (r *Running[S]) poke(id string) {
+func (r *Running[S]) poke(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
-		return
+		return true
 	}
 	if d, ok := r.active[id]; ok {
 		d.again = true
@@ -62,16 +66,17 @@ func (r *Running[S]) poke(id string) {
 		case d.kick <- struct{}{}:
 		default:
 		}
-		return
+		return true
 	}
 	if r.releasingLocked(id) {
-		return // its shard's next owner resumes it
+		return false // its shard's next owner resumes it
 	}
 	d := &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(r.ctx)
 	r.active[id] = d
 	r.drives.Add(1)
 	go r.drive(id, d)
+	return true
 }
 
 // drive drives id until it neither runs here nor was woken again.
@@ -103,15 +108,14 @@ func (r *Running[S]) finished(id string) bool {
 // driveOnce runs id's steps one after the other while it is running and
 // this instance serves its shard, then arms the timer of its pause.
 func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struct{}) {
-	client := r.host.Entities.Client
-	rec, err := r.get.Invoke(ctx, client, id, components.Done{})
+	rec, err := r.read(ctx, id)
 	for ctx.Err() == nil {
 		if err != nil {
 			r.log.Warn("workflows: a record could not be read or written; trying again", "id", id, "err", err.Error())
 			if r.wait(ctx, retryAfterError, nil) != waited {
 				return
 			}
-			rec, err = r.get.Invoke(ctx, client, id, components.Done{})
+			rec, err = r.read(ctx, id)
 			continue
 		}
 		if !r.serves(id) {
@@ -130,7 +134,7 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 			case stopped:
 				return
 			case kicked: // the record changed: read it again
-				rec, err = r.get.Invoke(ctx, client, id, components.Done{})
+				rec, err = r.read(ctx, id)
 				continue
 			}
 		}
@@ -139,9 +143,24 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 		if ctx.Err() != nil {
 			return // stopping or handing the shard over: not committed, the next owner runs the step again
 		}
-		rec, err = r.commit.Invoke(ctx, client, id, a)
+		rec, err = r.write(ctx, id, a)
 		r.ran(step, a, rec, err)
 	}
+}
+
+// read reads id's record, bounded by callTimeout.
+func (r *Running[S]) read(ctx context.Context, id string) (record, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.get.Invoke(ctx, r.host.Entities.Client, id, components.Done{})
+}
+
+// write commits a step's outcome a to id's record, bounded by
+// callTimeout (past it the outcome is unknown: the record is read again).
+func (r *Running[S]) write(ctx context.Context, id string, a commitArg) (record, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.commit.Invoke(ctx, r.host.Entities.Client, id, a)
 }
 
 // ran counts a run of step whose outcome a was committed as next: its
@@ -385,6 +404,9 @@ func (r *Running[S]) watchShards() {
 					if r.ctx.Err() != nil {
 						return
 					}
+					if errors.Is(err, errNotServedYet) {
+						continue // looked at again at the next tick
+					}
 					r.log.Warn("workflows: could not read a shard's workflows; trying again", "shard", shard, "err", err.Error())
 					continue
 				}
@@ -399,17 +421,29 @@ func (r *Running[S]) watchShards() {
 	}
 }
 
+// errNotServedYet is resume's when the entities do not serve the shard
+// yet (their view of the cluster follows the runner's): it is resumed
+// again at the next look.
+var errNotServedYet = errors.New("the shard is not served by the entities yet")
+
 // resume wakes every workflow of shard that runs or waits for its pause's
 // timer: the shard's records, read from the store.
 func (r *Running[S]) resume(shard int) error {
-	return r.changes.Current(r.ctx, shard, r.t.id, func(c entities.Change) error {
+	missed := false
+	err := r.changes.Current(r.ctx, shard, r.t.id, func(c entities.Change) error {
 		var rec record
 		if err := json.Unmarshal(c.Data, &rec); err != nil {
 			r.log.Error("workflows: a stored record does not decode", "id", c.EntityID, "err", err.Error())
 			return nil
 		}
 		r.statuses.set(c.EntityID, rec.Status)
-		r.wake(c.EntityID, rec)
+		if !r.wake(c.EntityID, rec) {
+			missed = true
+		}
 		return nil
 	})
+	if err == nil && missed {
+		err = errNotServedYet
+	}
+	return err
 }
