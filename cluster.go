@@ -26,6 +26,7 @@ func joinCluster(a *assembly) error {
 		BeforeRelease: func(ctx context.Context, shard int) {
 			h.consumers.BeforeRelease(ctx, shard)
 			h.views.BeforeRelease(ctx, shard)
+			h.workflows.BeforeRelease(ctx, shard)
 		},
 		Logger: h.Logger, Secrets: []string{cfg.RedisURL, cfg.RedisClusterURL}})
 	if err != nil {

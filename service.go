@@ -219,7 +219,7 @@ func serveHTTP(a *assembly) error {
 		Tracing:        a.tr.httpProvider(),
 	})
 	admin.Register(router, admin.Options{Token: cfg.AdminToken, Timers: h.Timers, Store: h.Store, Clock: h.Clock,
-		Cluster: a.admin, Consumers: h.consumers, Views: h.views, Registry: h.Client.Registry()})
+		Cluster: a.admin, Consumers: h.consumers, Views: h.views, Registry: h.Client.Registry(), Workflows: &h.workflows})
 	enforce, err := contractMiddleware(a.o.contract)
 	if err != nil {
 		return err

@@ -19,5 +19,6 @@ func (h *Host) Workflows() workflows.Host {
 func runWorkflows(a *assembly) error {
 	h := a.host
 	a.add(part{name: "the workflows' runners", stop: h.workflows.Stop})
+	a.collectors = append(a.collectors, h.workflows.Collector())
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // The platform's commands on a workflow's record.
@@ -58,6 +59,9 @@ func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 	})
 	entities.Command(et, commitMethod, func(ctx *entities.Ctx[record, record], rec record, a commitArg) entities.Effect[record, record] {
 		next, deleted, changed := r.committed(ctx.EntityID(), rec, a)
+		if changed {
+			r.observe(ctx.EntityID(), rec, next, deleted)
+		}
 		switch {
 		case !changed:
 			return ctx.Reply(rec)
@@ -71,6 +75,7 @@ func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 			return ctx.Reply(components.Done{}) // moved on since: the timer is stale
 		}
 		now := r.clock.Now()
+		before := rec
 		entry := Entry{Transition: rec.Transition, At: now}
 		switch {
 		case !rec.Deadline.IsZero() && !now.Before(rec.Deadline):
@@ -83,6 +88,7 @@ func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 			r.wake(ctx.EntityID(), rec)
 			return ctx.Reply(components.Done{})
 		}
+		r.observe(ctx.EntityID(), before, rec, false)
 		r.wake(ctx.EntityID(), rec)
 		return ctx.UpdateState(rec).ThenReply(components.Done{})
 	})
@@ -119,6 +125,10 @@ func runCommand[S, R any](r *Running[S], ectx *entities.Ctx[record, R], rec reco
 	if err != nil {
 		return ectx.Invalid("workflow %s/%s: %v", r.t.id, id, err)
 	}
+	if rec.Status == StatusNotStarted && next.Status != StatusNotStarted {
+		next.Trace = tracing.CaptureForLink(ectx.Context())
+	}
+	r.observe(id, rec, next, false)
 	r.wake(id, next)
 	return ectx.UpdateState(next).ThenReply(eff.reply)
 }
@@ -222,8 +232,7 @@ func (r *Running[S]) failed(id string, rec record, a commitArg, entry Entry) rec
 			"id", id, "step", set.failover.step)
 	}
 	entry.Outcome = "failed"
-	rec.leave(StatusFailed)
-	rec.Error = a.Error
+	rec.fail(a.Error)
 	rec.note(entry)
 	return rec
 }
@@ -242,8 +251,7 @@ func (r *Running[S]) timedOut(id string, rec record, entry Entry) record {
 		r.log.Error("workflows: the timeout step is not defined, or its input does not encode: the workflow fails", "id", id, "step", f.step)
 	}
 	entry.Outcome = "timed out"
-	rec.leave(StatusFailed)
-	rec.Error = "the workflow timed out"
+	rec.fail("the workflow timed out")
 	rec.note(entry)
 	return rec
 }

@@ -2,10 +2,15 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 // Instance is a workflow instance as stored: its state and where it
@@ -14,6 +19,9 @@ type Instance[S any] struct {
 	ID     string
 	State  S
 	Status Status
+	// Suspended: an operator suspended its running step (Status is
+	// paused).
+	Suspended bool
 	// Step is the step it runs and Attempt the failed runs of it so far;
 	// Transition counts its moves.
 	Step       string
@@ -41,6 +49,73 @@ func (r *Running[S]) Get(ctx context.Context, id string) (Instance[S], error) {
 	if err != nil {
 		return Instance[S]{}, err
 	}
-	return Instance[S]{ID: id, State: state, Status: rec.Status, Step: rec.Step, Attempt: rec.Attempt, Transition: rec.Transition,
+	return Instance[S]{ID: id, State: state, Status: rec.Status, Suspended: rec.Suspended, Step: rec.Step, Attempt: rec.Attempt, Transition: rec.Transition,
 		NotBefore: rec.NotBefore, PauseUntil: rec.PauseUntil, Deadline: rec.Deadline, Error: rec.Error, History: rec.History}, nil
+}
+
+// Record is an instance as an operator sees it: as stored, its state and
+// its step's input as JSON.
+type Record struct {
+	Type   string
+	ID     string
+	Status Status
+	// Suspended: an operator suspended its running step (Status is
+	// paused).
+	Suspended bool
+	// Step is its current step (a failed instance keeps the step it
+	// failed at), Input that step's input, Attempt the failed runs of it.
+	Step       string
+	Input      json.RawMessage
+	Attempt    int
+	Transition uint64
+	NotBefore  time.Time
+	PauseUntil time.Time
+	Deadline   time.Time
+	Error      string
+	State      json.RawMessage
+	History    []Entry
+}
+
+// public is rec as a Record.
+func (rec record) public(componentID, id string) Record {
+	return Record{Type: componentID, ID: id, Status: rec.Status, Suspended: rec.Suspended, Step: rec.Step, Input: rec.Input,
+		Attempt: rec.Attempt, Transition: rec.Transition, NotBefore: rec.NotBefore, PauseUntil: rec.PauseUntil,
+		Deadline: rec.Deadline, Error: rec.Error, State: rec.State, History: rec.History}
+}
+
+// Inspect reads instance id from the owner of its shard, as stored.
+func (r *Running[S]) Inspect(ctx context.Context, id string) (Record, error) {
+	rec, err := r.get.Invoke(ctx, r.host.Entities.Client, id, components.Done{})
+	if err != nil {
+		return Record{}, fmt.Errorf("get workflow %s/%s: %w", r.t.id, id, err)
+	}
+	return rec.public(r.t.id, id), nil
+}
+
+// List reads the instances of every shard from the store (the change
+// log's current records: on Redis a SCAN per shard), those of status, or
+// every one when status is "", sorted by id; more reports that there were
+// more than limit.
+func (r *Running[S]) List(ctx context.Context, status Status, limit int) ([]Record, bool, error) {
+	var out []Record
+	for shard := range cluster.NumShards {
+		err := r.changes.Current(ctx, shard, r.t.id, func(c entities.Change) error {
+			var rec record
+			if err := json.Unmarshal(c.Data, &rec); err != nil {
+				return fmt.Errorf("workflow %s/%s: the stored record does not decode: %w", r.t.id, c.EntityID, err)
+			}
+			if status == "" || rec.Status == status {
+				out = append(out, rec.public(r.t.id, c.EntityID))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("list workflows %s: %w", r.t.id, err)
+		}
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
 }

@@ -46,10 +46,18 @@ type record struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// Attempt counts the failed runs of the current step.
 	Attempt int `json:"attempt,omitempty"`
-	// Transition counts the moves to a step, a pause or an end; a step's
-	// run is known by the transition that entered it (its key), and a
-	// step's outcome commits only while the transition is unchanged.
+	// Transition counts the moves to a step, a pause or an end (and an
+	// operator's suspend, resume or retry); a step's outcome commits only
+	// while the transition is unchanged.
 	Transition uint64 `json:"transition,omitempty"`
+	// Entered is the transition that entered the current step: its runs'
+	// key. An operator's suspend, resume or retry keeps it, so the step's
+	// entity commands stay applied once across them (0 in records written
+	// before it was kept: Transition is the key then).
+	Entered uint64 `json:"entered,omitempty"`
+	// Suspended: an operator suspended the running step (the status is
+	// paused); a resume runs it again under the same key.
+	Suspended bool `json:"suspended,omitempty"`
 	// NotBefore is when the current step's next attempt may run (a retry
 	// waits out its backoff).
 	NotBefore time.Time `json:"notBefore,omitzero"`
@@ -61,6 +69,10 @@ type record struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 	// Error is why the last attempt failed, or why the workflow did.
 	Error string `json:"error,omitempty"`
+	// Trace is the trace context of the command that started the
+	// workflow (tracing.CaptureForLink: "" unless it was sampled); each
+	// step's span links to it.
+	Trace string `json:"trace,omitempty"`
 	// History is the last transitions, oldest first (at most
 	// historyLength: a record's size does not grow as a workflow runs on).
 	History []Entry `json:"history,omitempty"`
@@ -179,7 +191,17 @@ func (rec *record) enter(step string, input json.RawMessage) {
 	rec.Status, rec.Step, rec.Input = StatusRunning, step, input
 	rec.Attempt, rec.NotBefore, rec.Error = 0, time.Time{}, ""
 	rec.PauseUntil, rec.OnLapse = time.Time{}, nil
+	rec.Suspended = false
 	rec.Transition++
+	rec.Entered = rec.Transition
+}
+
+// entered is the transition that entered rec's step: its runs' key.
+func (rec *record) entered() uint64 {
+	if rec.Entered != 0 {
+		return rec.Entered
+	}
+	return rec.Transition
 }
 
 // leave moves rec out of its step to status s (paused, ended, failed).
@@ -187,7 +209,19 @@ func (rec *record) leave(s Status) {
 	rec.Status, rec.Step, rec.Input = s, "", nil
 	rec.Attempt, rec.NotBefore = 0, time.Time{}
 	rec.PauseUntil, rec.OnLapse = time.Time{}, nil
+	rec.Suspended, rec.Entered = false, 0
 	rec.Transition++
+}
+
+// fail moves rec to StatusFailed with why, keeping its step and input:
+// an operator may retry the step (under its key) or skip to another.
+func (rec *record) fail(why string) {
+	step, input, entered := rec.Step, rec.Input, rec.entered()
+	rec.leave(StatusFailed)
+	rec.Step, rec.Input, rec.Error = step, input, why
+	if step != "" {
+		rec.Entered = entered
+	}
 }
 
 // note adds e to the history, dropping the oldest past historyLength.
@@ -201,7 +235,7 @@ func (rec *record) note(e Entry) {
 // wakeAt is when a paused workflow must be woken (its pause lapses or it
 // times out), zero when nothing wakes it.
 func (rec *record) wakeAt() time.Time {
-	if rec.Status != StatusPaused {
+	if rec.Status != StatusPaused || rec.Suspended {
 		return time.Time{}
 	}
 	at := rec.PauseUntil

@@ -80,10 +80,11 @@ func TestRedisKillAndResume(t *testing.T) {
 }
 
 // TestRedisShardMove: while steps run on the only instance, a second one
-// joins and takes half the shards; it resumes the workflows of the shards
-// it took at their current step (their steps still run on the first
-// instance meanwhile), and once the steps may finish every workflow ends
-// with its step's outcome committed once.
+// joins and takes half the shards; the first stops the steps of the
+// shards it hands over before it releases them, and the second resumes
+// those workflows at their current step: no step runs on both instances
+// at once, and once the steps may finish every workflow ends with its
+// step's outcome committed once and its credit applied once.
 func TestRedisShardMove(t *testing.T) {
 	ctx := context.Background()
 	first, app := startGates(t, nil)
@@ -126,6 +127,10 @@ func TestRedisShardMove(t *testing.T) {
 		if in, _ := app.wf.Get(ctx, id); in.State.Ran != 1 || in.Transition != 2 {
 			t.Errorf("workflow %s: ran %d, transition %d; want its step committed once", id, in.State.Ran, in.Transition)
 		}
+		if n := opened[id].overlaps.Load(); n != 0 {
+			t.Errorf("workflow %s: %d runs of its step started while another ran", id, n)
+		}
+		wantAppliedOnce(t, first.Client, "w-"+id)
 	}
 	t.Logf("%d of %d workflows moved", moved, len(ids))
 }

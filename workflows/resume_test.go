@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/trellis-go/trellis/components"
@@ -20,6 +21,10 @@ type Gated struct {
 type gateOf struct {
 	entered chan string
 	open    chan struct{}
+	// inFlight counts the runs of the step under way, on every instance;
+	// overlaps the runs that started while another was under way.
+	inFlight atomic.Int32
+	overlaps atomic.Int32
 }
 
 var (
@@ -43,11 +48,15 @@ func newGate(id string) *gateOf {
 func init() {
 	workflows.Step(Gates, "wait",
 		func(ctx *workflows.StepCtx[Gated], s Gated, _ any) workflows.StepEffect[Gated] {
+			v, _ := gates.Load(ctx.WorkflowID())
+			g := v.(*gateOf)
+			if g.inFlight.Add(1) > 1 {
+				g.overlaps.Add(1)
+			}
+			defer g.inFlight.Add(-1)
 			if _, err := Credit.Invoke(ctx.Context(), ctx.Client(), "w-"+ctx.WorkflowID(), 1); err != nil {
 				return ctx.Fail("credit: %v", err)
 			}
-			v, _ := gates.Load(ctx.WorkflowID())
-			g := v.(*gateOf)
 			g.entered <- ctx.IdempotencyKey()
 			select {
 			case <-g.open:

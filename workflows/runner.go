@@ -3,12 +3,17 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/tracing"
 )
 
 // Timings of the runner.
@@ -19,43 +24,68 @@ const (
 	// retryAfterError is the wait after a read or a commit of a record
 	// failed (the store out of reach, the shard moving).
 	retryAfterError = time.Second
+	// callTimeout bounds a read or a commit of a record: one forwarded to
+	// an owner that died may otherwise wait for good.
+	callTimeout = 10 * time.Second
 )
 
 // drive is an instance a goroutine of the runner drives: again is set when
-// it was woken while the goroutine ran.
-type drive struct{ again bool }
+// it was woken while the goroutine ran, and kick cuts a retry's wait short
+// (an operator's retry now).
+type drive struct {
+	again bool
+	kick  chan struct{}
+	// ctx is the drive's: cancelled by Stop, and by the hand-over of the
+	// instance's shard (BeforeRelease), which waits for done.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
 
 // wake has the runner look at instance id, once the write that made rec
 // is done (its read queues behind that write on the entity): run its
 // step, or arm the timer that wakes its pause.
-func (r *Running[S]) wake(id string, rec record) {
+func (r *Running[S]) wake(id string, rec record) bool {
 	if rec.Status == StatusRunning || !rec.wakeAt().IsZero() {
-		r.poke(id)
+		return r.poke(id)
 	}
+	return true
 }
 
 // poke starts a goroutine that drives id, or tells the one that does to
 // look again.
-func (r *Running[S]) poke(id string) {
+func (r *Running[S]) poke(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
-		return
+		return true
 	}
 	if d, ok := r.active[id]; ok {
 		d.again = true
-		return
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+		return true
 	}
-	r.active[id] = &drive{}
+	if r.releasingLocked(id) {
+		return false // its shard's next owner resumes it
+	}
+	d := &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	d.ctx, d.cancel = context.WithCancel(r.ctx)
+	r.active[id] = d
 	r.drives.Add(1)
-	go r.drive(id)
+	go r.drive(id, d)
+	return true
 }
 
 // drive drives id until it neither runs here nor was woken again.
-func (r *Running[S]) drive(id string) {
+func (r *Running[S]) drive(id string, d *drive) {
 	defer r.drives.Done()
+	defer close(d.done)
+	defer d.cancel()
 	for {
-		r.driveOnce(id)
+		r.driveOnce(d.ctx, id, d.kick)
 		if r.finished(id) {
 			return
 		}
@@ -67,7 +97,7 @@ func (r *Running[S]) finished(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.active[id]
-	if d.again && !r.stopped {
+	if d.again && !r.stopped && d.ctx.Err() == nil {
 		d.again = false
 		return false
 	}
@@ -77,16 +107,15 @@ func (r *Running[S]) finished(id string) bool {
 
 // driveOnce runs id's steps one after the other while it is running and
 // this instance serves its shard, then arms the timer of its pause.
-func (r *Running[S]) driveOnce(id string) {
-	client := r.host.Entities.Client
-	rec, err := r.get.Invoke(r.ctx, client, id, components.Done{})
-	for r.ctx.Err() == nil {
+func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struct{}) {
+	rec, err := r.read(ctx, id)
+	for ctx.Err() == nil {
 		if err != nil {
 			r.log.Warn("workflows: a record could not be read or written; trying again", "id", id, "err", err.Error())
-			if !r.sleep(retryAfterError) {
+			if r.wait(ctx, retryAfterError, nil) != waited {
 				return
 			}
-			rec, err = r.get.Invoke(r.ctx, client, id, components.Done{})
+			rec, err = r.read(ctx, id)
 			continue
 		}
 		if !r.serves(id) {
@@ -100,37 +129,94 @@ func (r *Running[S]) driveOnce(id string) {
 			}
 			return
 		}
-		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 && !r.sleep(wait) {
-			return
+		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 {
+			switch r.wait(ctx, wait, kick) {
+			case stopped:
+				return
+			case kicked: // the record changed: read it again
+				rec, err = r.read(ctx, id)
+				continue
+			}
 		}
-		a := r.run(id, rec)
-		if r.ctx.Err() != nil {
-			return // stopping: not committed, the next owner runs the step again
+		step := rec.Step
+		a := r.run(ctx, id, rec)
+		if ctx.Err() != nil {
+			return // stopping or handing the shard over: not committed, the next owner runs the step again
 		}
-		rec, err = r.commit.Invoke(r.ctx, client, id, a)
+		rec, err = r.write(ctx, id, a)
+		r.ran(step, a, rec, err)
 	}
 }
 
-// sleep waits d on the runner's clock; false when the runner stops first.
-func (r *Running[S]) sleep(d time.Duration) bool {
+// read reads id's record, bounded by callTimeout.
+func (r *Running[S]) read(ctx context.Context, id string) (record, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.get.Invoke(ctx, r.host.Entities.Client, id, components.Done{})
+}
+
+// write commits a step's outcome a to id's record, bounded by
+// callTimeout (past it the outcome is unknown: the record is read again).
+func (r *Running[S]) write(ctx context.Context, id string, a commitArg) (record, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return r.commit.Invoke(ctx, r.host.Entities.Client, id, a)
+}
+
+// ran counts a run of step whose outcome a was committed as next: its
+// duration, and a retry when the step is to run again.
+func (r *Running[S]) ran(step string, a commitArg, next record, err error) {
+	outcome := "ok"
+	if a.Decision == nil {
+		outcome = "failed"
+	}
+	r.metrics.steps.WithLabelValues(r.t.id, step, outcome).Observe(a.At.Sub(a.Started).Seconds())
+	if err == nil && a.Decision == nil && next.Status == StatusRunning && next.Transition == a.Transition {
+		r.metrics.retries.WithLabelValues(r.t.id, step).Inc()
+	}
+}
+
+// counts are the running and paused instances of the shards this
+// instance serves, as last seen.
+func (r *Running[S]) counts() (running, paused int) { return r.statuses.counts() }
+
+// waitEnd is how a wait ended.
+type waitEnd uint8
+
+const (
+	waited waitEnd = iota
+	stopped
+	kicked
+)
+
+// wait waits d on the runner's clock, or until ctx is done or kick fires.
+func (r *Running[S]) wait(ctx context.Context, d time.Duration, kick <-chan struct{}) waitEnd {
 	t := r.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.Chan():
-		return true
-	case <-r.ctx.Done():
-		return false
+		return waited
+	case <-kick:
+		return kicked
+	case <-ctx.Done():
+		return stopped
 	}
 }
 
-// serves reports whether this instance serves id's shard now.
+// serves reports whether this instance serves id's shard now, and is not
+// handing it over.
 func (r *Running[S]) serves(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.releasingLocked(id)
+}
+
+// fenceOf is the fence this instance serves id's shard under, or false.
+func (r *Running[S]) fenceOf(id string) (cluster.Fence, bool) {
 	if c := r.host.Entities.Cluster; c != nil {
-		_, ok := c.Fence(r.t.id, id)
-		return ok
+		return c.Fence(r.t.id, id)
 	}
-	_, ok := r.serving(cluster.ShardOf(r.t.id, id))
-	return ok
+	return r.serving(cluster.ShardOf(r.t.id, id))
 }
 
 // serving is Host.Shards.Serving, or every shard under no fence.
@@ -148,7 +234,7 @@ type stepResult[S any] struct {
 }
 
 // run runs rec's step once and returns its outcome, to commit.
-func (r *Running[S]) run(id string, rec record) commitArg {
+func (r *Running[S]) run(ctx context.Context, id string, rec record) commitArg {
 	started := r.clock.Now()
 	a := commitArg{Transition: rec.Transition, Started: started}
 	defer func() { a.At = r.clock.Now() }()
@@ -157,7 +243,7 @@ func (r *Running[S]) run(id string, rec record) commitArg {
 		a.At = r.clock.Now()
 		return a
 	}
-	res, err := r.runHandler(id, rec, started)
+	res, err := r.runHandler(ctx, id, rec, started)
 	switch {
 	case err != nil:
 		a.Error = err.Error()
@@ -183,7 +269,7 @@ func (r *Running[S]) run(id string, rec record) commitArg {
 // runHandler runs rec's step's handler under the step's timeout (bounded
 // by the workflow's deadline), with the run's idempotency key in its
 // context. Its error is a missing step, a panic or the timeout.
-func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepResult[S], error) {
+func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, started time.Time) (stepResult[S], error) {
 	def := r.t.step(rec.Step)
 	if def == nil {
 		return stepResult[S]{}, fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
@@ -198,11 +284,48 @@ func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepR
 	}
 	// On the runner's clock (clockwork's own WithTimeout blocks in Err on
 	// a fake clock).
-	ctx, cancel := context.WithCancelCause(r.ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := r.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
 	defer timer.Stop()
-	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.Transition)
+	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
+	ctx, span := r.stepSpan(ctx, id, rec)
+	res, err := r.runIn(ctx, def, id, rec, state, key, timeout)
+	errType := ""
+	switch {
+	case err != nil:
+		errType = "failed"
+	case res.err != nil || !res.eff.set:
+		errType = "bad effect"
+	case res.eff.err != nil:
+		errType = "failed"
+	}
+	tracing.End(span, errType)
+	return res, err
+}
+
+// stepSpan opens the span of one attempt of rec's step, linked to the
+// command that started the workflow.
+func (r *Running[S]) stepSpan(ctx context.Context, id string, rec record) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noop.Span{}
+	}
+	opts := append(tracing.LinkTo(rec.Trace), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		tracing.AttrComponent.String(r.t.id), tracing.AttrEntityID.String(id), attrStep.String(rec.Step),
+		attrAttempt.Int(rec.Attempt+1), attrTransition.Int64(int64(rec.Transition))))
+	return r.tracer.Start(ctx, "workflow step "+r.t.id+"."+rec.Step, opts...)
+}
+
+// The attributes of a step's span.
+const (
+	attrStep       = attribute.Key("trellis.workflow.step")
+	attrAttempt    = attribute.Key("trellis.workflow.attempt")
+	attrTransition = attribute.Key("trellis.workflow.transition")
+)
+
+// runIn runs def's handler under timeout in ctx; its error is a panic or
+// the timeout.
+func (r *Running[S]) runIn(ctx context.Context, def *stepDef[S], id string, rec record, state S, key string, timeout time.Duration) (stepResult[S], error) {
 	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(ctx, key), workflowID: id, client: r.host.Entities.Client,
 		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
 	out := make(chan stepResult[S], 1)
@@ -222,8 +345,17 @@ func (r *Running[S]) runHandler(id string, rec record, started time.Time) (stepR
 	case p := <-panicked:
 		return stepResult[S]{}, fmt.Errorf("step %q panicked: %v", rec.Step, p)
 	case <-ctx.Done():
+	}
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return stepResult[S]{}, fmt.Errorf("step %q ran past its timeout of %s", rec.Step, timeout)
 	}
+	// Stopped, or its shard handed over: the handler is waited for, so
+	// that it does not run on while the shard's next owner runs the step.
+	select {
+	case <-out:
+	case <-panicked:
+	}
+	return stepResult[S]{}, fmt.Errorf("step %q stopped: %w", rec.Step, context.Cause(ctx))
 }
 
 // TimerName is the name of the timer that wakes the paused workflow
@@ -240,7 +372,12 @@ func (r *Running[S]) arm(id string, rec record) error {
 		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
 	}
 	call := components.DeferredCall{ComponentID: r.t.id, Method: lapseMethod, EntityID: id, Argument: arg}
-	if _, err := r.host.Timers.Create(r.ctx, TimerName(r.t.id, id), max(0, rec.wakeAt().Sub(r.clock.Now())), call); err != nil {
+	// The timer's runs link to the command that started the workflow.
+	ctx := r.ctx
+	if sc, ok := tracing.Restore(rec.Trace); ok {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	if _, err := r.host.Timers.Create(ctx, TimerName(r.t.id, id), max(0, rec.wakeAt().Sub(r.clock.Now())), call); err != nil {
 		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
 	}
 	return nil
@@ -258,11 +395,17 @@ func (r *Running[S]) watchShards() {
 			f, ok := r.serving(shard)
 			switch {
 			case !ok:
+				if resumed[shard] != nil {
+					r.statuses.drop(func(id string) bool { return cluster.ShardOf(r.t.id, id) == shard })
+				}
 				resumed[shard] = nil
 			case resumed[shard] == nil || *resumed[shard] != f:
 				if err := r.resume(shard); err != nil {
 					if r.ctx.Err() != nil {
 						return
+					}
+					if errors.Is(err, errNotServedYet) {
+						continue // looked at again at the next tick
 					}
 					r.log.Warn("workflows: could not read a shard's workflows; trying again", "shard", shard, "err", err.Error())
 					continue
@@ -278,16 +421,29 @@ func (r *Running[S]) watchShards() {
 	}
 }
 
+// errNotServedYet is resume's when the entities do not serve the shard
+// yet (their view of the cluster follows the runner's): it is resumed
+// again at the next look.
+var errNotServedYet = errors.New("the shard is not served by the entities yet")
+
 // resume wakes every workflow of shard that runs or waits for its pause's
 // timer: the shard's records, read from the store.
 func (r *Running[S]) resume(shard int) error {
-	return r.changes.Current(r.ctx, shard, r.t.id, func(c entities.Change) error {
+	missed := false
+	err := r.changes.Current(r.ctx, shard, r.t.id, func(c entities.Change) error {
 		var rec record
 		if err := json.Unmarshal(c.Data, &rec); err != nil {
 			r.log.Error("workflows: a stored record does not decode", "id", c.EntityID, "err", err.Error())
 			return nil
 		}
-		r.wake(c.EntityID, rec)
+		r.statuses.set(c.EntityID, rec.Status)
+		if !r.wake(c.EntityID, rec) {
+			missed = true
+		}
 		return nil
 	})
+	if err == nil && missed {
+		err = errNotServedYet
+	}
+	return err
 }

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -52,23 +56,31 @@ var ErrNoChangeLog = errors.New("the store keeps no change log")
 // and the runner that runs the steps of the instances whose shard this
 // instance serves.
 type Running[S any] struct {
-	t       *Type[S]
-	host    Host
-	log     *slog.Logger
-	clock   clockwork.Clock
-	entity  *entities.Running[record]
-	changes entities.ChangeLog
-	get     components.EntityMethod[components.Done, record]
-	commit  components.EntityMethod[commitArg, record]
+	t         *Type[S]
+	host      Host
+	log       *slog.Logger
+	clock     clockwork.Clock
+	entity    *entities.Running[record]
+	changes   entities.ChangeLog
+	get       components.EntityMethod[components.Done, record]
+	commit    components.EntityMethod[commitArg, record]
+	operation components.EntityMethod[Operation, record]
+
+	metrics  *metrics
+	statuses statuses // the gauges' counts
+	tracer   trace.Tracer
 
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	active  map[string]*drive // the instances a goroutine drives now
-	stopped bool
-	drives  sync.WaitGroup
-	loop    chan struct{} // closed when the shard watch ends
+	mu     sync.Mutex
+	active map[string]*drive // the instances a goroutine drives now
+	// releasing are the shards being handed over, under the fence this
+	// instance served them with.
+	releasing map[int]cluster.Fence
+	stopped   bool
+	drives    sync.WaitGroup
+	loop      chan struct{} // closed when the shard watch ends
 }
 
 // Start runs the workflow type on h: its records' entity type (registered
@@ -88,10 +100,17 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	}
 	r := &Running[S]{t: t, host: h, log: cmp.Or(h.Logger, slog.Default()).With("workflow", t.id),
 		clock: h.Entities.System.Clock(), changes: changes,
-		get:    components.NewEntityMethod[components.Done, record](t.id, getMethod),
-		commit: components.NewEntityMethod[commitArg, record](t.id, commitMethod),
-		active: make(map[string]*drive), loop: make(chan struct{})}
+		get:       components.NewEntityMethod[components.Done, record](t.id, getMethod),
+		commit:    components.NewEntityMethod[commitArg, record](t.id, commitMethod),
+		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
+		active:    make(map[string]*drive), releasing: make(map[int]cluster.Fence), loop: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.tracer = h.Entities.Client.Tracer()
+	if h.Runners != nil {
+		r.metrics = h.Runners.shared()
+	} else {
+		r.metrics = newMetrics(nil)
+	}
 	et := entities.Define(t.id, func(string) record { return record{} })
 	t.mu.Lock()
 	for _, add := range t.commands {
@@ -99,6 +118,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	}
 	t.mu.Unlock()
 	r.internalCommands(et)
+	r.operatorCommand(et)
 	entity, err := et.Start(h.Entities)
 	if err != nil {
 		r.cancel()
@@ -106,7 +126,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	}
 	r.entity = entity
 	if h.Runners != nil {
-		h.Runners.add(r.Stop)
+		h.Runners.add(r)
 	}
 	go r.watchShards()
 	return r, nil
@@ -114,6 +134,9 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 
 // ComponentID is the workflow's component id.
 func (r *Running[S]) ComponentID() string { return r.t.id }
+
+// Steps are the names of the workflow's steps, sorted.
+func (r *Running[S]) Steps() []string { return r.t.Steps() }
 
 // Stop stops the runner: the steps that run are cancelled (their outcome
 // is not committed; the next owner runs them again), and no step runs
@@ -137,27 +160,89 @@ func (r *Running[S]) Stop(ctx context.Context) error {
 	}
 }
 
-// Runners are the workflow runners of a service, stopped together.
+// Runners are the workflow runners of a service, stopped together, and
+// what the admin API lists and operates.
 type Runners struct {
-	mu    sync.Mutex
-	stops []func(context.Context) error
+	mu      sync.Mutex
+	running []Operated
+	stopped bool
+	metrics *metrics
 }
 
-func (rs *Runners) add(stop func(context.Context) error) {
+// shared is the runners' series, made on first use.
+func (rs *Runners) shared() *metrics {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.stops = append(rs.stops, stop)
+	if rs.metrics == nil {
+		rs.metrics = newMetrics(rs)
+	}
+	return rs.metrics
+}
+
+// Collector is the workflows' series, for the service's registry:
+// trellis_workflow_started_total, trellis_workflow_ended_total (by
+// outcome), trellis_workflow_step_seconds and
+// trellis_workflow_step_retries_total (by step), and the gauge
+// trellis_workflow_instances (running and paused, on the shards this
+// instance serves).
+func (rs *Runners) Collector() prometheus.Collector { return rs.shared() }
+
+// Operated is a started workflow type as an operator sees it, its state
+// type erased.
+type Operated interface {
+	ComponentID() string
+	// Steps are its steps' names, sorted.
+	Steps() []string
+	// List reads the instances of every shard from the store, those of
+	// status (every one when ""), by id; more: there were more than limit.
+	List(ctx context.Context, status Status, limit int) (records []Record, more bool, err error)
+	// Inspect reads one instance from the owner of its shard.
+	Inspect(ctx context.Context, id string) (Record, error)
+	// Operate carries out an operator's action on one instance.
+	Operate(ctx context.Context, id string, op Operation) (Record, error)
+	// Stop stops its runner.
+	Stop(ctx context.Context) error
+}
+
+func (rs *Runners) add(r Operated) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.running = append(rs.running, r)
+}
+
+// Types are the component ids of the started workflow types, sorted.
+func (rs *Runners) Types() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	ids := make([]string, 0, len(rs.running))
+	for _, r := range rs.running {
+		ids = append(ids, r.ComponentID())
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Lookup is the started workflow type of componentID.
+func (rs *Runners) Lookup(componentID string) (Operated, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.running {
+		if r.ComponentID() == componentID {
+			return r, true
+		}
+	}
+	return nil, false
 }
 
 // Stop stops every runner, bounded by ctx.
 func (rs *Runners) Stop(ctx context.Context) error {
 	rs.mu.Lock()
-	stops := rs.stops
-	rs.stops = nil
+	running := rs.running
+	rs.stopped = true
 	rs.mu.Unlock()
 	var errs []error
-	for _, stop := range stops {
-		errs = append(errs, stop(ctx))
+	for _, r := range running {
+		errs = append(errs, r.Stop(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -61,22 +61,22 @@ func (e ClusterShardState) Valid() bool {
 
 // Defines values for ImportJobState.
 const (
-	Done        ImportJobState = "done"
-	Failed      ImportJobState = "failed"
-	Interrupted ImportJobState = "interrupted"
-	Running     ImportJobState = "running"
+	ImportJobStateDone        ImportJobState = "done"
+	ImportJobStateFailed      ImportJobState = "failed"
+	ImportJobStateInterrupted ImportJobState = "interrupted"
+	ImportJobStateRunning     ImportJobState = "running"
 )
 
 // Valid indicates whether the value is a known member of the ImportJobState enum.
 func (e ImportJobState) Valid() bool {
 	switch e {
-	case Done:
+	case ImportJobStateDone:
 		return true
-	case Failed:
+	case ImportJobStateFailed:
 		return true
-	case Interrupted:
+	case ImportJobStateInterrupted:
 		return true
-	case Running:
+	case ImportJobStateRunning:
 		return true
 	default:
 		return false
@@ -122,6 +122,60 @@ func (e ScheduleOverlap) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowStatus.
+const (
+	WorkflowStatusEmpty   WorkflowStatus = ""
+	WorkflowStatusEnded   WorkflowStatus = "ended"
+	WorkflowStatusFailed  WorkflowStatus = "failed"
+	WorkflowStatusPaused  WorkflowStatus = "paused"
+	WorkflowStatusRunning WorkflowStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowStatus enum.
+func (e WorkflowStatus) Valid() bool {
+	switch e {
+	case WorkflowStatusEmpty:
+		return true
+	case WorkflowStatusEnded:
+		return true
+	case WorkflowStatusFailed:
+		return true
+	case WorkflowStatusPaused:
+		return true
+	case WorkflowStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowActionAction.
+const (
+	WorkflowActionActionCancel  WorkflowActionAction = "cancel"
+	WorkflowActionActionResume  WorkflowActionAction = "resume"
+	WorkflowActionActionRetry   WorkflowActionAction = "retry"
+	WorkflowActionActionSkip    WorkflowActionAction = "skip"
+	WorkflowActionActionSuspend WorkflowActionAction = "suspend"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowActionAction enum.
+func (e WorkflowActionAction) Valid() bool {
+	switch e {
+	case WorkflowActionActionCancel:
+		return true
+	case WorkflowActionActionResume:
+		return true
+	case WorkflowActionActionRetry:
+		return true
+	case WorkflowActionActionSkip:
+		return true
+	case WorkflowActionActionSuspend:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExportTimersParamsLayout.
 const (
 	Current ExportTimersParamsLayout = "current"
@@ -134,6 +188,30 @@ func (e ExportTimersParamsLayout) Valid() bool {
 	case Current:
 		return true
 	case Legacy:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWorkflowsParamsStatus.
+const (
+	ListWorkflowsParamsStatusEnded   ListWorkflowsParamsStatus = "ended"
+	ListWorkflowsParamsStatusFailed  ListWorkflowsParamsStatus = "failed"
+	ListWorkflowsParamsStatusPaused  ListWorkflowsParamsStatus = "paused"
+	ListWorkflowsParamsStatusRunning ListWorkflowsParamsStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the ListWorkflowsParamsStatus enum.
+func (e ListWorkflowsParamsStatus) Valid() bool {
+	switch e {
+	case ListWorkflowsParamsStatusEnded:
+		return true
+	case ListWorkflowsParamsStatusFailed:
+		return true
+	case ListWorkflowsParamsStatusPaused:
+		return true
+	case ListWorkflowsParamsStatusRunning:
 		return true
 	default:
 		return false
@@ -784,6 +862,133 @@ type View struct {
 	Shards int `json:"shards"`
 }
 
+// Workflow A workflow instance as stored.
+type Workflow struct {
+	// Attempt The failed runs of the current step so far.
+	//
+	// Example: 1
+	Attempt int `json:"attempt"`
+
+	// Deadline When the whole workflow times out.
+	Deadline time.Time `json:"deadline,omitempty,omitzero"`
+
+	// Error Why its last attempt failed, or why it did.
+	//
+	// Example: deposit: the bank is closed
+	Error string `json:"error,omitempty,omitzero"`
+
+	// History Its last transitions, oldest first (absent in lists).
+	History []WorkflowEntry `json:"history,omitempty,omitzero"`
+
+	// Id Example: t-1
+	Id string `json:"id"`
+
+	// Input The step's input, as stored (null when it has none).
+	//
+	// Example: 250
+	Input json.RawMessage `json:"input,omitempty,omitzero"`
+
+	// NotBefore When the step's retry may run.
+	NotBefore time.Time `json:"notBefore,omitempty,omitzero"`
+
+	// PauseUntil When its pause lapses.
+	PauseUntil time.Time `json:"pauseUntil,omitempty,omitzero"`
+
+	// State Its state, as stored (absent in lists).
+	//
+	// Example: {"amount":250,"from":"w-1","to":"w-2"}
+	State json.RawMessage `json:"state,omitempty,omitzero"`
+
+	// Status Where it stands; "" before its first move.
+	//
+	// Example: running
+	Status WorkflowStatus `json:"status"`
+
+	// Step Its current step; a failed instance keeps the step it failed at.
+	//
+	// Example: deposit
+	Step string `json:"step,omitempty,omitzero"`
+
+	// Suspended An operator suspended its running step (its status is paused).
+	//
+	// Example: false
+	Suspended bool `json:"suspended"`
+
+	// Transition Example: 3
+	Transition int64 `json:"transition"`
+
+	// Type Example: transfer
+	Type string `json:"type"`
+}
+
+// WorkflowStatus Where it stands; "" before its first move.
+//
+// Example: running
+type WorkflowStatus string
+
+// WorkflowAction An operator's action.
+type WorkflowAction struct {
+	// Action Example: skip
+	Action WorkflowActionAction `json:"action"`
+
+	// Input The step's input (skip only).
+	Input json.RawMessage `json:"input,omitempty,omitzero"`
+
+	// Step The step to skip to (skip only).
+	//
+	// Example: compensate
+	Step string `json:"step,omitempty,omitzero"`
+}
+
+// WorkflowActionAction Example: skip
+type WorkflowActionAction string
+
+// WorkflowEntry One outcome in a workflow's history.
+type WorkflowEntry struct {
+	// At When its outcome was committed.
+	At time.Time `json:"at"`
+
+	// Attempt Example: 1
+	Attempt int `json:"attempt,omitempty,omitzero"`
+
+	// Error Example: deposit: the bank is closed
+	Error string `json:"error,omitempty,omitzero"`
+
+	// Outcome Example: retry
+	Outcome string `json:"outcome"`
+
+	// Started When the attempt started.
+	Started time.Time `json:"started,omitempty,omitzero"`
+
+	// Step The step that ran; absent for a command's, a timer's or an operator's move.
+	//
+	// Example: deposit
+	Step string `json:"step,omitempty,omitzero"`
+
+	// Transition Example: 2
+	Transition int64 `json:"transition"`
+}
+
+// WorkflowPage defines model for WorkflowPage.
+type WorkflowPage struct {
+	// More There were more instances than the limit.
+	//
+	// Example: false
+	More      bool       `json:"more"`
+	Workflows []Workflow `json:"workflows"`
+}
+
+// WorkflowType A started workflow type.
+type WorkflowType struct {
+	// Steps Its steps, sorted.
+	//
+	// Example: ["check","compensate","deposit","withdraw"]
+	Steps []string `json:"steps"`
+
+	// Type Example: transfer
+	Type string `json:"type"`
+}
+
 // AdminDisabled An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
@@ -858,6 +1063,11 @@ type Unavailable = Problem
 //
 // Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
 type UnsupportedMediaType = Problem
+
+// WorkflowNotFound An RFC 9457 problem: the body of every error response, served as `application/problem+json`.
+//
+// Example: {"detail":"the request is invalid","errors":[{"field":"limit","message":"must be from 1 to 1000"}],"instance":"/admin/timers","status":400,"title":"Bad Request","type":"about:blank"}
+type WorkflowNotFound = Problem
 
 // ListDeadLettersParams defines parameters for ListDeadLetters.
 type ListDeadLettersParams struct {
@@ -937,8 +1147,23 @@ type ImportTimersParams struct {
 	Prefer string `json:"Prefer,omitempty,omitzero"`
 }
 
+// ListWorkflowsParams defines parameters for ListWorkflows.
+type ListWorkflowsParams struct {
+	// Status Keeps the instances of this status.
+	Status ListWorkflowsParamsStatus `form:"status,omitempty" json:"status,omitempty,omitzero"`
+
+	// Limit The most instances listed, from 1 to 1,000 (default 100).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWorkflowsParamsStatus defines parameters for ListWorkflows.
+type ListWorkflowsParamsStatus string
+
 // PutRecurringTimerJSONRequestBody defines body for PutRecurringTimer for application/json ContentType.
 type PutRecurringTimerJSONRequestBody = RecurringTimerRequest
+
+// OperateWorkflowJSONRequestBody defines body for OperateWorkflow for application/json ContentType.
+type OperateWorkflowJSONRequestBody = WorkflowAction
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1014,6 +1239,18 @@ type ServerInterface interface {
 	// ListViews List the views
 	// (GET /admin/views)
 	ListViews(w http.ResponseWriter, r *http.Request)
+	// ListWorkflowTypes List the workflow types
+	// (GET /admin/workflows)
+	ListWorkflowTypes(w http.ResponseWriter, r *http.Request)
+	// ListWorkflows List a workflow type's instances
+	// (GET /admin/workflows/{type})
+	ListWorkflows(w http.ResponseWriter, r *http.Request, pType string, params ListWorkflowsParams)
+	// GetWorkflow Read a workflow instance
+	// (GET /admin/workflows/{type}/{id})
+	GetWorkflow(w http.ResponseWriter, r *http.Request, pType string, id string)
+	// OperateWorkflow Act on a workflow instance
+	// (POST /admin/workflows/{type}/{id}/actions)
+	OperateWorkflow(w http.ResponseWriter, r *http.Request, pType string, id string)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -1161,6 +1398,30 @@ func (_ Unimplemented) ResumeTimer(w http.ResponseWriter, r *http.Request, name 
 // ListViews List the views
 // (GET /admin/views)
 func (_ Unimplemented) ListViews(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListWorkflowTypes List the workflow types
+// (GET /admin/workflows)
+func (_ Unimplemented) ListWorkflowTypes(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListWorkflows List a workflow type's instances
+// (GET /admin/workflows/{type})
+func (_ Unimplemented) ListWorkflows(w http.ResponseWriter, r *http.Request, pType string, params ListWorkflowsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetWorkflow Read a workflow instance
+// (GET /admin/workflows/{type}/{id})
+func (_ Unimplemented) GetWorkflow(w http.ResponseWriter, r *http.Request, pType string, id string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// OperateWorkflow Act on a workflow instance
+// (POST /admin/workflows/{type}/{id}/actions)
+func (_ Unimplemented) OperateWorkflow(w http.ResponseWriter, r *http.Request, pType string, id string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2008,6 +2269,145 @@ func (siw *ServerInterfaceWrapper) ListViews(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// ListWorkflowTypes operation middleware
+func (siw *ServerInterfaceWrapper) ListWorkflowTypes(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListWorkflowTypes(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListWorkflows operation middleware
+func (siw *ServerInterfaceWrapper) ListWorkflows(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "type" -------------
+	var pType string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "type", chi.URLParam(r, "type"), &pType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "type", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWorkflowsParams
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", r.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "status"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "status", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListWorkflows(w, r, pType, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetWorkflow operation middleware
+func (siw *ServerInterfaceWrapper) GetWorkflow(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "type" -------------
+	var pType string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "type", chi.URLParam(r, "type"), &pType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "type", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetWorkflow(w, r, pType, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// OperateWorkflow operation middleware
+func (siw *ServerInterfaceWrapper) OperateWorkflow(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "type" -------------
+	var pType string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "type", chi.URLParam(r, "type"), &pType, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "type", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.OperateWorkflow(w, r, pType, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -2192,6 +2592,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/admin/eventsourced/{entityType}/{entityId}/events", wrapper.ListEventSourcedEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/workflows", wrapper.ListWorkflowTypes)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/workflows/{type}", wrapper.ListWorkflows)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/admin/workflows/{type}/{id}", wrapper.GetWorkflow)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/admin/workflows/{type}/{id}/actions", wrapper.OperateWorkflow)
 	})
 
 	return r

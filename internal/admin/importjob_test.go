@@ -35,7 +35,7 @@ func TestAdminImportJob(t *testing.T) {
 				t.Fatalf("async import: %d, Location %q, %s", resp.Status, loc, resp.Body)
 			}
 			deadline := time.Now().Add(30 * time.Second)
-			for job.State == admin.Running {
+			for job.State == admin.ImportJobStateRunning {
 				if time.Now().After(deadline) {
 					t.Fatalf("the job still runs after 30 s: %+v", job)
 				}
@@ -46,7 +46,7 @@ func TestAdminImportJob(t *testing.T) {
 				}
 				got.JSON(t, &job)
 			}
-			if job.State != admin.Done || job.Report.Imported != 1000 || job.Report.RefusedCount != 1 || job.Report.Refused[0].Line != 1001 {
+			if job.State != admin.ImportJobStateDone || job.Report.Imported != 1000 || job.Report.RefusedCount != 1 || job.Report.Refused[0].Line != 1001 {
 				t.Fatalf("the job ended as %+v; want done, 1000 imported, line 1001 refused", job)
 			}
 			if got := fixture.Admin(t, ts, http.MethodGet, iadmin.ImportPath+"/no-such-job"); got.Status != http.StatusNotFound {

@@ -1,6 +1,6 @@
 // Package admin owns the admin API of the service: the operator's routes
 // under /admin (the timers, the cluster's members and shards, and the
-// consumers' dead letters: package api/admin's generated interface),
+// consumers' dead letters, the workflows: package api/admin's generated interface),
 // guarded by the admin token, and the framework's contract at
 // /admin/openapi.yaml.
 package admin
@@ -17,6 +17,7 @@ import (
 	"github.com/trellis-go/trellis/internal/httpserver"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/views"
+	"github.com/trellis-go/trellis/workflows"
 )
 
 // Options configure the admin routes.
@@ -41,6 +42,9 @@ type Options struct {
 	// Registry holds the service's components: the journal routes ask an
 	// event-sourced type whether an entity loads; nil: they do not ask.
 	Registry *components.Registry
+	// Workflows are the service's started workflow types, which the
+	// workflow routes list, inspect and act on.
+	Workflows *workflows.Runners
 }
 
 // Register adds the admin routes to r: GET /admin/openapi.yaml (the
@@ -56,7 +60,7 @@ func Register(r chi.Router, o Options) {
 	r.Group(func(g chi.Router) {
 		g.Use(adminAuth(o.Token), httpserver.CheckQuery)
 		adminapi.HandlerWithOptions(&server{timers: o.Timers, cluster: o.Cluster, consumers: o.Consumers, views: o.Views,
-			journals: journalsOf(o.Store), registry: o.Registry}, adminapi.ChiServerOptions{
+			journals: journalsOf(o.Store), registry: o.Registry, workflows: o.Workflows}, adminapi.ChiServerOptions{
 			BaseRouter:       g,
 			ErrorHandlerFunc: api.WriteParamError,
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/views"
+	"github.com/trellis-go/trellis/workflows"
 )
 
 // server implements the admin routes of the contract (package
@@ -26,6 +27,7 @@ type server struct {
 	views     *views.Runner         // nil: the service runs none
 	journals  entities.JournalStore // nil: the store keeps none
 	registry  *components.Registry  // nil: no load checks
+	workflows *workflows.Runners    // nil: the service runs none
 }
 
 var _ adminapi.ServerInterface = (*server)(nil)

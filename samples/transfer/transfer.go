@@ -137,12 +137,17 @@ type App struct {
 	Transfers *workflows.Running[Transfer]
 }
 
-// Setup starts the wallets and the transfer workflow on h.
-func (a *App) Setup(h *trellis.Host, _ chi.Router) error {
+// Setup starts the wallets and the transfer workflow on h, and adds the
+// transfer routes (Routes) to r.
+func (a *App) Setup(h *trellis.Host, r chi.Router) error {
 	if _, err := Wallets.Start(h.Entities()); err != nil {
 		return err
 	}
 	wf, err := Transfers.Start(h.Workflows())
+	if err != nil {
+		return err
+	}
 	a.Transfers = wf
-	return err
+	Routes(r, h.Client)
+	return nil
 }

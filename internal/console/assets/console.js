@@ -12,6 +12,7 @@ import { clearConsumers, loadConsumers } from "./consumers.js";
 import { clearViews, loadViews } from "./views.js";
 import { clearDeadLetters, loadDeadLetters, watchDeadFilters } from "./deadletters.js";
 import { showRecurring, statusBadge } from "./recurring.js";
+import { clearWorkflows, loadWorkflows, watchWorkflowFilters } from "./workflows.js";
 import { absolute, count, relative } from "./format.js";
 import { SignedOut, TOKEN_KEY, request } from "./http.js";
 
@@ -104,6 +105,7 @@ function clearData() {
   clearCluster();
   clearConsumers();
   clearViews();
+  clearWorkflows();
   clearDeadLetters();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
@@ -143,7 +145,7 @@ function scheduleRefresh() {
 async function loadAll() {
   const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL),
     loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh),
-    loadViews(adminURL)]);
+    loadViews(adminURL), loadWorkflows(adminURL, refresh)]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");
@@ -421,6 +423,7 @@ $("filters").addEventListener("submit", applyFilters);
 $("f-failing").addEventListener("change", applyFilters);
 $("f-recurring").addEventListener("change", applyFilters);
 watchDeadFilters(() => refresh());
+watchWorkflowFilters(() => refresh());
 $("f-limit").addEventListener("change", applyFilters);
 $("f-reset").addEventListener("click", () => {
   $("filters").reset();

@@ -27,15 +27,19 @@ function problemText(status, problem) {
 }
 
 // request sends one authorized request and returns its JSON body (null
-// for a 204), with candidate as the token or, by default, the session's.
-export async function request(method, url, candidate) {
+// for a 204), with candidate as the token or, by default, the session's,
+// and body (when given) as its JSON body.
+export async function request(method, url, candidate, body) {
   const token = candidate || sessionStorage.getItem(TOKEN_KEY);
   if (!token) throw new SignedOut("signed out");
   let resp;
   try {
+    const headers = { Authorization: "Bearer " + token, Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     resp = await fetch(url, {
       method,
-      headers: { Authorization: "Bearer " + token, Accept: "application/json" },
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
       credentials: "omit",
     });
@@ -43,11 +47,11 @@ export async function request(method, url, candidate) {
     throw new Error("cannot reach the server (" + e.message + ")");
   }
   const type = resp.headers.get("Content-Type") || "";
-  const body = resp.status !== 204 && type.includes("json") ? await resp.json().catch(() => null) : null;
+  const answer = resp.status !== 204 && type.includes("json") ? await resp.json().catch(() => null) : null;
   // Checked after the last await: an answer that arrives once the operator
   // signed out must not bring data back into the page.
   if (!candidate && sessionStorage.getItem(TOKEN_KEY) !== token) throw new SignedOut("signed out");
   if (resp.status === 204) return null;
-  if (!resp.ok) throw new HTTPError(resp.status, body, resp.headers.get("Retry-After"));
-  return body;
+  if (!resp.ok) throw new HTTPError(resp.status, answer, resp.headers.get("Retry-After"));
+  return answer;
 }
