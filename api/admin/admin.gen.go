@@ -883,7 +883,7 @@ type Workflow struct {
 	// Id Example: t-1
 	Id string `json:"id"`
 
-	// Input The step's input, as stored (null when it has none).
+	// Input The step's input, as stored; absent when it has none.
 	//
 	// Example: 250
 	Input json.RawMessage `json:"input,omitempty,omitzero"`
@@ -932,6 +932,8 @@ type WorkflowAction struct {
 	Action WorkflowActionAction `json:"action"`
 
 	// Input The step's input (skip only).
+	//
+	// Example: {"amount":250,"from":"w-1","to":"w-2"}
 	Input json.RawMessage `json:"input,omitempty,omitzero"`
 
 	// Step The step to skip to (skip only).
@@ -1203,6 +1205,9 @@ type ServerInterface interface {
 	// ListEventSourcedEvents A page of an event-sourced entity's events
 	// (GET /admin/eventsourced/{entityType}/{entityId}/events)
 	ListEventSourcedEvents(w http.ResponseWriter, r *http.Request, entityType string, entityId string, params ListEventSourcedEventsParams)
+	// GetImportJob An import job's progress, or its report once it ended
+	// (GET /admin/imports/{job})
+	GetImportJob(w http.ResponseWriter, r *http.Request, job string)
 	// ListTimers List timers
 	// (GET /admin/timers)
 	ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams)
@@ -1212,9 +1217,6 @@ type ServerInterface interface {
 	// ImportTimers Import timers from JSON lines
 	// (POST /admin/timers/import)
 	ImportTimers(w http.ResponseWriter, r *http.Request, params ImportTimersParams)
-	// GetImportJob An import job's progress, or its report once it ended
-	// (GET /admin/timers/import/{job})
-	GetImportJob(w http.ResponseWriter, r *http.Request, job string)
 	// GetTimerStats Timer statistics
 	// (GET /admin/timers/stats)
 	GetTimerStats(w http.ResponseWriter, r *http.Request)
@@ -1329,6 +1331,12 @@ func (_ Unimplemented) ListEventSourcedEvents(w http.ResponseWriter, r *http.Req
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetImportJob An import job's progress, or its report once it ended
+// (GET /admin/imports/{job})
+func (_ Unimplemented) GetImportJob(w http.ResponseWriter, r *http.Request, job string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListTimers List timers
 // (GET /admin/timers)
 func (_ Unimplemented) ListTimers(w http.ResponseWriter, r *http.Request, params ListTimersParams) {
@@ -1344,12 +1352,6 @@ func (_ Unimplemented) ExportTimers(w http.ResponseWriter, r *http.Request, para
 // ImportTimers Import timers from JSON lines
 // (POST /admin/timers/import)
 func (_ Unimplemented) ImportTimers(w http.ResponseWriter, r *http.Request, params ImportTimersParams) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// GetImportJob An import job's progress, or its report once it ended
-// (GET /admin/timers/import/{job})
-func (_ Unimplemented) GetImportJob(w http.ResponseWriter, r *http.Request, job string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1847,6 +1849,32 @@ func (siw *ServerInterfaceWrapper) ListEventSourcedEvents(w http.ResponseWriter,
 	handler.ServeHTTP(w, r)
 }
 
+// GetImportJob operation middleware
+func (siw *ServerInterfaceWrapper) GetImportJob(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "job" -------------
+	var job string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "job", chi.URLParam(r, "job"), &job, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "job", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetImportJob(w, r, job)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListTimers operation middleware
 func (siw *ServerInterfaceWrapper) ListTimers(w http.ResponseWriter, r *http.Request) {
 
@@ -2062,32 +2090,6 @@ func (siw *ServerInterfaceWrapper) ImportTimers(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ImportTimers(w, r, params)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// GetImportJob operation middleware
-func (siw *ServerInterfaceWrapper) GetImportJob(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "job" -------------
-	var job string
-
-	err = runtime.BindStyledParameterWithOptions("simple", "job", chi.URLParam(r, "job"), &job, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "job", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetImportJob(w, r, job)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2534,7 +2536,7 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/admin/timers/import", wrapper.ImportTimers)
 	})
 	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/admin/timers/import/{job}", wrapper.GetImportJob)
+		r.Get(options.BaseURL+"/admin/imports/{job}", wrapper.GetImportJob)
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/admin/timers/{name}", wrapper.DeleteTimer)

@@ -43,11 +43,15 @@ func (a *server) startImportJob(w http.ResponseWriter, r *http.Request, dryRun b
 		api.WriteError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", ImportPath+"/"+job.ID)
+	w.Header().Set("Location", ImportJobsPath+job.ID)
 	api.WriteJSON(w, r, http.StatusAccepted, importJobJSON(job))
 }
 
-// GetImportJob answers GET /admin/timers/import/{job}.
+// ImportJobsPath is where an import job is shown, under its id: outside
+// /admin/timers/, where a second segment would be a timer's action.
+const ImportJobsPath = "/admin/imports/"
+
+// GetImportJob answers GET /admin/imports/{job}.
 func (a *server) GetImportJob(w http.ResponseWriter, r *http.Request, id string) {
 	job, err := a.timers.ImportJob(r.Context(), id)
 	if errors.Is(err, timers.ErrNotFound) {

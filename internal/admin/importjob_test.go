@@ -31,7 +31,7 @@ func TestAdminImportJob(t *testing.T) {
 			var job admin.ImportJob
 			resp.JSON(t, &job)
 			loc := resp.Header.Get("Location")
-			if resp.Status != http.StatusAccepted || job.Id == "" || loc != iadmin.ImportPath+"/"+job.Id {
+			if resp.Status != http.StatusAccepted || job.Id == "" || loc != iadmin.ImportJobsPath+job.Id {
 				t.Fatalf("async import: %d, Location %q, %s", resp.Status, loc, resp.Body)
 			}
 			deadline := time.Now().Add(30 * time.Second)
@@ -49,7 +49,7 @@ func TestAdminImportJob(t *testing.T) {
 			if job.State != admin.ImportJobStateDone || job.Report.Imported != 1000 || job.Report.RefusedCount != 1 || job.Report.Refused[0].Line != 1001 {
 				t.Fatalf("the job ended as %+v; want done, 1000 imported, line 1001 refused", job)
 			}
-			if got := fixture.Admin(t, ts, http.MethodGet, iadmin.ImportPath+"/no-such-job"); got.Status != http.StatusNotFound {
+			if got := fixture.Admin(t, ts, http.MethodGet, iadmin.ImportJobsPath+"no-such-job"); got.Status != http.StatusNotFound {
 				t.Fatalf("an unknown job: %d %s, want 404", got.Status, got.Body)
 			}
 		})

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -118,13 +120,22 @@ func (a *server) workflow(w http.ResponseWriter, r *http.Request, typ string) (w
 // workflowJSON is an instance as the contract shows it; times in UTC.
 func workflowJSON(rec workflows.Record) adminapi.Workflow {
 	out := adminapi.Workflow{Type: rec.Type, Id: rec.ID, Status: adminapi.WorkflowStatus(rec.Status), Suspended: rec.Suspended,
-		Step: rec.Step, Input: rec.Input, Attempt: rec.Attempt, Transition: int64(rec.Transition), Error: rec.Error,
-		NotBefore: utc(rec.NotBefore), PauseUntil: utc(rec.PauseUntil), Deadline: utc(rec.Deadline), State: rec.State}
+		Step: rec.Step, Input: absentIfNull(rec.Input), Attempt: rec.Attempt, Transition: int64(rec.Transition), Error: rec.Error,
+		NotBefore: utc(rec.NotBefore), PauseUntil: utc(rec.PauseUntil), Deadline: utc(rec.Deadline), State: absentIfNull(rec.State)}
 	for _, e := range rec.History {
 		out.History = append(out.History, adminapi.WorkflowEntry{Transition: int64(e.Transition), Step: e.Step, Attempt: e.Attempt,
 			Outcome: e.Outcome, Error: e.Error, Started: utc(e.Started), At: utc(e.At)})
 	}
 	return out
+}
+
+// absentIfNull is v, or nothing (left out of the JSON) when v is none
+// or JSON null: the contract has a value there or none.
+func absentIfNull(v json.RawMessage) json.RawMessage {
+	if string(bytes.TrimSpace(v)) == "null" {
+		return nil
+	}
+	return v
 }
 
 // utc is t in UTC; the zero time stays zero (left out of the JSON).
