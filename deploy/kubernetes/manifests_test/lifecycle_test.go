@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -173,7 +174,40 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("scrape annotations %v: want /metrics on the http port %d", ann, ports["http"])
 			}
 			checkNetworkPolicy(t, find[networkingv1.NetworkPolicy](t, objs, "trellis"), d)
+			checkSelectors(t, objs, d)
 		})
+	}
+}
+
+// checkSelectors: the Service, the budget and the autoscaler (where there
+// is one) all reach the Deployment's pods, and the Service sends HTTP to
+// the http port.
+func checkSelectors(t *testing.T, objs []object, d *appsv1.Deployment) {
+	t.Helper()
+	own := d.Spec.Template.Labels
+	svc := find[corev1.Service](t, objs, "trellis")
+	if len(svc.Spec.Selector) == 0 || !matches(svc.Spec.Selector, own) {
+		t.Errorf("the Service selects %v, not the server's pods %v", svc.Spec.Selector, own)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != intstr.FromString("http") {
+		t.Errorf("the Service's ports %+v: want the http port alone (never the cluster port)", svc.Spec.Ports)
+	}
+	pdb := find[policyv1.PodDisruptionBudget](t, objs, "trellis")
+	if pdb.Spec.Selector == nil || len(pdb.Spec.Selector.MatchLabels) == 0 || !matches(pdb.Spec.Selector.MatchLabels, own) {
+		t.Errorf("the PodDisruptionBudget selects %v, not the server's pods", pdb.Spec.Selector)
+	}
+	for _, o := range objs {
+		hpa, ok := o.value.(*autoscalingv2.HorizontalPodAutoscaler)
+		if !ok {
+			continue
+		}
+		ref := hpa.Spec.ScaleTargetRef
+		if ref.Kind != "Deployment" || ref.Name != d.Name {
+			t.Errorf("the autoscaler scales %s %s, not the Deployment %s", ref.Kind, ref.Name, d.Name)
+		}
+		if hpa.Spec.MinReplicas == nil || d.Spec.Replicas == nil || *hpa.Spec.MinReplicas < *d.Spec.Replicas {
+			t.Errorf("the autoscaler's minimum %v is below the Deployment's %v replicas", hpa.Spec.MinReplicas, d.Spec.Replicas)
+		}
 	}
 }
 
