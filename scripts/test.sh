@@ -20,10 +20,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 command -v go >/dev/null 2>&1 || die "go is not on PATH; install Go (see go.mod for the version)"
 
-# The modules under testdata/ that are applications of their own, built on
-# Trellis's public API alone (each with its go.mod and a replace to this
-# repository): they are generated, vetted and tested like the repository.
-OUTSIDE_MODULES=(testdata/cartservice)
+# The modules of their own (each with its go.mod and a replace to this
+# repository), generated, vetted and tested like the repository:
+# testdata/cartservice, an application built on Trellis's public API alone,
+# and deploy/kubernetes/manifests_test, the Kubernetes manifests' checks
+# (kustomize and k8s.io/api stay out of the main module's go.mod).
+OUTSIDE_MODULES=(testdata/cartservice deploy/kubernetes/manifests_test)
 
 # --- the contract -----------------------------------------------------------
 # The generated API code (every *.gen.go: the admin API's, from

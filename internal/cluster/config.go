@@ -51,6 +51,12 @@ type Config struct {
 	// Margin is taken off the local view of the lease besides 10 %
 	// (DefaultMargin when zero).
 	Margin time.Duration
+	// ReplaceSameAddr: this member replaces the earlier incarnations at
+	// its Addr once they have stopped renewing, instead of waiting for
+	// their leases to lapse (see [Member.replace] for the rule). Set it
+	// only when this process surely holds Addr: no other live process can
+	// be reached there.
+	ReplaceSameAddr bool
 	// Clock is the local monotonic clock (the real one when nil).
 	Clock clockwork.Clock
 	// Logger receives the background loops' events (slog.Default when nil).

@@ -9,7 +9,10 @@
 //   - [Join] registers a [Member]: an id, an advertised transport address
 //     and a lease that Redis expires by itself (PEXPIRE), renewed every
 //     lease/3 by a background renewer. [Member.Drain] marks it as leaving,
-//     [Member.Leave] deletes it.
+//     [Member.Leave] deletes it. With [Config.ReplaceSameAddr], a process
+//     restarted at the same address deletes its predecessor's membership
+//     once that has stopped renewing, instead of waiting for its lease
+//     (sameaddr.go).
 //   - [ShardOf] maps an entity to one of [NumShards] shards; [ShardTag]
 //     is the hash tag of a shard, so that state keys can share the slot
 //     of their shard's record.

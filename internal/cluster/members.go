@@ -29,6 +29,10 @@ type Member struct {
 	lease *Lease
 	log   *slog.Logger
 	renew *renewer
+	// replaced gets a value when this member replaced an earlier
+	// incarnation at its address (sameaddr.go): its rebalancer passes at
+	// once rather than at its next tick.
+	replaced chan struct{}
 }
 
 // MemberInfo is one live member as Redis holds it.
@@ -55,11 +59,12 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, err
 	}
 	m := &Member{
-		cfg:   cfg,
-		keys:  keys{keyspace.Must(cfg.Prefix)},
-		inc:   uuid.NewString(),
-		lease: newLease(cfg.Clock, cfg.Lease, cfg.Margin),
-		log:   cfg.Logger.With("member", cfg.ID),
+		cfg:      cfg,
+		keys:     keys{keyspace.Must(cfg.Prefix)},
+		inc:      uuid.NewString(),
+		lease:    newLease(cfg.Clock, cfg.Lease, cfg.Margin),
+		log:      cfg.Logger.With("member", cfg.ID),
+		replaced: make(chan struct{}, 1),
 	}
 	m.renew = newRenewer(m)
 	sent := cfg.Clock.Now()

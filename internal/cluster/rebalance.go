@@ -184,6 +184,7 @@ func (r *Rebalancer) run() {
 			return
 		case <-tick.Chan():
 		case <-r.kick:
+		case <-r.m.replaced: // a predecessor's shards are free now
 		}
 	}
 }

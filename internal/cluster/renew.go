@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // renewer is a member's background loop: it renews the lease every
@@ -41,14 +44,29 @@ func (r *renewer) run() {
 	defer close(r.done)
 	tick := r.m.cfg.Clock.NewTicker(r.m.cfg.Lease / 3)
 	defer tick.Stop()
+	// With ReplaceSameAddr, the earlier incarnations at this address are
+	// replaced at once if stale, else each once it is (sameaddr.go).
+	var replace <-chan time.Time // nil: nothing (more) to replace
+	var timer clockwork.Timer
+	if r.m.cfg.ReplaceSameAddr {
+		timer = r.m.cfg.Clock.NewTimer(0)
+		defer timer.Stop()
+		replace = timer.Chan()
+	}
 	for {
 		select {
 		case <-r.stop:
 			return
+		case <-replace:
+			if d := r.m.replaceStep(); d >= 0 {
+				timer.Reset(d)
+			} else {
+				replace = nil
+			}
 		case <-tick.Chan():
-		}
-		if !r.renewOnce() {
-			return
+			if !r.renewOnce() {
+				return
+			}
 		}
 	}
 }

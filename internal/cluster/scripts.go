@@ -26,6 +26,10 @@ var (
 	drainLua    string
 	drainScript = redis.NewScript(drainLua)
 
+	//go:embed replace.lua
+	replaceLua    string
+	replaceScript = redis.NewScript(replaceLua)
+
 	//go:embed members.lua
 	membersLua    string
 	membersScript = redis.NewScript(membersLua)

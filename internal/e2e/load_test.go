@@ -43,15 +43,25 @@ func (e *answerError) Error() string { return e.what }
 // one (two in three) and reads of keys to one of servers at random until
 // stop.
 func startCounterLoad(t *testing.T, servers []*server, keys []string, clients int) *counterLoad {
+	return startCounterLoadOn(t, func(rng *rand.Rand) (*server, func()) {
+		return servers[rng.IntN(len(servers))], func() {}
+	}, keys, clients)
+}
+
+// startCounterLoadOn is startCounterLoad with the server of each
+// operation chosen by pick, which returns it and what to call once the
+// operation is answered (a load balancer's choice and its bookkeeping).
+func startCounterLoadOn(t *testing.T, pick func(*rand.Rand) (*server, func()), keys []string, clients int) *counterLoad {
 	l := &counterLoad{h: lincheck.NewHistory(), http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	t.Cleanup(l.stop)
 	for c := range clients {
 		l.wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
 			for !l.stopped.Load() {
-				s := servers[rng.IntN(len(servers))]
+				s, done := pick(rng)
 				op := lincheck.CounterOp{Key: keys[rng.IntN(len(keys))], Read: rng.IntN(3) == 0}
 				l.do(c, s, op)
+				done()
 			}
 		})
 	}

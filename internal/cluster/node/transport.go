@@ -76,7 +76,7 @@ func (n *Node) listen(ctx context.Context) error {
 	n.cfg.System.SetDirectory(n.dir)         // the receptionist lists every instance's registrations
 	n.placement = placement.New(n.cfg.System, n.view, advertise)
 	n.join = cluster.Config{Client: n.cfg.Redis, Prefix: n.cfg.Prefix, ID: n.id, Addr: advertise,
-		Lease: n.cfg.Lease, Logger: n.log}
+		Lease: n.cfg.Lease, Logger: n.log, ReplaceSameAddr: holdsAddr(ctx, advertise, server.Addr())}
 	return nil
 }
 
