@@ -11,21 +11,17 @@ import (
 // entries of the other instances, now and after each change, from a
 // goroutine of the directory's, until the directory is closed. The
 // directory drops the entries of an instance that stops renewing them (it
-// died) or withdraws them (it left). The service wires one in with
-// [System.SetDirectory].
+// died) or withdraws them (it left). The service links one in with
+// [System.Connect].
 type Directory interface {
 	Publish(service string, refs []RefAddress)
 	Watch(service string, update func(others []RefAddress))
 }
 
-// SetDirectory makes the receptionist cluster-wide through d: a
-// registration is published to d (its actor exposed, see [Expose]), and a
-// subscription or Find lists the actors registered on the other instances
-// too, as remote refs. It needs SetRemote first. It may come after the
-// first Register, Find or Subscribe (a service whose store answers only
-// after its setup): what was registered before is published then, and
-// the services found or subscribed to before are followed from then on.
-func (s *System) SetDirectory(d Directory) {
+// setDirectory makes the receptionist cluster-wide through d (see
+// [System.Connect]): it publishes what was registered before and follows
+// the services found or subscribed to before.
+func (s *System) setDirectory(d Directory) {
 	r := &s.reception
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -13,9 +13,9 @@ import (
 	trt "github.com/trellis-go/trellis/runtime"
 )
 
-// TestDirectoryAfterRegistrations: the directory may come after the
-// application registered and looked up its services (an instance whose
-// Redis answers only after its setup). What the instance registered before
+// TestDirectoryAfterRegistrations: the system may be connected, with its
+// directory, after the application registered and looked up its services
+// (an instance whose Redis answers only after its setup). What the instance registered before
 // is then published to the other instances, and the services it followed
 // before (by Find or Subscribe) list the other instances' actors too.
 func TestDirectoryAfterRegistrations(t *testing.T) {
@@ -48,13 +48,14 @@ func TestDirectoryAfterRegistrations(t *testing.T) {
 			rdb := testenv.Redis(t)
 			space := keyspace.Must("late-directory-" + uuid.NewString()[:8])
 			key := trt.NewServiceKey[string]("workers")
-			early, late := remotetest.NewNode(t, "early", nil), remotetest.NewNode(t, "late", nil)
-			early.JoinDirectory(t, rdb, space, lease)
+			dir := &remotetest.Directory{Client: rdb, Space: space, Lease: lease}
+			early := remotetest.NewNodeWith(t, "early", remotetest.Config{Directory: dir})
+			late := remotetest.NewNodeWith(t, "late", remotetest.Config{Directory: dir, Deferred: true})
 			trt.Register(early.Sys, key, newProbe[string](t, early.Sys, "w-early").Ref)
 
 			trt.Register(late.Sys, key, newProbe[string](t, late.Sys, "w-late").Ref)
 			lateSees := tc.follow(t, late.Sys, key)
-			late.JoinDirectory(t, rdb, space, lease)
+			late.Connect(t)
 
 			earlyWants := sorted("/user/w-early", late.Addr()+"/user/w-late")
 			eventually(t, "the early instance lists the late one's registration", func() bool {

@@ -13,7 +13,7 @@ import (
 //
 // With a Placement, [Sharding.Tell] (and an entity ref's) asks Where for
 // every message: an entity here gets it as without one; an entity owned
-// by another instance gets it over the transport ([System.SetRemote]),
+// by another instance gets it over the transport ([System.Connect]),
 // encoded with the codec of the entity type's messages ([CodecFor]), from
 // that instance's region of the type; with no owner known, the message is
 // a dead letter at once, never held. A message that reaches an instance

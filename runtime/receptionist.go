@@ -111,7 +111,7 @@ func (r *receptionist) dropByActor(a actorCell, name serviceName) {
 }
 
 // Find returns the refs registered under key now, ordered by path: with a
-// directory (SetDirectory), those of the other instances too, as far as
+// directory (Connect), those of the other instances too, as far as
 // the directory has heard of them (the first Find of a key starts
 // following it).
 func Find[T any](sys *System, key ServiceKey[T]) []Ref[T] {
