@@ -8,11 +8,13 @@ import (
 // Link is how a system reaches the other instances of its cluster: the
 // address they reach it at (what a local ref sent to them is named by),
 // the transport to them, and optionally the directory that makes the
-// receptionist cluster-wide (nil: it stays local).
+// receptionist cluster-wide (nil: it stays local) and the placement of
+// sharded entities (nil: every entity runs here, see [Placement]).
 type Link struct {
 	Self      string
 	Remote    Remote
 	Directory Directory
+	Placement Placement
 }
 
 // ErrConnected is Connect's error when the system is already linked.
@@ -30,7 +32,8 @@ var ErrConnected = errors.New("runtime: the system is already connected to its c
 // registered before is published to the other instances (its actors
 // exposed, see [Expose]), every later registration too, and the services
 // found or subscribed to, before or after, list the actors registered on
-// the other instances as remote refs. Connect may run at the same time as
+// the other instances as remote refs; with l.Placement, each sharded
+// entity runs on the instance that owns it. Connect may run at the same time as
 // any other call.
 func (s *System) Connect(l Link) error {
 	if l.Self == "" || l.Remote == nil {
@@ -38,6 +41,9 @@ func (s *System) Connect(l Link) error {
 	}
 	if !s.remote.CompareAndSwap(nil, &remoteHook{self: l.Self, r: l.Remote}) {
 		return ErrConnected
+	}
+	if l.Placement != nil {
+		s.placement.Store(&l.Placement)
 	}
 	if l.Directory != nil {
 		s.setDirectory(l.Directory)

@@ -73,16 +73,18 @@ func (n *Node) listen(ctx context.Context) error {
 		return fmt.Errorf("cluster receptionist: %w", err)
 	}
 	// The system's one hand-off: refs to other instances' actors travel
-	// over peers, and the receptionist lists every instance's
-	// registrations (those of the setup that ran before, too).
-	if err := n.cfg.System.Connect(runtime.Link{Self: advertise, Remote: peers, Directory: n.dir}); err != nil {
+	// over peers, the receptionist lists every instance's registrations
+	// (those of the setup that ran before, too), and each sharded entity
+	// runs on the instance that serves its shard.
+	place := placement.New(n.cfg.System, n.view, advertise)
+	if err := n.cfg.System.Connect(runtime.Link{Self: advertise, Remote: peers, Directory: n.dir, Placement: place}); err != nil {
 		n.dir.Abandon()
 		_ = peers.Close()
 		_ = server.Shutdown(ctx)
 		return fmt.Errorf("cluster transport: %w", err)
 	}
 	n.server, n.peers = server, peers
-	n.placement = placement.New(n.cfg.System, n.view, advertise)
+	n.placement = place
 	n.join = cluster.Config{Client: n.cfg.Redis, Prefix: n.cfg.Prefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.Lease, Logger: n.log}
 	return nil

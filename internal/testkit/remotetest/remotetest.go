@@ -56,11 +56,17 @@ type Directory struct {
 }
 
 // Connect links the instance's System to the others (runtime.System.Connect),
-// with its directory if its Config has one: NewNodeWith calls it unless
-// the Config defers it.
+// with its directory if its Config has one, and the placement of its
+// cluster membership (JoinCluster, before) or of its Config: NewNodeWith
+// calls it unless the Config defers it.
 func (n *Node) Connect(tb testing.TB) {
 	tb.Helper()
 	link := runtime.Link{Self: n.addr, Remote: n.Client}
+	if n.member != nil {
+		link.Placement = n.member.Placement
+	} else if n.cfg.Placement != nil {
+		link.Placement = n.cfg.Placement(n.addr)
+	}
 	if c := n.cfg.Directory; c != nil {
 		d, err := directory.New(directory.Config{Client: c.Client, Space: c.Space, Self: n.addr, Lease: c.Lease, Poll: c.Lease / 10, Logger: n.log})
 		if err != nil {
@@ -107,6 +113,9 @@ type Config struct {
 	TellQueue int              // its client's peer.ClientConfig.TellQueue (0: the default)
 	Runtime   []runtime.Option // of its System
 	Directory *Directory       // nil: its receptionist stays local
+	// Placement, when set, makes the placement of its sharded entities,
+	// given the address the others reach it at.
+	Placement func(self string) runtime.Placement
 	// Deferred leaves the System unconnected until the test calls
 	// Node.Connect: refs to the others are dead letters until then.
 	Deferred bool
