@@ -35,7 +35,9 @@ func TestClusterLateRedisSharesEarlierRegistrations(t *testing.T) {
 		return nil
 	}, trellistest.WithRedisURL(url), trellistest.WithStorePrefix(prefix))
 	trellistest.StartRedisServerOn(t, port) // the keys die with the server
-	t.Cleanup(func() { // before Redis stops: its goodbye withdraws its registrations there
+	// The late instance stops before Redis does: its goodbye withdraws
+	// its registrations there.
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := late.Shutdown(ctx); err != nil {
