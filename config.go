@@ -151,9 +151,9 @@ const (
 	EnvClusterAddr          = "TRELLIS_CLUSTER_ADDR"
 	EnvClusterAdvertiseAddr = "TRELLIS_CLUSTER_ADVERTISE_ADDR"
 	EnvClusterLease         = "TRELLIS_CLUSTER_LEASE"
-	EnvClusterTLSCert       = peer.EnvTLSCert
-	EnvClusterTLSKey        = peer.EnvTLSKey
-	EnvClusterTLSCA         = peer.EnvTLSCA
+	EnvClusterTLSCert       = "TRELLIS_CLUSTER_TLS_CERT"
+	EnvClusterTLSKey        = "TRELLIS_CLUSTER_TLS_KEY"
+	EnvClusterTLSCA         = "TRELLIS_CLUSTER_TLS_CA"
 	// EnvRequestTimeout is Config.RequestTimeout.
 	EnvRequestTimeout = "TRELLIS_REQUEST_TIMEOUT"
 	// EnvIdempotencyRetention is Config.IdempotencyRetention.
@@ -162,7 +162,7 @@ const (
 	EnvTimerDeadLetterRetention = "TRELLIS_TIMER_DEAD_LETTER_RETENTION"
 	// EnvClusterSecret is the secret the instances of a cluster sign
 	// their messages to each other with; it has no flag (flags show in ps).
-	EnvClusterSecret = peer.EnvSecret
+	EnvClusterSecret = "TRELLIS_CLUSTER_SECRET"
 )
 
 // DefaultConfig is the configuration with nothing set: the embedded store

@@ -282,7 +282,7 @@
 // tick), the producer controller keeps its unconfirmed messages.
 //
 // Work pulling crosses instances when the receptionist does: in a trellis
-// service in cluster mode (or with runtime.System.SetDirectory), a worker
+// service in cluster mode (or with runtime.System.Connect), a worker
 // registered on any instance is listed to every work-pulling producer
 // controller, which runs its point-to-point producer controller for it on
 // its own instance. A worker's instance that leaves withdraws its

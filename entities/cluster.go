@@ -10,15 +10,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 // Fence is what an owner's write carries: the shard, and the incarnation
-// (of the member that owns it) and epoch under which it was acquired. A
-// store refuses a write whose fence no longer holds, so a deposed owner's
-// late write is refused. The zero Fence is no fence: a store of one
-// instance takes it.
-type Fence = cluster.Fence
+// (of the member that owns it) and epoch under which it was acquired (see
+// components.Fence).
+type Fence = components.Fence
 
 // Cluster is what an entity type started with [Host.Cluster] needs of the
 // cluster its instance belongs to: whether it serves an entity's shard,

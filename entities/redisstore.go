@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultRedisPrefix is the key prefix [NewRedisStore] uses when given "".
-const DefaultRedisPrefix = keyspace.DefaultPrefix
+const DefaultRedisPrefix = "trellis"
 
 // RedisStore is a [Store] in Redis: durable as far as the Redis server is,
 // and shared by every server instance that points at the same Redis (or

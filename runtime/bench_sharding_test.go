@@ -45,7 +45,9 @@ type entityBench struct {
 func newEntityBench(b *testing.B, p trt.Placement) *entityBench {
 	sys := newBenchSystem(b)
 	if p != nil {
-		sys.SetPlacement(p)
+		if err := sys.Connect(trt.Link{Self: "bench:0", Remote: tellNowhere{}, Placement: p}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	e := &entityBench{done: make(chan struct{}, 1)}
 	region, err := trt.InitSharding(sys, trt.Entity[int]{Key: trt.NewEntityTypeKey[int]("bench"), PassivateAfter: -1,

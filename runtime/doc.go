@@ -47,13 +47,13 @@
 //
 // A [RemoteRef] addresses an actor of another instance: Tell encodes the
 // message with the [Codec] registered for its type ([RegisterCodec]; JSON
-// by default) and hands it to the transport that [System.SetRemote]
-// installed; the receiving System decodes it and tells the actor that was
-// exposed there ([Expose]), in the order told per sender and receiver, at
-// most once. What cannot be encoded, sent, decoded or delivered is a dead
+// by default) and hands it to the transport that [System.Connect] linked
+// in; the receiving System decodes it and tells the actor that was exposed
+// there ([Expose]), in the order told per sender and receiver, at most
+// once. What cannot be encoded, sent, decoded or delivered is a dead
 // letter ([System.RemoteDeadLetters]). This package knows no network: a
-// trellis service wires its cluster transport in. With a [Directory]
-// ([System.SetDirectory]) the receptionist is cluster-wide. There is no
+// trellis service links its cluster transport in, once. With a
+// [Directory] in the [Link] the receptionist is cluster-wide. There is no
 // remote watch.
 //
 // # Rules for behaviors

@@ -8,12 +8,12 @@ import (
 
 // Placement says where the entities of sharded types run when a system is
 // one instance of several: each entity on the one instance that owns its
-// shard now. Without one (the default) every entity runs on its own
-// system, as [Sharding] always did.
+// shard now. A system gets one with its [Link] ([System.Connect]); without
+// one (the default) every entity runs on its own system.
 //
 // With a Placement, [Sharding.Tell] (and an entity ref's) asks Where for
 // every message: an entity here gets it as without one; an entity owned
-// by another instance gets it over the transport ([System.SetRemote]),
+// by another instance gets it over the transport ([System.Connect]),
 // encoded with the codec of the entity type's messages ([CodecFor]), from
 // that instance's region of the type; with no owner known, the message is
 // a dead letter at once, never held. A message that reaches an instance
@@ -31,16 +31,6 @@ type Placement interface {
 	// owner is known). It is called for every message, from any goroutine:
 	// it must be fast and must not block.
 	Where(entityType, id string) (addr string, here bool)
-}
-
-// SetPlacement installs p; nil restores the default, every entity here.
-// Set it before the first message to a sharded entity.
-func (s *System) SetPlacement(p Placement) {
-	if p == nil {
-		s.placement.Store(nil)
-		return
-	}
-	s.placement.Store(&p)
 }
 
 // where is the placement's answer for entity id, or here when there is no

@@ -39,9 +39,11 @@ type placedNode struct {
 }
 
 func newPlacedNode(t *testing.T, name string) *placedNode {
-	n := &placedNode{Node: remotetest.NewNode(t, name, nil)}
-	n.place = &mapPlacement{self: n.Addr(), at: map[string]string{}}
-	n.Sys.SetPlacement(n.place)
+	n := &placedNode{}
+	n.Node = remotetest.NewNodeWith(t, name, remotetest.Config{Placement: func(self string) trt.Placement {
+		n.place = &mapPlacement{self: self, at: map[string]string{}}
+		return n.place
+	}})
 	n.got = newProbe[string](t, n.Sys, "got")
 	region, err := trt.InitSharding(n.Sys, trt.Entity[string]{Key: trt.NewEntityTypeKey[string]("placed"),
 		Create: func(id string) trt.Behavior[string] {

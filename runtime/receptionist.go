@@ -73,7 +73,8 @@ func Register[T any](sys *System, key ServiceKey[T], ref Ref[T]) {
 	}
 	r.services[name] = append(r.services[name], ref)
 	r.byActor[t] = append(r.byActor[t], name)
-	registered(sys, name, ref)
+	known[T](r, name)
+	r.registered(sys, name, ref)
 	r.publish(name)
 }
 
@@ -110,14 +111,15 @@ func (r *receptionist) dropByActor(a actorCell, name serviceName) {
 }
 
 // Find returns the refs registered under key now, ordered by path: with a
-// directory (SetDirectory), those of the other instances too, as far as
+// directory (Connect), those of the other instances too, as far as
 // the directory has heard of them (the first Find of a key starts
 // following it).
 func Find[T any](sys *System, key ServiceKey[T]) []Ref[T] {
 	r := &sys.reception
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	watch[T](sys, key.name())
+	known[T](r, key.name())
+	r.follow(sys, key.name())
 	return typed[T](r.listed(key.name()))
 }
 
@@ -141,7 +143,8 @@ func Subscribe[T any](sys *System, key ServiceKey[T], subscriber Ref[Listing[T]]
 	if t != nil {
 		r.byActor[t] = append(r.byActor[t], name)
 	}
-	watch[T](sys, name)
+	known[T](r, name)
+	r.follow(sys, name)
 	s.notify(r.listed(name))
 }
 

@@ -16,25 +16,17 @@ import (
 // once); an error says the message was not queued. The instance at addr
 // hands what it receives to its System's [System.ReceiveRemote].
 //
-// The runtime knows no transport: the service wires one in with
-// [System.SetRemote] (the cluster transport's client, internal/peer, is
+// The runtime knows no transport: the service links one in with
+// [System.Connect] (the cluster transport's client, internal/peer, is
 // one), so this package stays free of networking.
 type Remote interface {
 	Tell(addr, path string, msg []byte) error
 }
 
-// remoteHook is what SetRemote installed.
+// remoteHook is the transport Connect linked in.
 type remoteHook struct {
 	self string // this instance's address, as the others reach it
 	r    Remote
-}
-
-// SetRemote installs the transport to other instances and the address at
-// which they reach this one (what a local ref sent to them is named by).
-// Until it is called, a ref to another instance makes every message a
-// dead letter.
-func (s *System) SetRemote(self string, r Remote) {
-	s.remote.Store(&remoteHook{self: self, r: r})
 }
 
 // RefAddress names an actor across instances: the address of its instance
@@ -108,8 +100,8 @@ func (r remoteRef[T]) tell(msg T) error {
 func (r remoteRef[T]) Path() string      { return r.addr.Path }
 func (r remoteRef[T]) target() actorCell { return nil }
 
-// errNoRemote: SetRemote was not called.
-var errNoRemote = errors.New("runtime: no transport to other instances (System.SetRemote)")
+// errNoRemote: Connect was not called.
+var errNoRemote = errors.New("runtime: no transport to other instances (System.Connect)")
 
 // Address returns where ref's actor is, as other instances name it, if ref
 // is a remote ref.
@@ -161,7 +153,7 @@ type delivering interface {
 // CodecFor[T]. It returns the address they name it by: this instance's
 // address and the actor's path (an adapter gets a name of its own). Exposing
 // a ref again returns the same address. It fails for a ref that is not local
-// to sys, and before SetRemote.
+// to sys, and before the system is connected ([System.Connect]).
 //
 // An exposed actor is forgotten as it terminates (so are its exposed
 // adapters): a later message for its path is a dead letter, unless

@@ -19,7 +19,7 @@ import (
 )
 
 // DefaultRedisPrefix is the key prefix [NewRedisStore] uses when given "".
-const DefaultRedisPrefix = keyspace.DefaultPrefix
+const DefaultRedisPrefix = "trellis"
 
 // RedisStore keeps timers in Redis, or in a Redis Cluster, shared by every
 // scheduler (instance) on the same Redis and prefix. It is as durable as

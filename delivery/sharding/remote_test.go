@@ -99,10 +99,11 @@ func runRemoteSharding(t *testing.T, c remoteShardCase, seed uint64) {
 	rs := deliverytest.RegionSpec{Settings: sharding.ConsumerSettings{Consumer: delivery.ConsumerSettings{
 		FlowControlWindow: remoteWindow, ResendIntervalMin: 20 * time.Millisecond, ResendIntervalMax: 200 * time.Millisecond}}}
 	start := func(name string) *shardNode {
-		n := &shardNode{Node: remotetest.NewNode(t, name, nil)}
+		n := &shardNode{Node: remotetest.NewNodeWith(t, name, remotetest.Config{Deferred: true})}
 		delivery.RegisterCodecs[deliverytest.Job](n.Sys) // its entities start on messages from afar
 		n.region = deliverytest.StartRegion(t, n.Sys, rs, col)
 		n.member = n.JoinCluster(t, rdb, prefix, remoteLease)
+		n.Connect(t)
 		return n
 	}
 	a, b, cc := start("a"), start("b"), start("c")

@@ -12,7 +12,7 @@
 // leaves has not confirmed go to the others, so a message may be processed
 // twice, never lost: delivery is at least once. [GetWorkerStats] tells how
 // many workers there are. With a cluster-wide receptionist (a trellis
-// service in cluster mode, see runtime.System.SetDirectory) the workers
+// service in cluster mode, see runtime.System.Connect) the workers
 // may run on any instance; go doc ./delivery, "Across instances", says
 // what a worker instance's death or departure costs.
 //

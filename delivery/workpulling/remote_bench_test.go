@@ -30,8 +30,8 @@ func BenchmarkRemoteWorkPulling(b *testing.B) {
 	space := keyspace.Must("wp-bench-" + uuid.NewString()[:8])
 	nodes := make([]*remotetest.Node, 4)
 	for i := range nodes {
-		nodes[i] = remotetest.NewDirectNode(b, "instance", nil)
-		nodes[i].JoinDirectory(b, rdb, space, 3*time.Second)
+		nodes[i] = remotetest.NewNodeWith(b, "instance", remotetest.Config{Direct: true,
+			Directory: &remotetest.Directory{Client: rdb, Space: space, Lease: 3 * time.Second}})
 	}
 	spread := runRemoteWorkPulling(b, nodes[0], nodes[1:], "spread", n)
 	local := runRemoteWorkPulling(b, nodes[0], []*remotetest.Node{nodes[0], nodes[0], nodes[0]}, "local", n)

@@ -33,11 +33,9 @@ func TestRemoteWorkers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	rdb := testenv.Redis(t)
 	space := keyspace.Must("wp-remote-" + uuid.NewString()[:8])
-	a := remotetest.NewNode(t, "producer-side", nil)
-	b, c := remotetest.NewNode(t, "workers-1", nil), remotetest.NewNode(t, "workers-2", nil)
-	for _, n := range []*remotetest.Node{a, b, c} {
-		n.JoinDirectory(t, rdb, space, lease)
-	}
+	cfg := remotetest.Config{Directory: &remotetest.Directory{Client: rdb, Space: space, Lease: lease}}
+	a := remotetest.NewNodeWith(t, "producer-side", cfg)
+	b, c := remotetest.NewNodeWith(t, "workers-1", cfg), remotetest.NewNodeWith(t, "workers-2", cfg)
 	key := runtime.NewServiceKey[delivery.ConsumerCommand[deliverytest.Job]]("remote-workers")
 	col := deliverytest.NewCollectorAll(jobs)
 	settings := delivery.ConsumerSettings{FlowControlWindow: window, ResendIntervalMin: 20 * time.Millisecond, ResendIntervalMax: 200 * time.Millisecond}

@@ -2,9 +2,10 @@ package cluster
 
 import (
 	_ "embed"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/components"
 )
 
 // FenceLua defines the Lua function fence_holds(record, inc, epoch): true
@@ -27,18 +28,6 @@ func FencedScript(body string) *redis.Script {
 
 // Fence is what an owner's write carries: the shard, and the incarnation
 // and epoch under which the owner acquired it. [Member.Acquire] returns it.
-type Fence struct {
-	Shard       int
-	Incarnation string
-	Epoch       uint64
-}
-
-// Args returns the incarnation and the epoch as fence_holds takes them, to
-// pass as a fenced script's ARGV.
-func (f Fence) Args() []any { return f.AppendArgs(nil) }
-
-// AppendArgs appends Args to args, for a script's ARGV that goes on after
-// them.
-func (f Fence) AppendArgs(args []any) []any {
-	return append(args, f.Incarnation, strconv.FormatUint(f.Epoch, 10))
-}
+// It is the public components.Fence, so that the stores and runners of
+// the public packages name it without naming this package.
+type Fence = components.Fence

@@ -10,6 +10,7 @@ import (
 	"github.com/trellis-go/trellis/internal/cluster/placement"
 	"github.com/trellis-go/trellis/internal/keyspace"
 	"github.com/trellis-go/trellis/internal/peer"
+	"github.com/trellis-go/trellis/runtime"
 )
 
 // listen starts the transport on the cluster's listen address, signed
@@ -71,10 +72,19 @@ func (n *Node) listen(ctx context.Context) error {
 		_ = server.Shutdown(ctx)
 		return fmt.Errorf("cluster receptionist: %w", err)
 	}
+	// The system's one hand-off: refs to other instances' actors travel
+	// over peers, the receptionist lists every instance's registrations
+	// (those of the setup that ran before, too), and each sharded entity
+	// runs on the instance that serves its shard.
+	place := placement.New(n.cfg.System, n.view, advertise)
+	if err := n.cfg.System.Connect(runtime.Link{Self: advertise, Remote: peers, Directory: n.dir, Placement: place}); err != nil {
+		n.dir.Abandon()
+		_ = peers.Close()
+		_ = server.Shutdown(ctx)
+		return fmt.Errorf("cluster transport: %w", err)
+	}
 	n.server, n.peers = server, peers
-	n.cfg.System.SetRemote(advertise, peers) // refs to other instances' actors travel over peers
-	n.cfg.System.SetDirectory(n.dir)         // the receptionist lists every instance's registrations
-	n.placement = placement.New(n.cfg.System, n.view, advertise)
+	n.placement = place
 	n.join = cluster.Config{Client: n.cfg.Redis, Prefix: n.cfg.Prefix, ID: n.id, Addr: advertise,
 		Lease: n.cfg.Lease, Logger: n.log, ReplaceSameAddr: holdsAddr(ctx, advertise, server.Addr())}
 	return nil

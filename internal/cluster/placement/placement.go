@@ -47,12 +47,10 @@ type Placement struct {
 var _ runtime.Placement = (*Placement)(nil)
 
 // New returns the placement of sys's entities by table; self is the
-// address at which the others reach this instance. It installs it
-// (System.SetPlacement).
+// address at which the others reach this instance. It takes effect once
+// linked in (runtime.Link's Placement, System.Connect).
 func New(sys *runtime.System, table Table, self string) *Placement {
-	p := &Placement{table: table, self: self, sys: sys, releasing: make(map[int]uint64)}
-	sys.SetPlacement(p)
-	return p
+	return &Placement{table: table, self: self, sys: sys, releasing: make(map[int]uint64)}
 }
 
 // Where implements runtime.Placement: here while this instance serves the

@@ -73,6 +73,14 @@ func newSystem(t *testing.T) *runtime.System {
 	return sys
 }
 
+// noRemote is a transport to no other instance: these tests send only to
+// entities served here.
+type noRemote struct{}
+
+func (noRemote) Tell(addr, _ string, _ []byte) error {
+	return fmt.Errorf("no transport in this test (a message for %s)", addr)
+}
+
 // idsInTwoShards returns two ids of entityType in different shards.
 func idsInTwoShards(entityType string) (a, b string) {
 	a = "e0"
@@ -138,6 +146,9 @@ func TestBeforeReleaseStopsTheShardsEntities(t *testing.T) {
 	sys := newSystem(t)
 	tab := newTable()
 	p := placement.New(sys, tab, self)
+	if err := sys.Connect(runtime.Link{Self: self, Remote: noRemote{}, Placement: p}); err != nil {
+		t.Fatal(err)
+	}
 	leaving, staying := idsInTwoShards(typ)
 	got := make(chan string, 16)
 	region, err := runtime.InitSharding(sys, runtime.Entity[string]{Key: runtime.NewEntityTypeKey[string](typ),

@@ -24,9 +24,10 @@ type Member struct {
 	endOnce    sync.Once
 }
 
-// JoinCluster makes n a member of the cluster of the nodes that join with
-// the same client and prefix: its sharded entities run where the cluster
-// places their shards. It starts the rebalancer at once. At the test's end
+// JoinCluster makes n, made with a deferred Connect (Config.Deferred), a
+// member of the cluster of the nodes that join with the same client and
+// prefix: once connected (Node.Connect), its sharded entities run where
+// the cluster places their shards. It starts the rebalancer at once. At the test's end
 // the member leaves, unless it left or was killed before.
 func (n *Node) JoinCluster(tb testing.TB, client redis.UniversalClient, prefix string, lease time.Duration) *Member {
 	tb.Helper()

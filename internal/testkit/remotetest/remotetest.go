@@ -42,27 +42,48 @@ type Node struct {
 	addr   string
 	dir    *directory.Directory
 	member *Member // JoinCluster's
+	cfg    Config
 	log    *slog.Logger
 }
 
-// JoinDirectory makes the instance's receptionist cluster-wide: a
-// directory in the Redis of client under space, with the given lease (a
-// tenth of it between polls), withdrawn at the test's end.
-func (n *Node) JoinDirectory(tb testing.TB, client redis.UniversalClient, space keyspace.Space, lease time.Duration) {
+// Directory makes an instance's receptionist cluster-wide: a directory
+// in the Redis of Client under Space, with the given Lease (a tenth of it
+// between polls), withdrawn at the test's end.
+type Directory struct {
+	Client redis.UniversalClient
+	Space  keyspace.Space
+	Lease  time.Duration
+}
+
+// Connect links the instance's System to the others (runtime.System.Connect),
+// with its directory if its Config has one, and the placement of its
+// cluster membership (JoinCluster, before) or of its Config: NewNodeWith
+// calls it unless the Config defers it.
+func (n *Node) Connect(tb testing.TB) {
 	tb.Helper()
-	d, err := directory.New(directory.Config{Client: client, Space: space, Self: n.addr, Lease: lease, Poll: lease / 10})
-	if err != nil {
+	link := runtime.Link{Self: n.addr, Remote: n.Client}
+	if n.member != nil {
+		link.Placement = n.member.Placement
+	} else if n.cfg.Placement != nil {
+		link.Placement = n.cfg.Placement(n.addr)
+	}
+	if c := n.cfg.Directory; c != nil {
+		d, err := directory.New(directory.Config{Client: c.Client, Space: c.Space, Self: n.addr, Lease: c.Lease, Poll: c.Lease / 10, Logger: n.log})
+		if err != nil {
+			tb.Fatalf("remotetest: %v", err)
+		}
+		n.dir, link.Directory = d, d
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := d.Close(ctx); err != nil {
+				tb.Errorf("remotetest: %v", err)
+			}
+		})
+	}
+	if err := n.Sys.Connect(link); err != nil {
 		tb.Fatalf("remotetest: %v", err)
 	}
-	n.dir = d
-	n.Sys.SetDirectory(d)
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			tb.Errorf("remotetest: %v", err)
-		}
-	})
 }
 
 // Addr is the address the other instances reach this one at: its proxy's
@@ -91,6 +112,13 @@ type Config struct {
 	Direct    bool             // reached at its server's address, with the production health check, as NewDirectNode
 	TellQueue int              // its client's peer.ClientConfig.TellQueue (0: the default)
 	Runtime   []runtime.Option // of its System
+	Directory *Directory       // nil: its receptionist stays local
+	// Placement, when set, makes the placement of its sharded entities,
+	// given the address the others reach it at.
+	Placement func(self string) runtime.Placement
+	// Deferred leaves the System unconnected until the test calls
+	// Node.Connect: refs to the others are dead letters until then.
+	Deferred bool
 }
 
 // NewNodeWith is NewNode with the settings of cfg.
@@ -101,7 +129,7 @@ func NewNodeWith(tb testing.TB, name string, cfg Config) *Node {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	sys := runtime.NewSystem(name, append([]runtime.Option{runtime.WithLogger(log)}, cfg.Runtime...)...)
-	n := &Node{Sys: sys, log: log}
+	n := &Node{Sys: sys, cfg: cfg, log: log}
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: secret, Receive: sys.ReceiveRemote, Handler: noForwards, Logger: log})
 	if err != nil {
 		tb.Fatalf("remotetest: %v", err)
@@ -132,7 +160,6 @@ func NewNodeWith(tb testing.TB, name string, cfg Config) *Node {
 	if cfg.Direct {
 		n.addr = srv.Addr()
 	}
-	sys.SetRemote(n.addr, client)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -140,6 +167,9 @@ func NewNodeWith(tb testing.TB, name string, cfg Config) *Node {
 			tb.Errorf("remotetest: system shutdown: %v", err)
 		}
 	})
+	if !cfg.Deferred {
+		n.Connect(tb)
+	}
 	return n
 }
 
