@@ -134,14 +134,18 @@ func (s *Scheduler) ImportJob(ctx context.Context, id string) (ImportJob, error)
 
 // stopImports stops the import jobs this scheduler runs, each recorded
 // as interrupted with what it had done, and waits for them (bounded by
-// ctx).
+// ctx; Shutdown goes on with the rest either way).
 func (s *Scheduler) stopImports(ctx context.Context) error {
 	j := &s.imports
 	j.mu.Lock()
+	running := len(j.cancels)
 	for _, cancel := range j.cancels {
 		cancel()
 	}
 	j.mu.Unlock()
+	if running == 0 {
+		return nil
+	}
 	done := make(chan struct{})
 	go func() { j.wg.Wait(); close(done) }()
 	select {

@@ -294,15 +294,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // retries of StartRetrying.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.stopRetrying()
-	if err := s.stopImports(ctx); err != nil {
-		return err
-	}
+	importsErr := s.stopImports(ctx)
 	s.mu.Lock()
 	l := s.loop
 	s.loop = nil
 	s.mu.Unlock()
 	if l == nil {
-		return nil
+		return importsErr
 	}
-	return l.shutdown(ctx)
+	return errors.Join(l.shutdown(ctx), importsErr)
 }
