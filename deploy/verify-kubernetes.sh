@@ -2,9 +2,11 @@
 # Applies deploy/kubernetes/overlays/dev to a real Kubernetes cluster (the
 # current kubectl context: kind, or any) and checks what
 # docs/kubernetes.md promises: the three pods become ready, a load of
-# orders placed and read from inside the cluster sees no failed request
-# while the Deployment is rolled (kubectl rollout restart, one pod at a
-# time) and while it is scaled to 5 and back to 3. Run from anywhere:
+# orders from inside the cluster (the load of TestBinaryRollingRestart:
+# placed, read back, every third confirmed, every other expired) sees no
+# failed request and no wrong outcome while the Deployment is rolled
+# (kubectl rollout restart, one pod at a time) and while it is scaled to 5
+# and back to 3. Run from anywhere:
 #   bash deploy/verify-kubernetes.sh
 # With a kind cluster as the current context (kind-NAME), the image is
 # built and loaded into it (docker build -t trellis .; kind load
@@ -57,23 +59,45 @@ else
 	exit 1
 fi
 
-# load SECONDS starts a pod inside the namespace that places an order and
-# reads it back twice a second for SECONDS, and prints failed=N ok=M.
+# load SECONDS starts a pod inside the namespace that runs the order
+# sample's load of TestBinaryRollingRestart (internal/e2e) through the
+# Service for SECONDS, from 4 clients: each order placed, read back, and
+# every third one confirmed. Then, once the orders' expiry (10 s) has
+# passed, it reads each order again: a confirmed one must be there (200),
+# any other gone (404: its timer expired it). It prints failed=N ok=M,
+# where ok counts the orders whose every request and outcome was right.
 load() {
 	k delete pod load --ignore-not-found >/dev/null
 	k run load --image=curlimages/curl:8.11.1 --restart=Never --command -- sh -c '
-		end=$(( $(date +%s) + '"$1"' )); ok=0; failed=0
-		while [ "$(date +%s)" -lt "$end" ]; do
-			loc=$(curl -s -o /dev/null -w "%header{location}" --max-time 10 -X POST http://trellis:9000/orders \
-				-H "Content-Type: application/json" -d "{\"item\": \"Pizza\", \"quantity\": 1}")
-			if [ -n "$loc" ] && [ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 http://trellis:9000$loc)" = 200 ]; then
-				ok=$((ok + 1))
-			else
-				failed=$((failed + 1)); echo "failed: [$loc]"
-			fi
-			sleep 0.5
-		done
-		echo "failed=$failed ok=$ok"' >/dev/null
+		svc=http://trellis:9000; end=$(( $(date +%s) + '"$1"' ))
+		touch /tmp/orders /tmp/failures
+		client() {
+			n=0
+			while [ "$(date +%s)" -lt "$end" ]; do
+				n=$((n + 1))
+				loc=$(curl -s -o /dev/null -w "%header{location}" --max-time 10 -X POST $svc/orders \
+					-H "Content-Type: application/json" -d "{\"item\": \"roll-$1-$n\", \"quantity\": 1}")
+				if [ -z "$loc" ]; then echo "failed: place $1-$n"; continue; fi
+				[ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 $svc$loc)" = 200 ] || echo "failed: read $loc"
+				want=404
+				if [ $((n % 3)) = 0 ]; then
+					want=200
+					[ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 -X POST $svc$loc/confirm)" = 200 ] ||
+						{ echo "failed: confirm $loc"; continue; }
+				fi
+				echo "$loc $want" >>/tmp/orders
+			done
+		}
+		for c in 1 2 3 4; do client $c >>/tmp/failures & done
+		wait
+		sleep 20 # the expiry, 10 s, and its timers run
+		while read -r loc want; do
+			got=$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 $svc$loc)
+			[ "$got" = "$want" ] || echo "failed: $loc is $got after the expiry, want $want" >>/tmp/failures
+		done </tmp/orders
+		cat /tmp/failures
+		failed=$(wc -l </tmp/failures); placed=$(wc -l </tmp/orders)
+		echo "failed=$failed ok=$((placed - failed))"' >/dev/null
 	k wait --for=condition=Ready pod/load --timeout=120s >/dev/null
 }
 

@@ -3,63 +3,12 @@ package e2e
 import (
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trellis-go/trellis/internal/testkit/lincheck"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
-
-// endpoints is a Service's endpoints as a load balancer sees them: the
-// ready servers it sends requests to, and how many requests each has in
-// flight.
-type endpoints struct {
-	mu       sync.Mutex
-	ready    []*server
-	inFlight map[*server]int
-	changed  *sync.Cond
-}
-
-func newEndpoints(servers ...*server) *endpoints {
-	e := &endpoints{ready: slices.Clone(servers), inFlight: map[*server]int{}}
-	e.changed = sync.NewCond(&e.mu)
-	return e
-}
-
-// pick is one of the ready servers at random, and what to call once its
-// request is answered.
-func (e *endpoints) pick(rng *rand.Rand) (*server, func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.ready[rng.IntN(len(e.ready))]
-	e.inFlight[s]++
-	return s, func() {
-		e.mu.Lock()
-		e.inFlight[s]--
-		e.changed.Broadcast()
-		e.mu.Unlock()
-	}
-}
-
-// add puts s behind the balancer: it passed its readiness probe.
-func (e *endpoints) add(s *server) {
-	e.mu.Lock()
-	e.ready = append(e.ready, s)
-	e.mu.Unlock()
-}
-
-// remove takes s out of the balancer and waits until the requests sent to
-// it are answered: what the pod's removal from the endpoints and its
-// preStop pause do before the SIGTERM.
-func (e *endpoints) remove(s *server) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.ready = slices.DeleteFunc(e.ready, func(r *server) bool { return r == s })
-	for e.inFlight[s] > 0 {
-		e.changed.Wait()
-	}
-}
 
 // TestBinaryRollingUpdate rolls three server processes as the Kubernetes
 // Deployment of deploy/kubernetes does (maxSurge 1, maxUnavailable 0),
@@ -76,9 +25,9 @@ func TestBinaryRollingUpdate(t *testing.T) {
 	env := clusterEnv(rs.URL(), ownerLease, ownerRequestTimeout)
 	old := []*server{startServer(t, env), startServer(t, env), startServer(t, env)}
 	waitSettled(t, old...)
-	eps := newEndpoints(old...)
+	svc := newService(0, old...)
 	keys := []string{"roll-a", "roll-b", "roll-c", "roll-d"}
-	load := startCounterLoadOn(t, eps.pick, keys, 4)
+	load := startCounterLoadOn(t, func(*rand.Rand) (*server, func()) { return svc.pick() }, keys, 4)
 	load.await(t, 100)
 
 	live := slices.Clone(old)
@@ -87,8 +36,9 @@ func TestBinaryRollingUpdate(t *testing.T) {
 		n := startServer(t, env) // returns once /readyz answers 200
 		live = append(live, n)
 		waitSettled(t, live...)
-		eps.add(n)
-		eps.remove(o)
+		svc.set(n, true)
+		svc.set(o, false)
+		svc.awaitIdle(o) // the preStop pause: the requests sent to it are answered
 		o.stop()
 		live = slices.DeleteFunc(live, func(s *server) bool { return s == o })
 		waitSettled(t, live...)

@@ -51,6 +51,18 @@ func clusterEnv(redisURL string, lease, timeout time.Duration) []string {
 // 30 s). Its log's tail is printed if the test failed.
 func startServer(t *testing.T, env []string) *server {
 	t.Helper()
+	s := spawnServer(t, env)
+	testenv.Eventually(t, time.Minute, "the server at "+s.base+" is ready", func() bool {
+		status, _ := s.get("/readyz")
+		return status == http.StatusOK
+	})
+	return s
+}
+
+// spawnServer is startServer up to the server's listening: it does not
+// wait for it to be ready.
+func spawnServer(t *testing.T, env []string) *server {
+	t.Helper()
 	cmd := exec.Command(serverBinary(t))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TRELLIS_") {
@@ -100,10 +112,6 @@ func startServer(t *testing.T, env []string) *server {
 	case <-time.After(time.Minute):
 		t.Fatalf("the server did not listen within a minute:\n%s", s.logs.tail(50))
 	}
-	testenv.Eventually(t, time.Minute, "the server at "+s.base+" is ready", func() bool {
-		status, _ := s.get("/readyz")
-		return status == http.StatusOK
-	})
 	return s
 }
 
@@ -196,11 +204,16 @@ func (s *server) memberID(t *testing.T) string {
 	return id
 }
 
+// metricsPoll is how often a test asks the servers' /metrics while it
+// waits for a change: often enough to time a hand-over to a tenth of a
+// second, rarely enough that the servers' load is the test's load.
+const metricsPoll = 50 * time.Millisecond
+
 // waitSettled waits (at most two minutes) until the servers serve every
 // shard between them, each within one shard of an even share.
 func waitSettled(t *testing.T, servers ...*server) {
 	t.Helper()
-	testenv.Eventually(t, 2*time.Minute, "the servers serve every shard, evenly", func() bool {
+	testenv.EventuallyEvery(t, 2*time.Minute, metricsPoll, "the servers serve every shard, evenly", func() bool {
 		total, lo, hi := 0, cluster.NumShards, 0
 		for _, s := range servers {
 			_, v, ok := s.metric("trellis_cluster_shards_served ")

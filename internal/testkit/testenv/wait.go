@@ -30,16 +30,31 @@ func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool
 	}
 }
 
+// EventuallyEvery is Eventually polling every interval: for a condition
+// that asks servers over the network, which a millisecond's polling
+// would load with the test's own requests.
+func EventuallyEvery(t testing.TB, limit, interval time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !pollEvery(limit, interval, cond) {
+		t.Fatalf("not true within %v: %s", limit, what)
+	}
+}
+
 // poll polls cond every millisecond until it holds (true) or limit passes
 // (false): Eventually for code that reports errors instead of failing a
 // test.
 func poll(limit time.Duration, cond func() bool) bool {
+	return pollEvery(limit, time.Millisecond, cond)
+}
+
+// pollEvery is poll, every interval.
+func pollEvery(limit, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(interval)
 	}
 	return true
 }
