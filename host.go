@@ -16,8 +16,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/consumers"
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/cluster/node"
-	"github.com/trellis-go/trellis/internal/httpserver"
+	"github.com/trellis-go/trellis/internal/assembly"
 	"github.com/trellis-go/trellis/runtime"
 	"github.com/trellis-go/trellis/timers"
 	"github.com/trellis-go/trellis/views"
@@ -60,30 +59,9 @@ type Host struct {
 	// when tracing is off (see docs/observability.md).
 	Tracing trace.TracerProvider
 
-	// cluster routes entity commands to their shard's owner; nil when the
-	// instance is not part of a cluster.
-	cluster entities.Cluster
-	// claims names this instance in its Idempotency-Key claims and tells
-	// whether the instance another claim names is gone; nil without a
-	// cluster (claims then only lapse).
-	claims claimHolders
-	// handovers carry the durable producers' sends to a queue's owner;
-	// nil without a cluster transport.
-	handovers *handovers
-	// shards are the shards this instance serves (every one without a
-	// cluster).
-	shards node.ShardSet
-	// consumers runs the consumers setup starts (see Consumers).
-	consumers *consumers.Runner
-	// views runs the views setup starts (see Views).
-	views *views.Runner
-	// workflows are the runners of the workflows setup starts (see
-	// Workflows).
-	workflows workflows.Runners
-	// checks are the application's readiness checks (AddReadinessCheck).
-	checks *httpserver.Checks
-	// tracing is what Tracing is made of, flushed at shutdown.
-	tracing serviceTracing
+	// parts are what New built the service of, which the methods below
+	// reach.
+	parts assembly.Host
 }
 
 // Consumers is what consumers start on (consumers.Consumer.Start): the
@@ -92,7 +70,45 @@ type Host struct {
 // stops at shutdown before the cluster hands the shards over. With Redis
 // and the cluster mode off, Consumer.Start fails: the per-instance store
 // keeps no change log.
-func (h *Host) Consumers() *consumers.Runner { return h.consumers }
+func (h *Host) Consumers() *consumers.Runner { return h.parts.Consumers }
+
+// Views is what views start on (views.View.Start) and what their queries
+// read through: the service's runner. A view is projected once setup has
+// returned, each shard on the instance that serves it (every shard,
+// without a cluster); its queries answer on every instance. With Redis
+// and the cluster mode off, View.Start fails: the per-instance store
+// keeps no change log.
+func (h *Host) Views() *views.Runner { return h.parts.Views }
+
+// Workflows is the workflows.Host to start workflows on: their records on
+// the entities' store (forwarded and fenced as entities are), their pause
+// timers on the service's scheduler, each shard's workflows run by the
+// instance that serves it. The service stops their runners at shutdown
+// after the timers, before it hands its shards over. With Redis and the
+// cluster mode off, Start fails: the per-instance store keeps no change
+// log to find a shard's workflows in.
+func (h *Host) Workflows() workflows.Host {
+	return workflows.Host{Entities: h.Entities(), Timers: h.Timers, Runners: &h.parts.Workflows, Logger: h.Logger, Shards: h.parts.Shards}
+}
+
+// AddReadinessCheck adds an application's own readiness check: GET
+// /readyz answers 503, with the reason "<name> is not ready" (the error
+// goes to the log), while check returns an error. The checks run after
+// the store's and the timer scheduler's, in the order added, within the
+// probe's 2 s; keep them cheap (a producer handle's Err, say). Each is
+// also the gauge trellis_readiness_check{check="<name>"} in /metrics: 1
+// while it passes, 0 while it fails. Call it during setup; a name must be
+// non-empty and not yet used.
+func (h *Host) AddReadinessCheck(name string, check func(context.Context) error) error {
+	return h.parts.AddReadinessCheck(name, check)
+}
+
+// show sets the exported fields to what New built, for setup.
+func (h *Host) show() {
+	p := &h.parts
+	h.System, h.Client, h.Store, h.Clock, h.Logger = p.System, p.Client, p.Store, p.Clock, p.Logger
+	h.Redis, h.Timers, h.Metrics, h.Idempotency, h.Tracing = p.Redis, p.Timers, p.Metrics, p.Idempotency, p.Tracing.Provider()
+}
 
 // idempotencySettle is how long past the request timeout an
 // Idempotency-Key's claim is kept: time for its answer to be settled. A
@@ -116,17 +132,10 @@ func (h *Host) Idempotent(routes ...string) func(http.Handler) http.Handler {
 		Store: h.Idempotency, Routes: routes,
 		Retention: h.Config.IdempotencyRetention, InFlight: h.Config.RequestTimeout + idempotencySettle,
 	}
-	if h.claims != nil {
-		o.Holder, o.HolderGone = h.claims.ClaimHolder(), h.claims.HolderGone
+	if c := h.parts.Claims; c != nil {
+		o.Holder, o.HolderGone = c.ClaimHolder(), c.HolderGone
 	}
 	return api.Idempotency(o)
-}
-
-// claimHolders is what names the holders of Idempotency-Key claims: the
-// cluster's node.
-type claimHolders interface {
-	ClaimHolder() string
-	HolderGone(ctx context.Context, holder string) bool
 }
 
 // Entities is the entities.Host to start key-value entities on, with the
@@ -136,7 +145,7 @@ type claimHolders interface {
 // id's for four request timeouts. Change its fields before Start to
 // override them.
 func (h *Host) Entities() entities.Host {
-	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.cluster,
+	return entities.Host{System: h.System, Client: h.Client, Store: h.Store, Cluster: h.parts.Cluster,
 		KeyRetention: h.Config.IdempotencyRetention, CommandIDRetention: 4 * h.Config.RequestTimeout}
 }
 

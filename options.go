@@ -2,17 +2,14 @@ package trellis
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/internal/faulthook"
-	"github.com/trellis-go/trellis/internal/httpserver"
 )
 
 // Option configures New and Run.
@@ -82,19 +79,6 @@ func WithClock(c clockwork.Clock) Option {
 // /admin/openapi.yaml either way.
 func WithContract(spec []byte) Option { return optionFunc(func(o *options) { o.contract = spec }) }
 
-// contractMiddleware is the validation of the application's requests
-// against its contract (none without one).
-func contractMiddleware(spec []byte) ([]func(http.Handler) http.Handler, error) {
-	if spec == nil {
-		return nil, nil
-	}
-	enforce, err := httpserver.EnforceContract(spec)
-	if err != nil {
-		return nil, fmt.Errorf("trellis: WithContract: %w", err)
-	}
-	return []func(http.Handler) http.Handler{enforce}, nil
-}
-
 // WithFlags defines the application's own flags for Run, on the flag set
 // that holds Trellis's (-addr, -redis-url …), so that both are given on
 // one command line: an unknown flag is still an error (exit 2). The
@@ -119,3 +103,10 @@ func WithGetenv(getenv func(string) string) Option {
 // WithStderr sets where Run writes its messages: the usage, an invalid
 // setting, a failure (default: os.Stderr). The log goes to the logger.
 func WithStderr(w io.Writer) Option { return optionFunc(func(o *options) { o.stderr = w }) }
+
+// WithTracerProvider traces the service with tp instead of the pipeline
+// the OTEL_* variables describe; the caller owns tp and shuts it down.
+// Tests pass an SDK provider over an in-memory exporter.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(o *options) { o.tracerProvider = tp })
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/durable"
 	"github.com/trellis-go/trellis/delivery/redisqueue"
+	"github.com/trellis-go/trellis/internal/assembly"
 	"github.com/trellis-go/trellis/internal/cluster/entityhost"
 	"github.com/trellis-go/trellis/internal/peer"
 	"github.com/trellis-go/trellis/runtime"
@@ -45,9 +46,26 @@ type DurableProducer[A any] struct {
 	local  *delivery.Producer[A]
 	codec  durable.Codec[A]
 	queue  *redisqueue.Queue[A] // nil with the embedded store
-	hand   *handovers           // nil without a cluster transport: Send is local
+	hand   *assembly.Handovers  // nil without a cluster transport: Send is local
 	holder string               // this instance's name as the queue's holder
 	sends  *rememberedSends     // as the owner: the sends other instances handed over
+}
+
+// DurableQueue returns the durable producer queue of producerID for a
+// producer controller of the service (delivery.WithDurableQueue): in the
+// service's Redis, under its key prefix (redisqueue.ForService), owned by
+// one producer controller at a time across the service's instances; with
+// the embedded store, in memory (durable.NewMemory: it does not outlive
+// the process). codec encodes whole messages (nil: JSON).
+func DurableQueue[A any](h *Host, producerID string, codec durable.Codec[A]) (durable.Queue[A], error) {
+	if h.Redis == nil {
+		return durable.NewMemory[A](), nil
+	}
+	q, err := redisqueue.ForService(h.Redis, h.Config.RedisPrefix, producerID, codec)
+	if err != nil {
+		return nil, fmt.Errorf("trellis: durable queue of producer %q: %w", producerID, err)
+	}
+	return q, nil
 }
 
 // NewDurableProducer starts, on h's actor system, the producer controller
@@ -63,8 +81,8 @@ func NewDurableProducer[A any](h *Host, producerID string, settings delivery.Pro
 	var queue durable.Queue[A] = durable.NewMemory[A]()
 	if h.Redis != nil {
 		var opts []redisqueue.Option
-		if h.handovers != nil {
-			p.hand, p.holder = h.handovers, h.handovers.holder
+		if hs := h.parts.Handovers; hs != nil {
+			p.hand, p.holder = hs, hs.Holder()
 			p.sends = newRememberedSends(maxRememberedSends)
 			opts = append(opts, redisqueue.WithHolder(p.holder))
 		}
@@ -80,7 +98,7 @@ func NewDurableProducer[A any](h *Host, producerID string, settings delivery.Pro
 	}
 	p.local = local
 	if p.hand != nil {
-		if err := p.hand.add(producerID, p.receive); err != nil {
+		if err := p.hand.Add(producerID, p.receive); err != nil {
 			return nil, fmt.Errorf("trellis: durable producer %q: %w", producerID, err)
 		}
 	}
@@ -179,7 +197,7 @@ const (
 // delivery.ErrNotSent means it did not take it (it is not the owner any
 // more, could not be reached, or its controller stopped).
 func (p *DurableProducer[A]) sendThrough(ctx context.Context, addr string, arg json.RawMessage) (delivery.SeqNr, error) {
-	reply, err := p.hand.forward(ctx, addr, p.id, arg)
+	reply, err := p.hand.Forward(ctx, addr, p.id, arg)
 	switch {
 	case err == nil:
 		var r forwardedSent

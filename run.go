@@ -74,7 +74,7 @@ func serve(ctx context.Context, cfg Config, setup Setup, opts []Option) error {
 	if err != nil {
 		return err
 	}
-	svc.host.tracing.makeGlobal(svc.log)
+	svc.host.parts.Tracing.MakeGlobal(svc.Logger())
 	if err := svc.Start(ctx); err != nil {
 		_ = svc.Shutdown(context.Background())
 		return err

@@ -1,18 +1,19 @@
-package trellis
+package assembly
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // A part is one long-lived piece of the service: the store, the actor
-// system, the cluster, the consumers, the timers, the HTTP server. New
-// builds the parts in the order of the service's list (see New) and
+// system, the cluster, the consumers, the timers, the HTTP server. Build
+// makes the parts in the order of the service's list (see build) and
 // starts them in that order once setup has returned; Shutdown stops them
-// in the reverse order, and so does a New that fails with the parts it
-// built. A kill (the test kit's) walks the same list: it cuts every
+// in the reverse order, and so does a Build that fails with the parts it
+// made. A kill (the test kit's) walks the same list: it cuts every
 // part's links to the world first, then stops what still runs
 // in-process, and says no goodbye.
 type part struct {
@@ -36,7 +37,7 @@ type part struct {
 type parts []part
 
 // startAll starts the parts in order. When one fails, it returns its error
-// and the caller stops them all.
+// and the caller stops them all (release).
 func (ps parts) startAll(ctx context.Context) error {
 	for _, p := range ps {
 		if p.start == nil {
@@ -81,3 +82,14 @@ func (ps parts) kill(ctx context.Context) {
 		}
 	}
 }
+
+// release stops the parts of a service that did not start, bounded by
+// releaseTimeout.
+func (ps parts) release(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	_ = ps.stopAll(ctx, log)
+}
+
+// releaseTimeout bounds the release of a service that did not start.
+const releaseTimeout = 10 * time.Second

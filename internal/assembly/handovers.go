@@ -1,4 +1,4 @@
-package trellis
+package assembly
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/trellis-go/trellis/internal/peer"
 )
 
-// handovers carry the durable producers' sends between the instances of
-// a cluster: a Send on an instance that does not own the queue is handed
+// Handovers carry the durable producers' sends between the instances of
+// a cluster (trellis.DurableProducer): a Send on an instance that does not own the queue is handed
 // to the owner as a forwarded call of its own kind (producerComponent,
 // the method the producer id), which the owner's producer of that id
 // takes. Made when the cluster's transport listens; nil otherwise, and
 // then every Send is local.
-type handovers struct {
+type Handovers struct {
 	node   *node.Node
 	holder string // this instance's name as a queue's holder
 
@@ -28,14 +28,17 @@ type handovers struct {
 // the sends handed to a queue's owner; the method is the producer id.
 const producerComponent = "trellis.producer"
 
-func newHandovers(n *node.Node, holder string) *handovers {
-	return &handovers{node: n, holder: holder,
+func newHandovers(n *node.Node, holder string) *Handovers {
+	return &Handovers{node: n, holder: holder,
 		receivers: make(map[string]func(context.Context, json.RawMessage) (json.RawMessage, error))}
 }
 
-// add takes the sends to producer id's queue that other instances hand
+// Holder is this instance's name as a queue's holder.
+func (hs *Handovers) Holder() string { return hs.holder }
+
+// Add takes the sends to producer id's queue that other instances hand
 // to this one.
-func (hs *handovers) add(id string, receive func(context.Context, json.RawMessage) (json.RawMessage, error)) error {
+func (hs *Handovers) Add(id string, receive func(context.Context, json.RawMessage) (json.RawMessage, error)) error {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if _, ok := hs.receivers[id]; ok {
@@ -46,7 +49,7 @@ func (hs *handovers) add(id string, receive func(context.Context, json.RawMessag
 }
 
 // serve runs a send another instance hands to a queue this one owns.
-func (hs *handovers) serve(ctx context.Context, c peer.Call) (peer.Reply, error) {
+func (hs *Handovers) serve(ctx context.Context, c peer.Call) (peer.Reply, error) {
 	hs.mu.RLock()
 	receive := hs.receivers[c.Method]
 	hs.mu.RUnlock()
@@ -57,7 +60,7 @@ func (hs *handovers) serve(ctx context.Context, c peer.Call) (peer.Reply, error)
 	return peer.Reply{Value: v}, err
 }
 
-// forward hands producer id's send (arg) to the owner at addr.
-func (hs *handovers) forward(ctx context.Context, addr, id string, arg json.RawMessage) (peer.Reply, error) {
+// Forward hands producer id's send (arg) to the owner at addr.
+func (hs *Handovers) Forward(ctx context.Context, addr, id string, arg json.RawMessage) (peer.Reply, error) {
 	return hs.node.Forward(ctx, addr, peer.Call{ComponentID: producerComponent, Method: id, Argument: arg})
 }

@@ -1,4 +1,4 @@
-package trellis
+package assembly
 
 import (
 	"context"
@@ -18,32 +18,32 @@ func joinCluster(a *assembly) error {
 	if a.view == nil {
 		return nil
 	}
-	h, cfg := a.host, a.cfg
-	n, err := node.Join(node.Config{Redis: h.Redis, Prefix: cfg.RedisPrefix, Lease: cfg.ClusterLease,
-		Secret: []byte(cfg.ClusterSecret), Listen: cfg.clusterListenAddr(), ListenSetting: EnvClusterAddr,
-		Advertise: cfg.ClusterAdvertiseAddr, TLS: cfg.clusterTLS(), Shards: a.view,
-		Registry: h.Client.Registry(), System: h.System, Tracer: h.Client.Tracer(), Faults: a.o.faults,
+	h, cfg, cc := a.host, a.cfg, a.cfg.Cluster
+	n, err := node.Join(node.Config{Redis: h.Redis, Prefix: cfg.RedisPrefix, Lease: cc.Lease,
+		Secret: []byte(cc.Secret), Listen: cc.Listen, ListenSetting: cfg.ClusterSetting,
+		Advertise: cc.Advertise, TLS: cc.TLS, Shards: a.view,
+		Registry: h.Client.Registry(), System: h.System, Tracer: h.Client.Tracer(), Faults: cfg.Faults,
 		BeforeRelease: func(ctx context.Context, shard int) {
-			h.consumers.BeforeRelease(ctx, shard)
-			h.views.BeforeRelease(ctx, shard)
-			h.workflows.BeforeRelease(ctx, shard)
+			h.Consumers.BeforeRelease(ctx, shard)
+			h.Views.BeforeRelease(ctx, shard)
+			h.Workflows.BeforeRelease(ctx, shard)
 		},
 		Logger: h.Logger, Secrets: []string{cfg.RedisURL, cfg.RedisClusterURL}})
 	if err != nil {
 		return fmt.Errorf("trellis: %w", err)
 	}
 	a.add(part{name: "the cluster", start: n.Start, stop: n.Shutdown, cut: n.Crash})
-	h.cluster, a.admin, h.claims = a.view, n, n
+	h.Cluster, a.admin, h.Claims = a.view, n, n
 	if holder, ok := n.Holder(); ok {
-		h.handovers = newHandovers(n, holder)
-		if err := n.Handle(producerComponent, h.handovers.serve); err != nil {
+		h.Handovers = newHandovers(n, holder)
+		if err := n.Handle(producerComponent, h.Handovers.serve); err != nil {
 			return fmt.Errorf("trellis: %w", err)
 		}
 	}
 	a.collectors = append(a.collectors, n.Collectors()...)
 	// Unready until a member: the first of the checks, before the
 	// application's own.
-	if err := h.checks.Add("the cluster membership", a.view.Ready); err != nil {
+	if err := h.Checks.Add("the cluster membership", a.view.Ready); err != nil {
 		return fmt.Errorf("trellis: %w", err)
 	}
 	return nil
