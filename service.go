@@ -134,6 +134,7 @@ func (a *assembly) build() error {
 		openViews,
 		joinCluster,
 		runWorkflows,
+		sweepJournals,
 		startTimers,
 		serveHTTP,
 	} {
