@@ -32,7 +32,6 @@ if found ~= ARGV[3] then return {2, found} end
 if head[2] then return {5, found} end
 local out = {1}
 local function logged_change(rev, data)
-	if not logged then return end
 	local seq, at = record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[10], ARGV[11], rev, data, ARGV[12], ARGV[13])
 	if seq then
 		out[#out + 1], out[#out + 2] = seq, at
@@ -40,7 +39,9 @@ local function logged_change(rev, data)
 end
 for i = 15 + 3 * records, #ARGV, 4 do
 	redis.call('XADD', KEYS[2], ARGV[i] .. '-0', 'n', ARGV[i + 1], 'd', ARGV[i + 2], 'a', ARGV[i + 3])
-	logged_change(ARGV[i], '{"name":"' .. ARGV[i + 1] .. '","data":' .. ARGV[i + 2] .. '}')
+	if logged then
+		logged_change(ARGV[i], '{"name":"' .. ARGV[i + 1] .. '","data":' .. ARGV[i + 2] .. '}')
+	end
 end
 redis.call('HSET', KEYS[1], 'seq', ARGV[4])
 if ARGV[7] ~= '' then
@@ -48,7 +49,7 @@ if ARGV[7] ~= '' then
 end
 if ARGV[5] == '1' then
 	redis.call('HSET', KEYS[1], 'del', '1')
-	logged_change(ARGV[4], false)
+	if logged then logged_change(ARGV[4], false) end
 end
 for i = 15, 14 + 3 * records, 3 do
 	applied_record(KEYS[1], ARGV[i], ARGV[i + 1], ARGV[i + 2], now)

@@ -65,9 +65,10 @@
 // multiple also stores the state after it as the entity's snapshot, in
 // the same atomic step; a load reads that snapshot and the events after
 // it, so its time does not grow with the journal. The journal is kept
-// whole unless the type has [DropCoveredAfter]: then, at an entity's
-// write, the events its stored snapshot covers are dropped once that
-// snapshot is older than the period.
+// whole unless the type has [DropCoveredAfter]: then the events an
+// entity's stored snapshot covers are dropped once that snapshot is older
+// than the period, at the entity's next write or by the service's
+// [Sweeper], whichever comes first.
 //
 // # Delete
 //

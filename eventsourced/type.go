@@ -60,7 +60,8 @@ func MaxEventSize(bytes int) Option { return func(o *options) { o.maxEventSize =
 
 // DropCoveredAfter sets the journal's retention: the events a snapshot
 // covers are dropped once that snapshot is older than d (by the entity's
-// clock), at the entity's next write. The journal is then no longer whole:
+// clock), at the entity's next write or by the next sweep of a [Sweeper]
+// (a service runs one), whichever comes first. The journal is then no longer whole:
 // exports and the admin API start after the snapshot. Without it (the
 // default) the journal is kept whole.
 func DropCoveredAfter(d time.Duration) Option { return func(o *options) { o.retention = d } }

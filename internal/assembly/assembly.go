@@ -154,6 +154,7 @@ func (a *assembly) build() error {
 		openViews,
 		joinCluster,
 		runWorkflows,
+		sweepJournals,
 		startTimers,
 		serveHTTP,
 	} {

@@ -2,7 +2,9 @@
 // served under the admin API (at /admin/console) that shows the timer
 // store at a glance, lists, filters and pages timers, opens and deletes
 // one (a recurring one shows its schedule and next runs, and pauses and
-// resumes), lists and filters the dead letters (retry, delete), and charts the timers due
+// resumes), lists and filters the dead letters (retry, delete), shows an
+// event-sourced entity's journal (its head and its events, newest first,
+// paged), and charts the timers due
 // over the next hour, refreshed live; on
 // an instance of a cluster it also shows the members (status, shards,
 // last heartbeat) and a map of the shards by owner.

@@ -2,7 +2,8 @@
 // no dependency. It asks for the admin token once per tab, keeps it in
 // sessionStorage, and sends it only in the Authorization header of its own
 // requests (http.js): to the admin API (one directory up from the page)
-// and to the console's api/overview; the cluster's view is cluster.js.
+// and to the console's api/overview; each section beside the timers has a
+// module of its own (cluster.js, workflows.js, journals.js…).
 // Data is put in the page with textContent and DOM nodes only, never as
 // HTML, so that a timer's name or payload cannot inject markup.
 
@@ -13,6 +14,7 @@ import { clearViews, loadViews } from "./views.js";
 import { clearDeadLetters, loadDeadLetters, watchDeadFilters } from "./deadletters.js";
 import { showRecurring, statusBadge } from "./recurring.js";
 import { clearWorkflows, loadWorkflows, watchWorkflowFilters } from "./workflows.js";
+import { clearJournals, loadJournal, watchJournals } from "./journals.js";
 import { absolute, count, relative } from "./format.js";
 import { SignedOut, TOKEN_KEY, request } from "./http.js";
 
@@ -106,6 +108,7 @@ function clearData() {
   clearConsumers();
   clearViews();
   clearWorkflows();
+  clearJournals();
   clearDeadLetters();
   Object.assign(state, { cursors: [""], page: 0, nextCursor: "", listKey: "" });
 }
@@ -145,7 +148,7 @@ function scheduleRefresh() {
 async function loadAll() {
   const results = await Promise.allSettled([loadOverview(), loadStats(), loadList(), loadDetail(), loadCluster(adminURL),
     loadDeadLetters(adminURL, () => { state.listKey = ""; refresh(); }), loadConsumers(adminURL, refresh),
-    loadViews(adminURL), loadWorkflows(adminURL, refresh)]);
+    loadViews(adminURL), loadWorkflows(adminURL, refresh), loadJournal(adminURL)]);
   if (!sessionStorage.getItem(TOKEN_KEY)) return; // signed out meanwhile
   if (results.some((r) => r.status === "rejected" && r.reason.status === 401)) {
     signOut("The server no longer accepts the token (401): sign in again.");
@@ -424,6 +427,7 @@ $("f-failing").addEventListener("change", applyFilters);
 $("f-recurring").addEventListener("change", applyFilters);
 watchDeadFilters(() => refresh());
 watchWorkflowFilters(() => refresh());
+watchJournals(() => refresh());
 $("f-limit").addEventListener("change", applyFilters);
 $("f-reset").addEventListener("click", () => {
   $("filters").reset();
