@@ -130,27 +130,32 @@ func (s *Service) Done() <-chan struct{} { return s.run.HTTP.Done() }
 //  2. The timer scheduler: it stops claiming timers and finishes (or
 //     releases to another instance) the calls in flight, which still reach
 //     their components.
-//  3. The cluster, when the instance is part of one: its shards are handed
+//  3. The journals' retention sweep and the workflows' runners: a sweep
+//     in flight ends, and each workflow finishes its step in flight or
+//     leaves it uncommitted, for the shard's next owner (or this instance
+//     when it starts again) to run again.
+//  4. The cluster, when the instance is part of one: its shards are handed
 //     over to the other instances one at a time, each once its consumers
 //     have finished the handler in flight and saved their checkpoints and
 //     its commands in flight have finished (commands forwarded here
 //     meanwhile still run, or wait for the new owner); then the
 //     membership ends and the transport stops.
-//  4. The consumers: each finishes the handler in flight and saves its
-//     checkpoint; the changes they have not handled are handled by the
-//     shards' next owners (or by this instance when it starts again).
-//  5. Reliable delivery is drained (delivery.Drain): what consumers
+//  5. The consumers and the views: each finishes the handler in flight
+//     and saves its checkpoint; the changes they have not handled are
+//     handled by the shards' next owners (or by this instance when it
+//     starts again).
+//  6. Reliable delivery is drained (delivery.Drain): what consumers
 //     confirmed is stored in the durable producer queues, so that a
 //     restart sends none of it again.
-//  6. The actor system: every entity and timed action stops (entities
+//  7. The actor system: every entity and timed action stops (entities
 //     passivate: their state is already stored, since every command writes
 //     before it replies). This comes after HTTP and the cluster, so that
 //     the requests that were allowed to finish could still reach their
 //     entities.
-//  7. Redis: closed once nothing can use it.
-//  8. Tracing: the spans still queued are exported, within a few
+//  8. Redis: closed once nothing can use it.
+//  9. Tracing: the spans still queued are exported, within a few
 //     seconds of their own (an unreachable collector loses them).
 //
-// ctx bounds steps 1 to 6. Shutdown may be called more than once; each
+// ctx bounds steps 1 to 7. Shutdown may be called more than once; each
 // call returns the first call's result.
 func (s *Service) Shutdown(ctx context.Context) error { return s.run.Shutdown(ctx) }
