@@ -122,14 +122,15 @@ func (p *projector) run() {
 	p.checkpoint(true)
 }
 
-// open registers the view in the shard's log, reads its position, and
-// builds it if it never was.
+// open registers the view in the shard's log, claims the shard's rows
+// for p's fence and reads their position, and builds them if they never
+// were.
 func (p *projector) open() error {
 	cp, err := p.r.cfg.Log.Register(p.ctx, consumerID(p.d.gen), p.shard)
 	if err != nil {
 		return err
 	}
-	pos, built, err := p.r.cfg.Store.position(p.ctx, p.d.gen, p.shard)
+	pos, built, err := p.r.cfg.Store.open(p.ctx, p.fence, p.d, p.shard)
 	if err != nil {
 		return err
 	}
