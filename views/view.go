@@ -12,12 +12,13 @@ import (
 	"github.com/trellis-go/trellis/entities"
 )
 
-// View is the definition of a view: its name, the entity type whose
-// changes it is built from, its updater and its queries. It holds no
-// running state: Start adds it to a service's runner.
+// View is the definition of a view: its name, the source whose changes
+// it is built from (an entity type, a workflow type), its updater and its
+// queries. It holds no running state: Start adds it to a service's
+// runner.
 type View[S, R any] struct {
 	def    *viewDef
-	entity *entities.Type[S]
+	decode func(id string, revision uint64, data []byte) (S, error)
 	update func(Change[S]) Update[R]
 
 	compiled   sync.Once
@@ -70,11 +71,18 @@ func Ignore[R any]() Update[R] { return Update[R]{} }
 // state when the view is built. R is a struct encoded with encoding/json;
 // queries name its fields by their JSON names.
 func Define[S, R any](name string, entity *entities.Type[S], update func(Change[S]) Update[R]) *View[S, R] {
-	v := &View[S, R]{entity: entity, update: update}
-	v.def = &viewDef{name: name, rowType: reflect.TypeFor[R](), project: v.project}
-	if entity != nil {
-		v.def.entityType = entity.ComponentID()
+	if entity == nil {
+		return define[S, R](name, "", nil, update)
 	}
+	return define(name, entity.ComponentID(), entity.Decode, update)
+}
+
+// define defines a view over the changes of component type source, each
+// change's data read with decode (a deletion's with revision 0 and no
+// data).
+func define[S, R any](name, source string, decode func(string, uint64, []byte) (S, error), update func(Change[S]) Update[R]) *View[S, R] {
+	v := &View[S, R]{decode: decode, update: update}
+	v.def = &viewDef{name: name, entityType: source, rowType: reflect.TypeFor[R](), project: v.project}
 	return v
 }
 
@@ -87,8 +95,8 @@ func (v *View[S, R]) Name() string { return v.def.name }
 // have or cannot index, and when the store keeps no change log or a view
 // of that name is started already.
 func (v *View[S, R]) Start(r *Runner) error {
-	if v.def.name == "" || v.entity == nil || v.update == nil {
-		return errors.New("views: Define needs a name, an entity type and an updater")
+	if v.def.name == "" || v.decode == nil || v.update == nil {
+		return errors.New("views: a view needs a name, a source and an updater")
 	}
 	// One definition may be started on several runners (instances in one
 	// process, in tests): it is compiled once, and read only after.
@@ -111,7 +119,11 @@ func (v *View[S, R]) project(c entities.Change) (op rowOp, ok bool, err error) {
 	if c.Deleted {
 		rev = 0
 	}
-	state, err := v.entity.Decode(c.EntityID, rev, c.Data)
+	data := c.Data
+	if c.Deleted {
+		data = nil
+	}
+	state, err := v.decode(c.EntityID, rev, data)
 	if err != nil {
 		return rowOp{}, false, fmt.Errorf("view %s: %w", v.def.name, err)
 	}
