@@ -2,7 +2,10 @@
 // indexed for the queries declared with them, paged by token, and
 // followed live over Server-Sent Events.
 //
-// A view is defined from a key-value entity type (Define) with an
+// A view is defined from a key-value entity type (Define), a workflow
+// type (DefineWorkflow: the instances as they move) or an event-sourced
+// entity type (DefineEvents: each event folded into the entity's row),
+// with an
 // updater, a pure function that maps each change of an entity to its row
 // (Upsert), to no row (Delete), or to nothing (Ignore); the row is a Go
 // struct encoded with encoding/json. Queries are declared with the view

@@ -192,6 +192,19 @@ func insertEntry(idx []memEntry, e memEntry) []memEntry {
 	return slices.Insert(idx, find(idx, e.key), e)
 }
 
+func (s *memoryStore) rows(ctx context.Context, d *viewDef, ids []string) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.view(d)
+	out := make(map[string][]byte, len(ids))
+	for _, id := range ids {
+		if r := v.rows[id]; r != nil {
+			out[id] = r.row
+		}
+	}
+	return out, ctx.Err()
+}
+
 // ids walks every row of the view: the embedded store holds few.
 func (s *memoryStore) ids(ctx context.Context, d *viewDef, shard int) ([]string, error) {
 	s.mu.Lock()

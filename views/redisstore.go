@@ -247,6 +247,23 @@ func (s *redisStore) apply(ctx context.Context, f cluster.Fence, d *viewDef, sha
 	return nil
 }
 
+func (s *redisStore) rows(ctx context.Context, d *viewDef, ids []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	vals, err := s.client.HMGet(ctx, s.key(d.gen, "rows"), ids...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read rows of view %s: %w", d.name, store.Classify(err))
+	}
+	for i, v := range vals {
+		if text, ok := v.(string); ok {
+			out[ids[i]] = []byte(text)
+		}
+	}
+	return out, nil
+}
+
 func (s *redisStore) ids(ctx context.Context, d *viewDef, shard int) ([]string, error) {
 	ids, err := s.client.SMembers(ctx, s.shardKey(d.gen, "ids", shard)).Result()
 	if err != nil {

@@ -32,6 +32,8 @@ type Store interface {
 	// counts one more on the view's write counter, and the index entries
 	// it makes are marked with it.
 	apply(ctx context.Context, f cluster.Fence, d *viewDef, shard int, ops []rowOp, mode applyMode, to uint64) error
+	// rows reads the rows of ids (JSON; an id with none is left out).
+	rows(ctx context.Context, d *viewDef, ids []string) (map[string][]byte, error)
 	// ids lists the ids of view's rows of shard.
 	ids(ctx context.Context, d *viewDef, shard int) ([]string, error)
 	// scan reads the first rows in query qi's index between the bounds b
