@@ -85,8 +85,8 @@ func BenchmarkViewLag(b *testing.B) {
 }
 
 // BenchmarkViewPage: a 50-row page of an indexed query (a customer's open
-// orders, newest first, of 500), read through the view (every shard's
-// index, one script per shard, pipelined), against a bare go-redis read of
+// orders, newest first, of 500), read through the view (one script in the
+// view's slot: its index, then the rows), against a bare go-redis read of
 // the same rows in the same run: ZREVRANGE of a sorted set of ids, then
 // HGETALL of each row's hash, pipelined. Reports the page's p99 and its
 // throughput over the bare read's as x-bare.

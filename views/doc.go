@@ -2,7 +2,10 @@
 // indexed for the queries declared with them, paged by token, and
 // followed live over Server-Sent Events.
 //
-// A view is defined from a key-value entity type (Define) with an
+// A view is defined from a key-value entity type (Define), a workflow
+// type (DefineWorkflow: the instances as they move) or an event-sourced
+// entity type (DefineEvents: each event folded into the entity's row),
+// with an
 // updater, a pure function that maps each change of an entity to its row
 // (Upsert), to no row (Delete), or to nothing (Ignore); the row is a Go
 // struct encoded with encoding/json. Queries are declared with the view
@@ -19,7 +22,8 @@
 // per view and shard, on the instance that serves the shard, applies the
 // shard's changes in order, a batch at a time, each batch with its rows,
 // index entries and the position of its last change in one atomic step
-// (one Lua script in the shard's slot on Redis, under the shard's fence),
+// (one Lua script in the view's slot on Redis, refused once an owner of
+// the shard with a newer fence has opened it),
 // so a batch applied again is a no-op. A view never built on a shard, or
 // behind the log's bound, is built from the entities' current states.
 // Queries read the store on any instance: a page may miss changes the
@@ -30,9 +34,8 @@
 // # Paging
 //
 // A page's token (Page.Next) holds the index key of its last row and the
-// position of every shard's view when the first page was read: the next
-// page starts after that key and leaves out the index entries made since
-// that position. A row that stays in the result without moving is seen
+// view's write counter when the first page was read: the next page starts
+// after that key and leaves out the index entries made since. A row that stays in the result without moving is seen
 // exactly once across the pages; a row that moves, leaves or enters the
 // result during the paging is seen at most once; the order holds across
 // pages. Tokens are plain data (no state on the instance that made them),
@@ -60,9 +63,9 @@
 //
 // # Storage
 //
-// On Redis and Redis Cluster a view's keys of one shard carry the shard's
-// hash tag (see NewRedisStore): a row and its index entries are written
-// in one script, and a query reads each shard's index (one script per
-// shard, pipelined: on a Redis Cluster, one round trip per master) and
-// merges them. In memory, each index is a sorted slice.
+// On Redis and Redis Cluster every key of a view (of one generation)
+// carries the view's hash tag (see NewRedisStore): its rows, one index per
+// query for the whole view, and each shard's position and feed. A batch is
+// one script there, and a page is one script: a range of the query's
+// index and the rows it names. In memory, each index is a sorted slice.
 package views

@@ -220,9 +220,10 @@ func (f *Follower) stale(feeds []shardFeed) bool {
 // each shard's position the rows were read at.
 func (f *Follower) sendRows(ctx context.Context, emit func([]Event) error) error {
 	var tok *token
+	var cursor []uint64 // each shard's position the first page was read at
 	count := 0
 	for {
-		rows, next, snap, err := f.r.read(ctx, f.d, f.qi, f.s, tok)
+		rows, next, pos, err := f.r.read(ctx, f.d, f.qi, f.s, tok, tok == nil)
 		if err != nil {
 			return err
 		}
@@ -233,11 +234,11 @@ func (f *Follower) sendRows(ctx context.Context, emit func([]Event) error) error
 		for i, e := range rows {
 			evs[i] = Event{Kind: "row", EntityID: e.id, Row: e.row}
 		}
+		if tok == nil {
+			cursor = pos
+		}
 		if next == nil {
-			f.cursor = make([]uint64, numShards)
-			for _, sp := range snap {
-				f.cursor[sp[0]] = uint64(sp[1])
-			}
+			f.cursor = cursor
 			evs = append(evs, Event{Kind: "ready", ID: f.encodeCursor()})
 		}
 		if err := emit(evs); err != nil {

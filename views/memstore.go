@@ -11,24 +11,28 @@ import (
 )
 
 // memoryStore keeps views in the process's memory, with the embedded
-// entity store (not durable). Each query's index is a sorted slice.
+// entity store (not durable). Each query's index is one sorted slice for
+// the view.
 type memoryStore struct {
 	mu    sync.Mutex
-	views map[string]*[numShards]*memShard
+	views map[string]*memView
 	key   []byte
 	gens  map[string]generation
 }
 
-type memShard struct {
-	pos   uint64
-	built bool
-	feed  []rowChange
-	floor uint64
+// memView is one generation of a view.
+type memView struct {
+	seq   uint64 // the write counter: one more per apply
+	pos   [numShards]uint64
+	built [numShards]bool
+	feed  [numShards][]rowChange
+	floor [numShards]uint64
 	rows  map[string]*memRow
 	idx   [][]memEntry // per query, sorted by key
 }
 
 type memRow struct {
+	shard int
 	row   []byte
 	keys  []string
 	since []uint64
@@ -44,7 +48,7 @@ type memEntry struct {
 func NewMemoryStore() Store {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // never fails (crypto/rand)
-	return &memoryStore{views: make(map[string]*[numShards]*memShard), key: key}
+	return &memoryStore{views: make(map[string]*memView), key: key}
 }
 
 func (s *memoryStore) generation(ctx context.Context, view string) (generation, error) {
@@ -70,27 +74,30 @@ func (s *memoryStore) setGeneration(ctx context.Context, view string, prev, next
 // rows.
 func (s *memoryStore) sealKey(context.Context) ([]byte, error) { return s.key, nil }
 
-// shard is view's shard; s.mu is held.
-func (s *memoryStore) shard(d *viewDef, shard int) *memShard {
+// view is d's generation; s.mu is held.
+func (s *memoryStore) view(d *viewDef) *memView {
 	v := s.views[d.gen]
 	if v == nil {
-		v = new([numShards]*memShard)
+		v = &memView{rows: make(map[string]*memRow), idx: make([][]memEntry, len(d.queries))}
 		s.views[d.gen] = v
 	}
-	if v[shard] == nil {
-		v[shard] = &memShard{rows: make(map[string]*memRow), idx: make([][]memEntry, len(d.queries))}
-	}
-	return v[shard]
+	return v
 }
 
 func (s *memoryStore) position(ctx context.Context, view string, shard int) (uint64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.views[view]
-	if v == nil || v[shard] == nil {
+	if v == nil {
 		return 0, false, ctx.Err()
 	}
-	return v[shard].pos, v[shard].built, ctx.Err()
+	return v.pos[shard], v.built[shard], ctx.Err()
+}
+
+// open is position: one process writes the embedded store, and fences
+// are not kept.
+func (s *memoryStore) open(ctx context.Context, _ cluster.Fence, d *viewDef, shard int) (uint64, bool, error) {
+	return s.position(ctx, d.gen, shard)
 }
 
 func (s *memoryStore) apply(ctx context.Context, _ cluster.Fence, d *viewDef, shard int, ops []rowOp, mode applyMode, to uint64) error {
@@ -99,55 +106,56 @@ func (s *memoryStore) apply(ctx context.Context, _ cluster.Fence, d *viewDef, sh
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sh := s.shard(d, shard)
-	if mode == modeApply && sh.built && sh.pos >= to {
+	v := s.view(d)
+	if mode == modeApply && v.built[shard] && v.pos[shard] >= to {
 		return nil
 	}
+	v.seq++
 	for _, op := range ops {
-		old := sh.rows[op.id]
+		old := v.rows[op.id]
 		if mode == modeApply && (old != nil || op.row != nil) {
 			c := rowChange{seq: op.since, id: op.id, row: op.row, new: op.keys}
 			if old != nil {
 				c.old = old.keys
 			}
-			sh.feed = append(sh.feed, c)
+			v.feed[shard] = append(v.feed[shard], c)
 		}
 		if op.row == nil {
 			if old != nil {
 				for q, k := range old.keys {
-					sh.idx[q] = removeEntry(sh.idx[q], k)
+					v.idx[q] = removeEntry(v.idx[q], k)
 				}
-				delete(sh.rows, op.id)
+				delete(v.rows, op.id)
 			}
 			continue
 		}
-		r := &memRow{row: op.row, keys: op.keys, since: make([]uint64, len(op.keys))}
+		r := &memRow{shard: shard, row: op.row, keys: op.keys, since: make([]uint64, len(op.keys))}
 		for q, k := range op.keys {
 			if old != nil && old.keys[q] == k {
 				r.since[q] = old.since[q]
 				continue
 			}
 			if old != nil {
-				sh.idx[q] = removeEntry(sh.idx[q], old.keys[q])
+				v.idx[q] = removeEntry(v.idx[q], old.keys[q])
 			}
-			r.since[q] = op.since
-			sh.idx[q] = insertEntry(sh.idx[q], memEntry{key: k, id: op.id, since: op.since})
+			r.since[q] = v.seq
+			v.idx[q] = insertEntry(v.idx[q], memEntry{key: k, id: op.id, since: v.seq})
 		}
-		sh.rows[op.id] = r
+		v.rows[op.id] = r
 	}
 	switch {
 	case mode == modeApply && to > feedWindow:
 		cut := to - feedWindow
-		if len(sh.feed) > 0 && sh.feed[0].seq <= cut {
-			i := sort.Search(len(sh.feed), func(i int) bool { return sh.feed[i].seq > cut })
-			sh.feed = slices.Clone(sh.feed[i:])
+		if f := v.feed[shard]; len(f) > 0 && f[0].seq <= cut {
+			i := sort.Search(len(f), func(i int) bool { return f[i].seq > cut })
+			v.feed[shard] = slices.Clone(f[i:])
 		}
-		sh.floor = cut
+		v.floor[shard] = cut
 	case mode == modeBuilt:
-		sh.feed, sh.floor = nil, to
+		v.feed[shard], v.floor[shard] = nil, to
 	}
 	if mode != modeBuild {
-		sh.pos, sh.built = to, true
+		v.pos[shard], v.built[shard] = to, true
 	}
 	return nil
 }
@@ -158,12 +166,13 @@ func (s *memoryStore) feed(ctx context.Context, d *viewDef, after []uint64, limi
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	v := s.view(d)
 	out := make([]shardFeed, len(after))
 	for i := range after {
-		sh := s.shard(d, i)
-		out[i].pos, out[i].floor = sh.pos, sh.floor
-		j := sort.Search(len(sh.feed), func(j int) bool { return sh.feed[j].seq > after[i] })
-		out[i].changes = slices.Clone(sh.feed[j:min(len(sh.feed), j+limit)])
+		out[i].pos, out[i].floor = v.pos[i], v.floor[i]
+		f := v.feed[i]
+		j := sort.Search(len(f), func(j int) bool { return f[j].seq > after[i] })
+		out[i].changes = slices.Clone(f[j:min(len(f), j+limit)])
 	}
 	return out, nil
 }
@@ -183,43 +192,58 @@ func insertEntry(idx []memEntry, e memEntry) []memEntry {
 	return slices.Insert(idx, find(idx, e.key), e)
 }
 
+func (s *memoryStore) rows(ctx context.Context, d *viewDef, ids []string) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.view(d)
+	out := make(map[string][]byte, len(ids))
+	for _, id := range ids {
+		if r := v.rows[id]; r != nil {
+			out[id] = r.row
+		}
+	}
+	return out, ctx.Err()
+}
+
+// ids walks every row of the view: the embedded store holds few.
 func (s *memoryStore) ids(ctx context.Context, d *viewDef, shard int) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []string
-	for id := range s.shard(d, shard).rows {
-		ids = append(ids, id)
+	for id, r := range s.view(d).rows {
+		if r.shard == shard {
+			ids = append(ids, id)
+		}
 	}
 	return ids, ctx.Err()
 }
 
-func (s *memoryStore) scan(ctx context.Context, d *viewDef, qi int, b bounds, shards []int, snapshots []int64) ([]shardRows, error) {
+func (s *memoryStore) scan(ctx context.Context, d *viewDef, qi int, b bounds, snapshot int64, positions bool) (scanned, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return scanned{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]shardRows, len(shards))
-	for i, shard := range shards {
-		sh := s.shard(d, shard)
-		snap := sh.pos
-		if snapshots[i] >= 0 {
-			snap = uint64(snapshots[i])
+	v := s.view(d)
+	out := scanned{seq: v.seq}
+	if snapshot >= 0 {
+		out.seq = uint64(snapshot)
+	}
+	if positions {
+		out.pos = slices.Clone(v.pos[:])
+	}
+	idx := v.idx[qi]
+	take := func(e memEntry) bool {
+		if e.since <= out.seq {
+			out.rows = append(out.rows, entry{key: e.key, id: e.id, row: v.rows[e.id].row})
 		}
-		out[i].pos = snap
-		idx := sh.idx[qi]
-		take := func(e memEntry) bool {
-			if e.since <= snap {
-				out[i].rows = append(out[i].rows, entry{key: e.key, id: e.id, row: sh.rows[e.id].row})
-			}
-			return len(out[i].rows) <= b.limit
+		return len(out.rows) <= b.limit
+	}
+	if b.desc {
+		for j := sort.Search(len(idx), func(j int) bool { return aboveHi(idx[j].key, b.hi) }) - 1; j >= 0 && !below(idx[j].key, b.lo) && take(idx[j]); j-- {
 		}
-		if b.desc {
-			for j := sort.Search(len(idx), func(j int) bool { return aboveHi(idx[j].key, b.hi) }) - 1; j >= 0 && !below(idx[j].key, b.lo) && take(idx[j]); j-- {
-			}
-		} else {
-			for j := sort.Search(len(idx), func(j int) bool { return !below(idx[j].key, b.lo) }); j < len(idx) && !aboveHi(idx[j].key, b.hi) && take(idx[j]); j++ {
-			}
+	} else {
+		for j := sort.Search(len(idx), func(j int) bool { return !below(idx[j].key, b.lo) }); j < len(idx) && !aboveHi(idx[j].key, b.hi) && take(idx[j]); j++ {
 		}
 	}
 	return out, nil

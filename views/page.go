@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -56,7 +55,7 @@ func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*Ra
 			return nil, err
 		}
 	}
-	rows, next, _, err := r.read(ctx, g, qi, s, tok)
+	rows, next, _, err := r.read(ctx, g, qi, s, tok, false)
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +74,12 @@ func (r *Runner) Page(ctx context.Context, view, query string, req Request) (*Ra
 
 // read reads the page of query qi (s checked) that tok continues (nil:
 // the first), its rows in the query's order; next is the token of the
-// page after (nil: it is the last), snap each shard's position the pages
-// are read at (as a token holds it).
-func (r *Runner) read(ctx context.Context, d *viewDef, qi int, s *scan, tok *token) (rows []entry, next *token, snap [][2]int64, err error) {
+// page after (nil: it is the last). With positions, the first page also
+// returns every shard's position read with its rows.
+func (r *Runner) read(ctx context.Context, d *viewDef, qi int, s *scan, tok *token, positions bool) (rows []entry, next *token, pos []uint64, err error) {
 	qd := d.queries[qi]
 	b := bounds{lo: s.lo, hi: s.hi, desc: qd.desc, limit: s.limit}
-	shards, snapshots := make([]int, numShards), make([]int64, numShards)
-	for i := range shards {
-		shards[i], snapshots[i] = i, -1
-	}
+	snapshot := int64(-1)
 	if tok != nil {
 		last := string(tok.Last)
 		if qd.desc {
@@ -91,36 +87,17 @@ func (r *Runner) read(ctx context.Context, d *viewDef, qi int, s *scan, tok *tok
 		} else {
 			b.lo = "(" + above(last)
 		}
-		for i := range snapshots {
-			snapshots[i] = int64(tok.snapshot(i))
-		}
-		snap = tok.Shards
+		snapshot, positions = int64(tok.Seq), false
 	}
-	res, err := r.cfg.Store.scan(ctx, d, qi, b, shards, snapshots)
+	res, err := r.cfg.Store.scan(ctx, d, qi, b, snapshot, positions)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if tok == nil {
-		for i, sr := range res {
-			if sr.pos > 0 {
-				snap = append(snap, [2]int64{int64(shards[i]), int64(sr.pos)})
-			}
-		}
+	if len(res.rows) > s.limit {
+		next = &token{Version: tokenVersion, View: d.name, Gen: d.gen, Query: qd.name, Hash: s.hash(), Last: []byte(res.rows[s.limit-1].key), Seq: res.seq}
+		res.rows = res.rows[:s.limit]
 	}
-	var all []entry
-	for _, sr := range res {
-		all = append(all, sr.rows...)
-	}
-	slices.SortFunc(all, func(x, y entry) int {
-		if qd.desc {
-			return strings.Compare(y.key, x.key)
-		}
-		return strings.Compare(x.key, y.key)
-	})
-	if len(all) > s.limit {
-		next = &token{Version: tokenVersion, View: d.name, Gen: d.gen, Query: qd.name, Hash: s.hash(), Last: []byte(all[s.limit-1].key), Shards: snap}
-	}
-	return all[:min(len(all), s.limit)], next, snap, nil
+	return res.rows, next, res.pos, nil
 }
 
 // plan finds query of view and checks req against it. An unknown query

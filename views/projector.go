@@ -41,9 +41,10 @@ type projector struct {
 	kick     chan struct{}
 	done     chan struct{}
 
-	pos     uint64 // the last change applied
-	saved   uint64 // the checkpoint told to the log
-	savedAt time.Time
+	pos       uint64    // the last change applied
+	builtFrom time.Time // when the build in progress read the log's head
+	saved     uint64    // the checkpoint told to the log
+	savedAt   time.Time
 
 	lagMu sync.Mutex
 	lag   Lag
@@ -122,14 +123,15 @@ func (p *projector) run() {
 	p.checkpoint(true)
 }
 
-// open registers the view in the shard's log, reads its position, and
-// builds it if it never was.
+// open registers the view in the shard's log, claims the shard's rows
+// for p's fence and reads their position, and builds them if they never
+// were.
 func (p *projector) open() error {
 	cp, err := p.r.cfg.Log.Register(p.ctx, consumerID(p.d.gen), p.shard)
 	if err != nil {
 		return err
 	}
-	pos, built, err := p.r.cfg.Store.position(p.ctx, p.d.gen, p.shard)
+	pos, built, err := p.r.cfg.Store.open(p.ctx, p.fence, p.d, p.shard)
 	if err != nil {
 		return err
 	}
@@ -154,21 +156,9 @@ func (p *projector) step() (more bool, err error) {
 		return true, p.build()
 	}
 	if len(changes) > 0 {
-		ops := make([]rowOp, 0, len(changes))
-		for _, c := range changes {
-			if c.EntityType != p.d.entityType {
-				continue
-			}
-			op, ok, err := p.d.project(c)
-			if err != nil {
-				p.r.log.Error("views: the updater failed; the entity's row is left as it was", "view", p.d.name,
-					"entity", c.EntityID, "seq", c.Seq, "err", err.Error())
-				continue
-			}
-			if ok {
-				op.since = c.Seq
-				ops = append(ops, op)
-			}
+		ops, err := p.projectBatch(changes)
+		if err != nil {
+			return false, err
 		}
 		last := changes[len(changes)-1]
 		if err := p.r.cfg.Store.apply(p.ctx, p.fence, p.d, p.shard, ops, modeApply, last.Seq); err != nil {
@@ -184,6 +174,46 @@ func (p *projector) step() (more bool, err error) {
 	return len(changes) == batch, nil
 }
 
+// projectBatch maps changes (the shard's, of every type) to the ops on
+// the view's rows, in order. A view over events folds each event into
+// the row before it: the rows of the batch's entities are read first,
+// and each op's row is the next event's.
+func (p *projector) projectBatch(changes []entities.Change) ([]rowOp, error) {
+	var rows map[string][]byte
+	if p.d.events {
+		var ids []string
+		for _, c := range changes {
+			if c.EntityType == p.d.entityType {
+				ids = append(ids, c.EntityID)
+			}
+		}
+		var err error
+		if rows, err = p.r.cfg.Store.rows(p.ctx, p.d, ids); err != nil {
+			return nil, err
+		}
+	}
+	ops := make([]rowOp, 0, len(changes))
+	for _, c := range changes {
+		if c.EntityType != p.d.entityType {
+			continue
+		}
+		op, ok, err := p.d.project(c, rows[c.EntityID])
+		if err != nil {
+			p.r.log.Error("views: the updater failed; the entity's row is left as it was", "view", p.d.name,
+				"entity", c.EntityID, "seq", c.Seq, "err", err.Error())
+			continue
+		}
+		if ok {
+			op.since = c.Seq
+			ops = append(ops, op)
+			if rows != nil {
+				rows[c.EntityID] = op.row
+			}
+		}
+	}
+	return ops, nil
+}
+
 // build sets the shard's rows from the entities' current states: the log's
 // head is read first, every current state is applied, the rows of
 // entities no longer there are removed, and the position is set to the
@@ -193,6 +223,7 @@ func (p *projector) build() error {
 	if err != nil {
 		return err
 	}
+	p.builtFrom = time.Now()
 	keep := make(map[string]bool)
 	var ops []rowOp
 	flush := func() error {
@@ -200,23 +231,30 @@ func (p *projector) build() error {
 		ops = ops[:0]
 		return err
 	}
-	err = p.r.cfg.Log.Current(p.ctx, p.shard, p.d.entityType, func(c entities.Change) error {
-		op, ok, err := p.d.project(c)
-		if err != nil {
-			p.r.log.Error("views: the updater failed on a current state; the entity has no row", "view", p.d.name,
-				"entity", c.EntityID, "err", err.Error())
-			return nil
-		}
-		if !ok || op.row == nil {
-			return nil
-		}
+	add := func(op rowOp) error {
 		keep[op.id] = true
 		op.since = head
 		if ops = append(ops, op); len(ops) == batch {
 			return flush()
 		}
 		return nil
-	})
+	}
+	if p.d.events {
+		err = p.foldJournals(head, add)
+	} else {
+		err = p.r.cfg.Log.Current(p.ctx, p.shard, p.d.entityType, func(c entities.Change) error {
+			op, ok, err := p.d.project(c, nil)
+			if err != nil {
+				p.r.log.Error("views: the updater failed on a current state; the entity has no row", "view", p.d.name,
+					"entity", c.EntityID, "err", err.Error())
+				return nil
+			}
+			if !ok || op.row == nil {
+				return nil
+			}
+			return add(op)
+		})
+	}
 	if err == nil {
 		err = flush()
 	}

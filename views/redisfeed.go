@@ -66,30 +66,44 @@ func (s *redisStore) setGeneration(ctx context.Context, view string, prev, next 
 	return n == 1, nil
 }
 
-// feedScript: KEYS[1] pos, KEYS[2] floor, KEYS[3] feed; ARGV[1] the
-// position to read after, ARGV[2] the most entries. Returns {pos, floor,
-// entries}, read together.
+// feedScript: KEYS[1] pos, KEYS[2] floor, KEYS[3..] each shard's feed,
+// in order; ARGV[1] the most entries a shard, ARGV[2..] the position to
+// read each shard after. Returns, per shard, {pos, floor, entries}, all
+// read together.
 var feedScript = redis.NewScript(`
-local pos = redis.call('GET', KEYS[1]) or '0'
-local floor = redis.call('GET', KEYS[2]) or '0'
-return {pos, floor, redis.call('XRANGE', KEYS[3], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
+local out = {}
+for i = 3, #KEYS do
+	local shard = tostring(i - 3)
+	local pos = redis.call('HGET', KEYS[1], shard) or '0'
+	local floor = redis.call('HGET', KEYS[2], shard) or '0'
+	out[#out + 1] = {pos, floor, redis.call('XRANGE', KEYS[i], '(' .. ARGV[i - 1] .. '-0', '+', 'COUNT', ARGV[1])}
+end
+return out
 `)
 
 func (s *redisStore) feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error) {
-	cmds, err := s.evalEach(ctx, feedScript, len(after), func(i int) ([]string, []any) {
-		return []string{s.key(d.gen, i, "pos"), s.key(d.gen, i, "floor"), s.key(d.gen, i, "feed")},
-			[]any{strconv.FormatUint(after[i], 10), limit}
-	})
+	keys := make([]string, 0, 2+len(after))
+	keys = append(keys, s.key(d.gen, "pos"), s.key(d.gen, "floor"))
+	args := make([]any, 0, 1+len(after))
+	args = append(args, limit)
+	for shard, pos := range after {
+		keys = append(keys, s.shardKey(d.gen, "feed", shard))
+		args = append(args, strconv.FormatUint(pos, 10))
+	}
+	res, err := feedScript.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("read the changes of view %s: %w", d.name, store.Classify(err))
 	}
+	if len(res) != len(after) {
+		return nil, fmt.Errorf("read the changes of view %s: a malformed reply of %d shards", d.name, len(res))
+	}
 	out := make([]shardFeed, len(after))
-	for i, cmd := range cmds {
-		res, _ := cmd.Val().([]any)
-		if len(res) != 3 {
-			return nil, fmt.Errorf("read the changes of view %s: a malformed reply from shard %d", d.name, i)
+	for i, raw := range res {
+		one, _ := raw.([]any)
+		if len(one) != 3 {
+			return nil, fmt.Errorf("read the changes of view %s: a malformed reply for shard %d", d.name, i)
 		}
-		if out[i], err = parseFeed(res, len(d.queries)); err != nil {
+		if out[i], err = parseFeed(one, len(d.queries)); err != nil {
 			return nil, fmt.Errorf("read the changes of view %s on shard %d: %w", d.name, i, err)
 		}
 	}

@@ -76,6 +76,8 @@ type Runner struct {
 	keyMu sync.Mutex
 	key   []byte // see sealKey
 
+	journals journalIDs // see foldJournals
+
 	appliedMu sync.Mutex
 	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
 }

@@ -11,28 +11,36 @@ const numShards = cluster.NumShards
 
 // Store keeps views' rows, their index entries and the position of the
 // last change applied, per view and shard: NewMemoryStore (the embedded
-// store's) or NewRedisStore (Redis and Redis Cluster, each shard's keys in
-// its slot).
+// store's) or NewRedisStore (Redis and Redis Cluster, each view's keys in
+// one slot).
 type Store interface {
 	// position is the last change applied to the rows of shard of view
 	// (a generation's key: viewDef.gen); built
 	// is false when the shard's rows were never built.
 	position(ctx context.Context, view string, shard int) (pos uint64, built bool, err error)
-	// apply applies ops, in order, in one atomic step, under f (refused
-	// with entities.ErrFenced when f no longer holds; an empty fence is
-	// not checked), and per mode: modeApply sets the position to to, and
+	// open is position for the projector of shard under f: from then on,
+	// apply refuses the batches of an owner of the shard with a lower
+	// epoch than f's (with entities.ErrFenced; an empty fence is not
+	// checked), and open refuses f when a higher one opened it.
+	open(ctx context.Context, f cluster.Fence, d *viewDef, shard int) (pos uint64, built bool, err error)
+	// apply applies ops, in order, in one atomic step, under f (see open),
+	// and per mode: modeApply sets the position to to, and
 	// is a no-op when the position is at to or after already (a replay);
 	// modeBuild leaves the position as it is; modeBuilt sets it to to,
 	// whatever it was. modeApply records each op in the shard's feed;
-	// modeBuilt empties the feed and sets its floor to to.
+	// modeBuilt empties the feed and sets its floor to to. Each call
+	// counts one more on the view's write counter, and the index entries
+	// it makes are marked with it.
 	apply(ctx context.Context, f cluster.Fence, d *viewDef, shard int, ops []rowOp, mode applyMode, to uint64) error
+	// rows reads the rows of ids (JSON; an id with none is left out).
+	rows(ctx context.Context, d *viewDef, ids []string) (map[string][]byte, error)
 	// ids lists the ids of view's rows of shard.
 	ids(ctx context.Context, d *viewDef, shard int) ([]string, error)
-	// scan reads each of shards' first rows in query qi's index between
-	// the bounds s gives, at most s.limit+1 each, leaving out the entries
-	// made after the shard's snapshot position (snapshots[i]; -1: now),
-	// and returns each shard's position read with them.
-	scan(ctx context.Context, d *viewDef, qi int, s bounds, shards []int, snapshots []int64) ([]shardRows, error)
+	// scan reads the first rows in query qi's index between the bounds b
+	// gives, at most b.limit+1, leaving out the entries made after the
+	// write counter's snapshot (-1: now), and returns the snapshot read
+	// with them and, if positions, every shard's position read with them.
+	scan(ctx context.Context, d *viewDef, qi int, b bounds, snapshot int64, positions bool) (scanned, error)
 	// feed reads each shard's feed after its position in after (one per
 	// shard, every shard), at most limit changes each.
 	feed(ctx context.Context, d *viewDef, after []uint64, limit int) ([]shardFeed, error)
@@ -68,9 +76,11 @@ type entry struct {
 	row     []byte
 }
 
-// shardRows is one shard's part of a scan.
-type shardRows struct {
-	pos  uint64
+// scanned is a scan's result: the write counter's snapshot it was read
+// at, each shard's position (when asked), and the rows.
+type scanned struct {
+	seq  uint64
+	pos  []uint64
 	rows []entry
 }
 

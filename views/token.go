@@ -8,23 +8,22 @@ import (
 
 // token is what a page token holds: the query it continues (view, query,
 // and a hash of its parameters), the index key of the last row returned,
-// and the position of each shard's view when the first page was read.
-// A row whose index entry was made after that position (it entered the
-// result, or moved in it, since) is left out of the later pages, so no
-// row is seen twice. Nothing in it depends on the instance that made it:
+// and the view's write counter when the first page was read. A row whose
+// index entry was made after it (the row entered the result, or moved in
+// it, since) is left out of the later pages, so no row is seen twice. Nothing in it depends on the instance that made it:
 // it is sealed with the key kept in the store (seal.go), so any instance,
 // and one restarted, takes it, and a token altered or made up is refused.
 type token struct {
-	Version int        `json:"t"`
-	View    string     `json:"v"`
-	Gen     string     `json:"g"`
-	Query   string     `json:"q"`
-	Hash    uint64     `json:"h"`
-	Last    []byte     `json:"k"`
-	Shards  [][2]int64 `json:"s,omitempty"` // shard, position; a shard not listed was at 0
+	Version int    `json:"t"`
+	View    string `json:"v"`
+	Gen     string `json:"g"`
+	Query   string `json:"q"`
+	Hash    uint64 `json:"h"`
+	Last    []byte `json:"k"`
+	Seq     uint64 `json:"s,omitempty"`
 }
 
-const tokenVersion = 1
+const tokenVersion = 2
 
 // hash is a request's fingerprint: its parameters and bounds.
 func (s *scan) hash() uint64 {
@@ -71,20 +70,5 @@ func (r *Runner) parseToken(ctx context.Context, text string, d *viewDef, s *sca
 	case t.Gen != d.gen:
 		return nil, refuse(ErrBadToken, "token", "made before view %s was rebuilt: read the first page again", view)
 	}
-	for _, sp := range t.Shards {
-		if sp[0] < 0 || sp[0] >= numShards || sp[1] < 0 {
-			return nil, refuse(ErrBadToken, "token", "not a page token of this service")
-		}
-	}
 	return &t, nil
-}
-
-// snapshot is the position of shard's view in t.
-func (t *token) snapshot(shard int) uint64 {
-	for _, sp := range t.Shards {
-		if int(sp[0]) == shard {
-			return uint64(sp[1])
-		}
-	}
-	return 0
 }

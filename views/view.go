@@ -12,13 +12,17 @@ import (
 	"github.com/trellis-go/trellis/entities"
 )
 
-// View is the definition of a view: its name, the entity type whose
-// changes it is built from, its updater and its queries. It holds no
-// running state: Start adds it to a service's runner.
+// View is the definition of a view: its name, the source whose changes
+// it is built from (an entity type, a workflow type), its updater and its
+// queries. It holds no running state: Start adds it to a service's
+// runner.
 type View[S, R any] struct {
 	def    *viewDef
-	entity *entities.Type[S]
+	decode func(id string, revision uint64, data []byte) (S, error)
 	update func(Change[S]) Update[R]
+	// fold, for a view over events, makes the update of a change from it
+	// and the row before it (decode and update are nil then).
+	fold func(c entities.Change, row []byte) (Update[R], error)
 
 	compiled   sync.Once
 	compileErr error
@@ -70,11 +74,18 @@ func Ignore[R any]() Update[R] { return Update[R]{} }
 // state when the view is built. R is a struct encoded with encoding/json;
 // queries name its fields by their JSON names.
 func Define[S, R any](name string, entity *entities.Type[S], update func(Change[S]) Update[R]) *View[S, R] {
-	v := &View[S, R]{entity: entity, update: update}
-	v.def = &viewDef{name: name, rowType: reflect.TypeFor[R](), project: v.project}
-	if entity != nil {
-		v.def.entityType = entity.ComponentID()
+	if entity == nil {
+		return define[S, R](name, "", nil, update)
 	}
+	return define(name, entity.ComponentID(), entity.Decode, update)
+}
+
+// define defines a view over the changes of component type source, each
+// change's data read with decode (a deletion's with revision 0 and no
+// data).
+func define[S, R any](name, source string, decode func(string, uint64, []byte) (S, error), update func(Change[S]) Update[R]) *View[S, R] {
+	v := &View[S, R]{decode: decode, update: update}
+	v.def = &viewDef{name: name, entityType: source, rowType: reflect.TypeFor[R](), project: v.project}
 	return v
 }
 
@@ -87,8 +98,8 @@ func (v *View[S, R]) Name() string { return v.def.name }
 // have or cannot index, and when the store keeps no change log or a view
 // of that name is started already.
 func (v *View[S, R]) Start(r *Runner) error {
-	if v.def.name == "" || v.entity == nil || v.update == nil {
-		return errors.New("views: Define needs a name, an entity type and an updater")
+	if v.def.name == "" || v.def.entityType == "" || (v.decode == nil || v.update == nil) && v.fold == nil {
+		return errors.New("views: a view needs a name, a source and an updater")
 	}
 	// One definition may be started on several runners (instances in one
 	// process, in tests): it is compiled once, and read only after.
@@ -99,23 +110,19 @@ func (v *View[S, R]) Start(r *Runner) error {
 	return r.add(v.def)
 }
 
-// project maps one change to the operation on its row; ok is false when
-// the row is left as it is.
-func (v *View[S, R]) project(c entities.Change) (op rowOp, ok bool, err error) {
+// project maps one change to the operation on its row (row: the row
+// before it, for a view over events); ok is false when the row is left
+// as it is.
+func (v *View[S, R]) project(c entities.Change, row []byte) (op rowOp, ok bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("view %s: the updater panicked: %v", v.def.name, p)
 		}
 	}()
-	rev := c.Revision
-	if c.Deleted {
-		rev = 0
-	}
-	state, err := v.entity.Decode(c.EntityID, rev, c.Data)
+	u, err := v.updateOf(c, row)
 	if err != nil {
 		return rowOp{}, false, fmt.Errorf("view %s: %w", v.def.name, err)
 	}
-	u := v.update(Change[S]{EntityID: c.EntityID, State: state, Revision: c.Revision, Deleted: c.Deleted, At: c.At})
 	switch u.op {
 	case opDelete:
 		return rowOp{id: c.EntityID}, true, nil
@@ -127,6 +134,23 @@ func (v *View[S, R]) project(c entities.Change) (op rowOp, ok bool, err error) {
 		return rowOp{id: c.EntityID, row: data, keys: v.def.keys(c.EntityID, reflect.ValueOf(u.row))}, true, nil
 	}
 	return rowOp{}, false, nil
+}
+
+// updateOf is the updater's update for change c (row: the row before
+// it, for a view over events).
+func (v *View[S, R]) updateOf(c entities.Change, row []byte) (Update[R], error) {
+	if v.fold != nil {
+		return v.fold(c, row)
+	}
+	rev, data := c.Revision, c.Data
+	if c.Deleted {
+		rev, data = 0, nil
+	}
+	state, err := v.decode(c.EntityID, rev, data)
+	if err != nil {
+		return Update[R]{}, err
+	}
+	return v.update(Change[S]{EntityID: c.EntityID, State: state, Revision: c.Revision, Deleted: c.Deleted, At: c.At}), nil
 }
 
 // Version sets the view's version: change it whenever the updater
@@ -147,9 +171,12 @@ type viewDef struct {
 	// version, entity type and queries, which its rows are kept under.
 	gen        string
 	entityType string
-	rowType    reflect.Type
-	queries    []*queryDef
-	project    func(entities.Change) (rowOp, bool, error)
+	// events: the view folds events into rows (DefineEvents): the
+	// projector reads the rows before a batch, and builds from journals.
+	events  bool
+	rowType reflect.Type
+	queries []*queryDef
+	project func(c entities.Change, row []byte) (rowOp, bool, error)
 }
 
 // rowOp is what a change does to its entity's row: row nil removes it;

@@ -45,12 +45,11 @@ func (r *Running[S]) Get(ctx context.Context, id string) (Instance[S], error) {
 	if err != nil {
 		return Instance[S]{}, fmt.Errorf("get workflow %s/%s: %w", r.t.id, id, err)
 	}
-	state, err := r.t.decode(id, rec)
+	inst, err := r.t.instance(id, rec)
 	if err != nil {
 		return Instance[S]{}, err
 	}
-	return Instance[S]{ID: id, State: state, Status: rec.Status, Suspended: rec.Suspended, Step: rec.Step, Attempt: rec.Attempt, Transition: rec.Transition,
-		NotBefore: rec.NotBefore, PauseUntil: rec.PauseUntil, Deadline: rec.Deadline, Error: rec.Error, History: rec.History}, nil
+	return inst, nil
 }
 
 // Record is an instance as an operator sees it: as stored, its state and
