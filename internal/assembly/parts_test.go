@@ -75,7 +75,9 @@ func TestPartsWalkTheList(t *testing.T) {
 		},
 		{
 			name: "a shutdown stops every part in the reverse order", specs: service,
-			walk: func(ps parts) error { return ps.stopAll(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil))) },
+			walk: func(ps parts) error {
+				return ps.stopAll(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			},
 			want: []string{"stop http", "stop timers", "stop cluster", "stop drain", "stop actors", "stop redis"},
 		},
 		{
