@@ -72,6 +72,14 @@ func TestConsoleHTTP(t *testing.T) {
 		})
 	}
 
+	t.Run("page is headed as the whole service's console", func(t *testing.T) {
+		page := string(get(t, ts, "/admin/console/", "").Body)
+		h1 := regexp.MustCompile(`(?s)<h1>.*?>\s*(.*?)\s*</h1>`).FindStringSubmatch(page)
+		if len(h1) < 2 || h1[1] != "Trellis console" {
+			t.Errorf("the page's heading is %q, want %q", h1, "Trellis console")
+		}
+	})
+
 	t.Run("page has no inline code", func(t *testing.T) {
 		body := get(t, ts, "/admin/console/", "").Body
 		page := string(body)
