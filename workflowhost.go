@@ -1,6 +1,9 @@
 package trellis
 
-import "github.com/trellis-go/trellis/workflows"
+import (
+	"github.com/trellis-go/trellis/internal/faulthook"
+	"github.com/trellis-go/trellis/workflows"
+)
 
 // Workflows is the workflows.Host to start workflows on: their records on
 // the entities' store (forwarded and fenced as entities are), their pause
@@ -18,6 +21,9 @@ func (h *Host) Workflows() workflows.Host {
 // is not committed, and the shard's next owner runs it again).
 func runWorkflows(a *assembly) error {
 	h := a.host
+	if c, ok := a.o.faults.(faulthook.WorkflowCrashes); ok {
+		faulthook.GiveWorkflowCrashes(&h.workflows, c) // a test kit's crash points
+	}
 	a.add(part{name: "the workflows' runners", stop: h.workflows.Stop})
 	a.collectors = append(a.collectors, h.workflows.Collector())
 	return nil
