@@ -55,3 +55,9 @@ func (o faultsOption) FaultPoints() faulthook.Points { return o.points }
 // withFaults routes the instance's cluster connections through p, and
 // lets p kill it without a goodbye.
 func withFaults(p *faults.Points) trellis.Option { return faultsOption{points: p} }
+
+// withCrashes has the instance's workflow runners crash where crash says
+// (CrashWorkflows).
+func withCrashes(crash func(faulthook.WorkflowPoint) bool) Option {
+	return func(o *options) { o.crash = crash }
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/testkit/faults"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
@@ -54,6 +55,7 @@ type options struct {
 	logger    *slog.Logger
 	configure []func(*trellis.Config)
 	service   []trellis.Option
+	crash     func(faulthook.WorkflowPoint) bool // where the workflows crash (CrashWorkflows)
 }
 
 // WithRedisURL runs the service on the Redis at url (see RedisURL)
@@ -118,6 +120,7 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	// and in the logs, whose own timestamps are real.
 	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{},
 		faults: faults.New()}
+	ts.faults.CrashWorkflowsAt(o.crash)
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))

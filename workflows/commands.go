@@ -45,6 +45,10 @@ type commitArg struct {
 	Missing   bool   `json:"missing,omitempty"`
 	// TimedOut: the workflow's deadline passed before the run.
 	TimedOut bool `json:"timedOut,omitempty"`
+	// Span is the run's span (tracing.CaptureForLink: "" unless
+	// sampled), which the timer of a pause the run decided is created
+	// under.
+	Span string `json:"span,omitempty"`
 }
 
 // lapseArg is a pause timer's argument: the transition that paused.
@@ -197,6 +201,9 @@ func (r *Running[S]) committed(id string, rec record, a commitArg) (next record,
 	if a.Decision != nil {
 		next, deleted, err := r.apply(rec, *a.Decision, a.At, entry)
 		if err == nil {
+			if next.Status == StatusPaused {
+				next.PausedBy = a.Span
+			}
 			return next, deleted, true
 		}
 		a.Error, a.Permanent = err.Error(), true

@@ -124,7 +124,7 @@ func status[S any](s workflows.Status) func(workflows.Instance[S]) bool {
 }
 
 // wallet reads a wallet.
-func wallet(t *testing.T, client *components.Client, id string) Wallet {
+func wallet(t testing.TB, client *components.Client, id string) Wallet {
 	t.Helper()
 	w, err := Balance.Invoke(context.Background(), client, id, components.Done{})
 	if err != nil {

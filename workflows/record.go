@@ -73,6 +73,10 @@ type record struct {
 	// workflow (tracing.CaptureForLink: "" unless it was sampled); each
 	// step's span links to it.
 	Trace string `json:"trace,omitempty"`
+	// PausedBy is the trace context of the step run that paused it (as
+	// Trace; "" when a command paused it): its pause's timer is created
+	// under that run's span.
+	PausedBy string `json:"pausedBy,omitempty"`
 	// History is the last transitions, oldest first (at most
 	// historyLength: a record's size does not grow as a workflow runs on).
 	History []Entry `json:"history,omitempty"`
@@ -191,7 +195,7 @@ func (rec *record) enter(step string, input json.RawMessage) {
 	rec.Status, rec.Step, rec.Input = StatusRunning, step, input
 	rec.Attempt, rec.NotBefore, rec.Error = 0, time.Time{}, ""
 	rec.PauseUntil, rec.OnLapse = time.Time{}, nil
-	rec.Suspended = false
+	rec.Suspended, rec.PausedBy = false, ""
 	rec.Transition++
 	rec.Entered = rec.Transition
 }
@@ -206,6 +210,7 @@ func (rec *record) entered() uint64 {
 
 // leave moves rec out of its step to status s (paused, ended, failed).
 func (rec *record) leave(s Status) {
+	rec.PausedBy = ""
 	rec.Status, rec.Step, rec.Input = s, "", nil
 	rec.Attempt, rec.NotBefore = 0, time.Time{}
 	rec.PauseUntil, rec.OnLapse = time.Time{}, nil

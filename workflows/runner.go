@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,8 +72,12 @@ func (r *Running[S]) poke(id string) bool {
 	if r.releasingLocked(id) {
 		return false // its shard's next owner resumes it
 	}
+	if r.crashed {
+		r.missed[id] = true // woken again once the runner resumes
+		return true
+	}
 	d := &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}
-	d.ctx, d.cancel = context.WithCancel(r.ctx)
+	d.ctx, d.cancel = context.WithCancel(r.life.ctx)
 	r.active[id] = d
 	r.drives.Add(1)
 	go r.drive(id, d)
@@ -123,14 +128,17 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 		}
 		if rec.Status != StatusRunning {
 			if !rec.wakeAt().IsZero() {
+				if r.crashAt(pointBeforeTimer, id, rec) {
+					return
+				}
 				if err = r.arm(id, rec); err != nil {
 					continue
 				}
 			}
 			return
 		}
-		if wait := rec.NotBefore.Sub(r.clock.Now()); wait > 0 {
-			switch r.wait(ctx, wait, kick) {
+		if r.clock.Now().Before(rec.NotBefore) {
+			switch r.waitUntil(ctx, rec.NotBefore, kick) {
 			case stopped:
 				return
 			case kicked: // the record changed: read it again
@@ -138,9 +146,12 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 				continue
 			}
 		}
+		if r.crashAt(pointBeforeStep, id, rec) {
+			return
+		}
 		step := rec.Step
 		a := r.run(ctx, id, rec)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || r.crashAt(pointAfterStep, id, rec) {
 			return // stopping or handing the shard over: not committed, the next owner runs the step again
 		}
 		rec, err = r.write(ctx, id, a)
@@ -191,8 +202,18 @@ const (
 
 // wait waits d on the runner's clock, or until ctx is done or kick fires.
 func (r *Running[S]) wait(ctx context.Context, d time.Duration, kick <-chan struct{}) waitEnd {
-	t := r.clock.NewTimer(d)
+	return r.waitUntil(ctx, r.clock.Now().Add(d), kick)
+}
+
+// waitUntil waits until at on the runner's clock, or until ctx is done
+// or kick fires. A clock moved to at while the timer was being made (a
+// fake one, in a test) ends the wait too.
+func (r *Running[S]) waitUntil(ctx context.Context, at time.Time, kick <-chan struct{}) waitEnd {
+	t := r.clock.NewTimer(at.Sub(r.clock.Now()))
 	defer t.Stop()
+	if !r.clock.Now().Before(at) {
+		return waited
+	}
 	select {
 	case <-t.Chan():
 		return waited
@@ -229,8 +250,9 @@ func (r *Running[S]) serving(shard int) (cluster.Fence, bool) {
 
 // stepResult is what a step's handler gave.
 type stepResult[S any] struct {
-	eff StepEffect[S]
-	err error
+	eff  StepEffect[S]
+	err  error
+	span trace.SpanContext // the run's span
 }
 
 // run runs rec's step once and returns its outcome, to commit.
@@ -244,6 +266,7 @@ func (r *Running[S]) run(ctx context.Context, id string, rec record) commitArg {
 		return a
 	}
 	res, err := r.runHandler(ctx, id, rec, started)
+	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, res.span))
 	switch {
 	case err != nil:
 		a.Error = err.Error()
@@ -301,6 +324,7 @@ func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, star
 		errType = "failed"
 	}
 	tracing.End(span, errType)
+	res.span = span.SpanContext()
 	return res, err
 }
 
@@ -365,16 +389,17 @@ func TimerName(componentID, workflowID string) string {
 }
 
 // arm creates (or replaces) the timer that wakes paused rec when its
-// pause lapses or it times out.
+// pause lapses or it times out, under the span of the step run that
+// paused it, else under the command that started the workflow (its
+// runs link to the timer's creation).
 func (r *Running[S]) arm(id string, rec record) error {
 	arg, err := json.Marshal(lapseArg{Transition: rec.Transition})
 	if err != nil {
 		return fmt.Errorf("arm the timer of workflow %s/%s: %w", r.t.id, id, err)
 	}
 	call := components.DeferredCall{ComponentID: r.t.id, Method: lapseMethod, EntityID: id, Argument: arg}
-	// The timer's runs link to the command that started the workflow.
 	ctx := r.ctx
-	if sc, ok := tracing.Restore(rec.Trace); ok {
+	if sc, ok := tracing.Restore(cmp.Or(rec.PausedBy, rec.Trace)); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	if _, err := r.host.Timers.Create(ctx, TimerName(r.t.id, id), max(0, rec.wakeAt().Sub(r.clock.Now())), call); err != nil {
@@ -384,9 +409,11 @@ func (r *Running[S]) arm(id string, rec record) error {
 }
 
 // watchShards resumes the workflows of every shard this instance comes to
-// serve (every shard, without Host.Shards), until Stop.
-func (r *Running[S]) watchShards() {
-	defer close(r.loop)
+// serve (every shard, without Host.Shards), until ctx ends (Stop, or a
+// crash: done is closed then).
+func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
+	defer r.loops.Done()
+	defer close(done)
 	var resumed [cluster.NumShards]*cluster.Fence // the fence a shard was resumed under
 	tick := time.NewTicker(shardsEvery)
 	defer tick.Stop()
@@ -400,8 +427,8 @@ func (r *Running[S]) watchShards() {
 				}
 				resumed[shard] = nil
 			case resumed[shard] == nil || *resumed[shard] != f:
-				if err := r.resume(shard); err != nil {
-					if r.ctx.Err() != nil {
+				if err := r.resume(ctx, shard); err != nil {
+					if ctx.Err() != nil {
 						return
 					}
 					if errors.Is(err, errNotServedYet) {
@@ -414,7 +441,7 @@ func (r *Running[S]) watchShards() {
 			}
 		}
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
@@ -428,9 +455,9 @@ var errNotServedYet = errors.New("the shard is not served by the entities yet")
 
 // resume wakes every workflow of shard that runs or waits for its pause's
 // timer: the shard's records, read from the store.
-func (r *Running[S]) resume(shard int) error {
+func (r *Running[S]) resume(ctx context.Context, shard int) error {
 	missed := false
-	err := r.changes.Current(r.ctx, shard, r.t.id, func(c entities.Change) error {
+	err := r.changes.Current(ctx, shard, r.t.id, func(c entities.Change) error {
 		var rec record
 		if err := json.Unmarshal(c.Data, &rec); err != nil {
 			r.log.Error("workflows: a stored record does not decode", "id", c.EntityID, "err", err.Error())

@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -73,14 +74,25 @@ type Running[S any] struct {
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
 
+	// crashes are a test kit's crash points (see crash.go); nil in a
+	// service.
+	crashes faulthook.WorkflowCrashes
+
 	mu     sync.Mutex
 	active map[string]*drive // the instances a goroutine drives now
 	// releasing are the shards being handed over, under the fence this
 	// instance served them with.
 	releasing map[int]cluster.Fence
 	stopped   bool
-	drives    sync.WaitGroup
-	loop      chan struct{} // closed when the shard watch ends
+	// life is the runner's since it started or last crashed: its drives
+	// and its shard watch run in it.
+	life life
+	// crashed: the runner crashed and has not resumed yet; missed are
+	// the instances woken meanwhile, woken again once it resumes.
+	crashed bool
+	missed  map[string]bool
+	drives  sync.WaitGroup
+	loops   sync.WaitGroup // the shard watches, and a crash's resume
 }
 
 // Start runs the workflow type on h: its records' entity type (registered
@@ -103,11 +115,12 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		get:       components.NewEntityMethod[components.Done, record](t.id, getMethod),
 		commit:    components.NewEntityMethod[commitArg, record](t.id, commitMethod),
 		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
-		active:    make(map[string]*drive), releasing: make(map[int]cluster.Fence), loop: make(chan struct{})}
+		active:    make(map[string]*drive), releasing: make(map[int]cluster.Fence), missed: make(map[string]bool)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.tracer = h.Entities.Client.Tracer()
 	if h.Runners != nil {
 		r.metrics = h.Runners.shared()
+		r.crashes = h.Runners.crashPoints()
 	} else {
 		r.metrics = newMetrics(nil)
 	}
@@ -128,7 +141,9 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	if h.Runners != nil {
 		h.Runners.add(r)
 	}
-	go r.watchShards()
+	r.mu.Lock()
+	r.live()
+	r.mu.Unlock()
 	return r, nil
 }
 
@@ -148,7 +163,7 @@ func (r *Running[S]) Stop(ctx context.Context) error {
 	r.cancel()
 	done := make(chan struct{})
 	go func() {
-		<-r.loop
+		r.loops.Wait()
 		r.drives.Wait()
 		close(done)
 	}()
@@ -167,6 +182,7 @@ type Runners struct {
 	running []Operated
 	stopped bool
 	metrics *metrics
+	crashes faulthook.WorkflowCrashes // a test kit's (see crash.go)
 }
 
 // shared is the runners' series, made on first use.

@@ -78,7 +78,7 @@ func init() {
 }
 
 // fund puts n in wallet id.
-func fund(t *testing.T, client *components.Client, id string, n int) {
+func fund(t testing.TB, client *components.Client, id string, n int) {
 	t.Helper()
 	if _, err := Credit.Invoke(context.Background(), client, id, n); err != nil {
 		t.Fatal(err)

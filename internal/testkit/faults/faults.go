@@ -18,6 +18,8 @@ import (
 	"errors"
 	"net"
 	"sync"
+
+	"github.com/trellis-go/trellis/internal/faulthook"
 )
 
 // ErrKilled is what Dial answers once the instance was killed.
@@ -32,6 +34,8 @@ type Points struct {
 	conns  map[*conn]struct{}
 	kill   func()
 	killed bool
+	// crashWorkflow says where the workflow runners crash (CrashWorkflowsAt).
+	crashWorkflow func(faulthook.WorkflowPoint) bool
 }
 
 // New returns fault points that let everything through.

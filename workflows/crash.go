@@ -1,0 +1,115 @@
+package workflows
+
+import (
+	"context"
+
+	"github.com/trellis-go/trellis/internal/faulthook"
+)
+
+// A runner's life and its crash. A test kit's crash points
+// (faulthook.WorkflowCrashes, handed to the service's Runners) may make a
+// runner crash at one of them: it then does what a kill -9 of its
+// instance does to it — its steps in flight are cancelled and their
+// outcomes dropped, nothing more is written, what it held in memory is
+// forgotten — and resumes as the shards' next owner would, from the
+// records in the store. The entities it called are not touched: their
+// writes are in the store already, as they would be after a real crash.
+
+// The crash points of a run (faulthook.WorkflowPoint.Where).
+const (
+	// pointBeforeStep: the transition into the step is committed, the
+	// step has not run (after the commit, before the next step starts).
+	pointBeforeStep = "before step"
+	// pointAfterStep: the step's handler returned, its calls were made,
+	// its outcome is not committed.
+	pointAfterStep = "after step"
+	// pointBeforeTimer: the pause is committed, its timer not armed.
+	pointBeforeTimer = "before the timer"
+)
+
+func init() {
+	faulthook.GiveWorkflowCrashes = func(runners any, c faulthook.WorkflowCrashes) {
+		rs := runners.(*Runners)
+		rs.mu.Lock()
+		rs.crashes = c
+		rs.mu.Unlock()
+	}
+}
+
+// crashPoints are the crash points the runners' workflows ask, or nil.
+func (rs *Runners) crashPoints() faulthook.WorkflowCrashes {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.crashes
+}
+
+// life is a runner's life: its drives and its shard watch run in ctx,
+// which a crash or Stop cancels; loop is closed once the watch ended.
+type life struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	loop   chan struct{}
+}
+
+// live starts a life of the runner: a shard watch that resumes the
+// workflows of every shard this instance serves. r.mu is held.
+func (r *Running[S]) live() {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.life = life{ctx: ctx, cancel: cancel, loop: make(chan struct{})}
+	r.loops.Add(1)
+	go r.watchShards(ctx, r.life.loop)
+}
+
+// crashAt passes crash point where of id's run of rec; true: the runner
+// crashes there, and the caller must return at once.
+func (r *Running[S]) crashAt(where, id string, rec record) bool {
+	if r.crashes == nil {
+		return false
+	}
+	p := faulthook.WorkflowPoint{Workflow: r.t.id, ID: id, Where: where, Step: rec.Step, Transition: rec.Transition, Attempt: rec.Attempt + 1}
+	if where == pointBeforeTimer {
+		p.Attempt = 0
+	}
+	if !r.crashes.CrashWorkflow(p) {
+		return false
+	}
+	r.crash()
+	return true
+}
+
+// crash ends the runner's life, and starts another once every drive of
+// the last has returned.
+func (r *Running[S]) crash() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.crashed {
+		return
+	}
+	r.crashed = true
+	last := r.life
+	last.cancel()
+	r.loops.Add(1)
+	go r.resumeAfter(last)
+}
+
+// resumeAfter waits for the life that crashed to end, then starts the
+// next, which resumes from the store, and wakes the instances woken
+// meanwhile.
+func (r *Running[S]) resumeAfter(last life) {
+	defer r.loops.Done()
+	<-last.loop
+	r.drives.Wait() // no drive starts while crashed
+	r.mu.Lock()
+	r.crashed = false
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.live()
+	missed := r.missed
+	r.missed = make(map[string]bool)
+	r.mu.Unlock()
+	for id := range missed {
+		r.poke(id)
+	}
+}
