@@ -28,7 +28,7 @@ var (
 	killKills     = flag.Int("transfer.kills", 3, "kill -9s of TestBinaryKill9")
 )
 
-// TestBinaryKill9 runs the sample's own binary (cmd/transferd) as three
+// TestBinaryKill9 runs the sample's own binary (cmd/server) as three
 // instances of one cluster on Redis, starts transfers between wallets
 // over HTTP, and at random moments kills an instance with SIGKILL and
 // starts another. Afterwards every transfer has ended (done, refused for
@@ -37,7 +37,7 @@ var (
 // the money is conserved and no withdrawal or deposit was applied twice.
 func TestBinaryKill9(t *testing.T) {
 	trellistest.Long(t)
-	bin := trellistest.BuildBinary(t, "github.com/trellis-go/trellis/samples/transfer/cmd/transferd")
+	bin := trellistest.BuildBinary(t, "github.com/trellis-go/trellis/samples/transfer/cmd/server")
 	prefix := "transfer-kill9-" + strings.ToLower(rand.Text())
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)

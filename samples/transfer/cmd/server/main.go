@@ -1,4 +1,4 @@
-// Command transferd is the transfer sample as its own service, written as
+// Command server is the transfer sample as its own service, written as
 // a user writes one: the wallets and the transfer workflow
 // (samples/transfer) on trellis.Run, configured by Trellis's environment
 // and flags (run it with -h). Its tests kill -9 instances of it while
