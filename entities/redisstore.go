@@ -142,6 +142,11 @@ func loadHash(ctx context.Context, client redis.UniversalClient, key string) (Re
 	if err != nil {
 		return Record{}, err
 	}
+	return parseHash(key, vals)
+}
+
+// parseHash reads a document hash's HMGET of data and rev (loadHash).
+func parseHash(key string, vals []any) (Record, error) {
 	if len(vals) != 2 {
 		return Record{}, fmt.Errorf("HMGET returned %d values, want 2", len(vals))
 	}

@@ -58,7 +58,8 @@ type FencedStore interface {
 //
 // # Upgrade from RedisStore's layout
 //
-// Load reads the new key and, when it is absent, the legacy one
+// Load reads the new key and the legacy one in one round trip, and takes
+// the legacy one when the new key is absent
 // (<prefix>:entity:<len(type)>:<type>:<id>, a tombstone read as absent).
 // A write that finds the new key absent checks the legacy key, writes the
 // new key with a revision above the legacy one, and then deletes the
@@ -163,16 +164,27 @@ const (
 	scriptApplied  = 4 // the write's applied record is kept already: nothing written
 )
 
-// Load implements [Store]: the new key, else the legacy one.
+// Load implements [Store]: the new key, else the legacy one, both read in
+// one round trip (a pipeline).
 func (s *ShardedRedisStore) Load(ctx context.Context, entityType, id string) (Record, error) {
-	rec, err := loadHash(ctx, s.client, s.stateKey(entityType, id))
+	key, legacyKey := s.stateKey(entityType, id), s.legacy.key(entityType, id)
+	pipe := s.client.Pipeline()
+	current := pipe.HMGet(ctx, key, "data", "rev")
+	legacy := pipe.HMGet(ctx, legacyKey, "data", "rev")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Record{}, redisErr("load", entityType, id, err)
+	}
+	rec, err := parseHash(key, current.Val())
 	if err != nil {
 		return Record{}, redisErr("load", entityType, id, err)
 	}
 	if rec.Revision != 0 {
 		return rec, nil
 	}
-	return s.legacy.Load(ctx, entityType, id)
+	if rec, err = parseHash(legacyKey, legacy.Val()); err != nil {
+		return Record{}, redisErr("load", entityType, id, err)
+	}
+	return rec, nil
 }
 
 // Revision implements [Store] through Load.

@@ -16,7 +16,7 @@ import (
 // The platform's commands on a workflow's record.
 const (
 	getMethod    = internalPrefix + "get"    // the record
-	commitMethod = internalPrefix + "commit" // a step's outcome
+	commitMethod = internalPrefix + "commit" // a step's outcome; its reply is the record without its history
 	lapseMethod  = internalPrefix + "lapse"  // a pause lapsed or the workflow timed out (its timer)
 )
 
@@ -68,11 +68,11 @@ func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 		}
 		switch {
 		case !changed:
-			return ctx.Reply(rec)
+			return ctx.Reply(rec.withoutHistory())
 		case deleted:
 			return ctx.DeleteEntity().ThenReply(record{})
 		}
-		return ctx.UpdateState(next).ThenReply(next)
+		return ctx.UpdateState(next).ThenReply(next.withoutHistory())
 	})
 	entities.Command(et, lapseMethod, func(ctx *entities.Ctx[record, components.Done], rec record, a lapseArg) entities.Effect[record, components.Done] {
 		if rec.Transition != a.Transition || rec.Status != StatusPaused {

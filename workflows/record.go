@@ -237,6 +237,15 @@ func (rec *record) note(e Entry) {
 	rec.History = append(rec.History, e)
 }
 
+// withoutHistory is rec without its History: a commit's reply, which the
+// runner drives the workflow on and which the entity records with the
+// write (as every command's answer), so it stays small however long the
+// history is.
+func (rec record) withoutHistory() record {
+	rec.History = nil
+	return rec
+}
+
 // wakeAt is when a paused workflow must be woken (its pause lapses or it
 // times out), zero when nothing wakes it.
 func (rec *record) wakeAt() time.Time {
