@@ -142,6 +142,12 @@ func loadHash(ctx context.Context, client redis.UniversalClient, key string) (Re
 	if err != nil {
 		return Record{}, err
 	}
+	return recordOf(key, vals)
+}
+
+// recordOf reads the reply of HMGET key data rev: (nil, 0) when the hash
+// is absent or a tombstone.
+func recordOf(key string, vals []any) (Record, error) {
 	if len(vals) != 2 {
 		return Record{}, fmt.Errorf("HMGET returned %d values, want 2", len(vals))
 	}
