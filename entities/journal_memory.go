@@ -59,15 +59,8 @@ func (s *MemoryStore) JournalIDs(ctx context.Context, entityType string) ([]stri
 		return nil, fmt.Errorf("list the journals of %q: %w", entityType, err)
 	}
 	s.mu.Lock()
-	var ids []string
-	for k := range s.journals {
-		if k.entityType == entityType {
-			ids = append(ids, k.id)
-		}
-	}
-	s.mu.Unlock()
-	slices.Sort(ids)
-	return ids, nil
+	defer s.mu.Unlock()
+	return idsOf(s.journals, entityType), nil
 }
 
 // Events implements [JournalStore].

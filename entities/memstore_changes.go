@@ -207,3 +207,50 @@ func (w *watchers) notify(shard int, c Change) {
 		x.fn(shard, c)
 	}
 }
+
+var _ StateLister = (*MemoryStore)(nil)
+
+// StateIDs implements [StateLister].
+func (s *MemoryStore) StateIDs(ctx context.Context, entityType string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list the states of %q: %w", entityType, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return idsOf(s.docs, entityType), nil
+}
+
+// idsOf returns the ids of m's keys of entityType, sorted.
+func idsOf[V any](m map[memKey]V, entityType string) []string {
+	var ids []string
+	for k := range m {
+		if k.entityType == entityType {
+			ids = append(ids, k.id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// States implements [StateLister].
+func (s *MemoryStore) States(ctx context.Context, entityType string, ids []string, fn func(Change) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read the states of %q: %w", entityType, err)
+	}
+	for _, id := range ids {
+		s.mu.Lock()
+		rec, ok := s.docs[memKey{entityType, id}]
+		var data []byte
+		if ok {
+			data = cloneData(rec.Data)
+		}
+		s.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if err := fn(Change{EntityType: entityType, EntityID: id, Revision: rec.Revision, Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

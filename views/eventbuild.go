@@ -1,10 +1,10 @@
 package views
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 // foldJournals is build's source for a view over events: it folds the
@@ -24,15 +24,13 @@ func (p *projector) foldJournals(head uint64, add func(rowOp) error) error {
 		seq     uint64
 		deleted bool
 	}
-	ids, err := p.r.journals.since(p.ctx, js, p.d.entityType, p.builtFrom)
+	ids, err := p.r.listings.since(p.ctx, listingKey{"journals", p.d.entityType}, p.builtFrom,
+		func(ctx context.Context) ([]string, error) { return js.JournalIDs(ctx, p.d.entityType) })
 	if err != nil {
 		return err
 	}
 	heads := make(map[string]atHead)
-	for _, id := range ids {
-		if cluster.ShardOf(p.d.entityType, id) != p.shard {
-			continue
-		}
+	for _, id := range ids[p.shard] {
 		seq, deleted, err := js.JournalSeq(p.ctx, p.d.entityType, id)
 		if err != nil {
 			return err

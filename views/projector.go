@@ -242,7 +242,7 @@ func (p *projector) build() error {
 	if p.d.events {
 		err = p.foldJournals(head, add)
 	} else {
-		err = p.r.cfg.Log.Current(p.ctx, p.shard, p.d.entityType, func(c entities.Change) error {
+		err = p.currentStates(func(c entities.Change) error {
 			op, ok, err := p.d.project(c, nil)
 			if err != nil {
 				p.r.log.Error("views: the updater failed on a current state; the entity has no row", "view", p.d.name,

@@ -76,7 +76,7 @@ type Runner struct {
 	keyMu sync.Mutex
 	key   []byte // see sealKey
 
-	journals journalIDs // see foldJournals
+	listings listings // see projector.build
 
 	appliedMu sync.Mutex
 	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
