@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/api"
-	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -39,7 +38,7 @@ var failFastRoutes = []storeRoute{
 // with Retry-After ("nothing was changed"); a write answers 503 or, when
 // it was sent and its reply lost, the 504 outcome-unknown problem.
 func TestStoreFrozenFailsFast(t *testing.T) {
-	testenv.Long(t)
+	trellistest.Long(t)
 	rs := trellistest.StartRedisServer(t)
 	ts, order := startWithOrder(t, rs.URL(), "failfast", 0)
 	rs.Freeze()

@@ -20,7 +20,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/trellis-go/trellis"
-	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/samples/contract"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -72,7 +71,7 @@ func TestSetup(t *testing.T) {
 // buildServer builds ./cmd/server into a temporary directory.
 func buildServer(t *testing.T) string {
 	t.Helper()
-	testenv.Long(t)
+	trellistest.Long(t)
 	bin := filepath.Join(t.TempDir(), "server")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
