@@ -8,6 +8,7 @@ import (
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/internal/testkit/lincheck"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -23,6 +24,7 @@ const freezeReadTimeout = time.Second
 // again and take their shards back once it is thawed, never at the
 // request's timeout; the history is linearizable.
 func TestClusterRedisFreezeAnswersInTime(t *testing.T) {
+	testenv.Long(t)
 	rs := trellistest.StartRedisServer(t)
 	app := &fixture.CounterApp{}
 	insts := trellistest.StartInstances(t, 3, app.Setup, trellistest.WithLogger(slog.New(slog.DiscardHandler)),

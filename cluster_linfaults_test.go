@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-go/trellis/internal/testkit/fixture"
 	"github.com/trellis-go/trellis/internal/testkit/lincheck"
 	"github.com/trellis-go/trellis/internal/testkit/peertest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 )
 
@@ -34,6 +35,7 @@ const storeCutLease = 3 * time.Second
 // serving, the others take the shard. No command may take effect twice:
 // the history is linearizable, and every failure is 503 or 504.
 func TestClusterOwnerCutFromRedisLinearizable(t *testing.T) {
+	testenv.Long(t)
 	url := trellistest.RedisURL(t)
 	app := &fixture.CounterApp{}
 	opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler)),
@@ -76,6 +78,7 @@ func TestClusterOwnerCutFromRedisLinearizable(t *testing.T) {
 // waits for its timeout: each answers within the restart, two read
 // timeouts and a few seconds.
 func TestClusterRedisRestartLinearizable(t *testing.T) {
+	testenv.Long(t)
 	rs := trellistest.StartRedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
 	app := &fixture.CounterApp{}
 	insts := trellistest.StartInstances(t, 3, app.Setup, trellistest.WithLogger(slog.New(slog.DiscardHandler)),

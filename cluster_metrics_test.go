@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/testkit/fixture"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/samples/counter"
 	"github.com/trellis-go/trellis/trellistest"
 )
@@ -62,6 +63,7 @@ func TestClusterForwardMetrics(t *testing.T) {
 // connections; the instance waits for the shard's next owner, itself, and
 // the increase succeeds), and as nothing else.
 func TestClusterForwardToKilledOwner(t *testing.T) {
+	testenv.Long(t)
 	app := &fixture.CounterApp{}
 	insts := trellistest.StartInstances(t, 2, app.Setup, trellistest.WithLogger(slog.New(slog.DiscardHandler)),
 		trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = faultLease }))

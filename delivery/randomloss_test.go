@@ -6,15 +6,18 @@ import (
 
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 func TestRandomLoss(t *testing.T) {
+	testenv.Long(t)
 	for _, c := range deliverytest.LossCases() {
 		t.Run(c.Name, func(t *testing.T) { deliverytest.RunLossCase(t, c, runLossSeed) })
 	}
 }
 
 func TestRandomLossFlowOnlyChunks(t *testing.T) {
+	testenv.Long(t)
 	for _, c := range deliverytest.FlowOnlyChunkCases() {
 		t.Run(c.Name, func(t *testing.T) { deliverytest.RunLossCase(t, c, runLossSeed) })
 	}
@@ -23,6 +26,7 @@ func TestRandomLossFlowOnlyChunks(t *testing.T) {
 // TestRandomLossLong sends 10,000 messages through a lossy, repeating,
 // reordering link, without delays, window 50.
 func TestRandomLossLong(t *testing.T) {
+	testenv.Long(t)
 	cases := []deliverytest.LossCase{
 		{Name: "10000 messages", Messages: 10000, ToCC: [2]float64{0.01, 0.05}, ToPC: [2]float64{0.01, 0.05}, Dup: 0.01, Reorder: 0.01, Window: 50},
 		{Name: "10000 messages, without resending", Messages: 10000, ToCC: [2]float64{0.01, 0.05}, ToPC: [2]float64{0.01, 0.05}, Dup: 0.01, Reorder: 0.01, Window: 50, OnlyFlow: true},
@@ -85,6 +89,7 @@ func runLossSeed(c deliverytest.LossCase, seed uint64) (err error) {
 }
 
 func TestRandomLossFlowOnlyChunksPatterns(t *testing.T) {
+	testenv.Long(t)
 	for _, c := range deliverytest.FlowOnlyChunkCases() {
 		t.Run("work pulling, "+c.Name, func(t *testing.T) { deliverytest.RunLossCase(t, c, deliverytest.RunWorkPullingLossSeed) })
 		t.Run("sharding, "+c.Name, func(t *testing.T) { deliverytest.RunLossCase(t, c, deliverytest.RunShardingLossSeed) })

@@ -34,6 +34,7 @@ import (
 // Each consumer gets its jobs in order, but for one step back where a
 // producer controller was replaced under it.
 func TestRandomReplacement(t *testing.T) {
+	testenv.Long(t)
 	var client *redis.Client
 	for _, queue := range []string{"", "memory", "redis"} {
 		name := "consumers replaced"

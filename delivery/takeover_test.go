@@ -37,6 +37,7 @@ const takeoverLease = time.Second
 // documentation gives for a replaced producer controller; the duplicates
 // are counted.
 func TestTakeoverAfterKill(t *testing.T) {
+	testenv.Long(t)
 	url := testenv.RedisURL(t)
 	var dups, allowed atomic.Int64
 	c := deliverytest.LossCase{Name: "owner killed", Messages: 400, Delays: true}

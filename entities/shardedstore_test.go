@@ -181,6 +181,7 @@ func onEachTarget(t *testing.T, test func(t *testing.T, ctx context.Context, cli
 // memory where it was, since a delete leaves nothing behind. It runs on a
 // Redis of its own, so that no other test's keys move the figure.
 func TestShardedRedisStoreMemoryFlat(t *testing.T) {
+	testenv.Long(t)
 	server := testenv.StartRedisServer(t)
 	client := server.Client(t)
 	ctx := t.Context()

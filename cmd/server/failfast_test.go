@@ -38,6 +38,7 @@ var failFastRoutes = []storeRoute{
 // with Retry-After ("nothing was changed"); a write answers 503 or, when
 // it was sent and its reply lost, the 504 outcome-unknown problem.
 func TestStoreFrozenFailsFast(t *testing.T) {
+	trellistest.Long(t)
 	rs := trellistest.StartRedisServer(t)
 	ts, order := startWithOrder(t, rs.URL(), "failfast", 0)
 	rs.Freeze()

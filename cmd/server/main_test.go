@@ -71,6 +71,7 @@ func TestSetup(t *testing.T) {
 // buildServer builds ./cmd/server into a temporary directory.
 func buildServer(t *testing.T) string {
 	t.Helper()
+	trellistest.Long(t)
 	bin := filepath.Join(t.TempDir(), "server")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {

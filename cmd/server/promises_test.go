@@ -63,6 +63,7 @@ var flagRestarts = flag.Int("promises.restarts", 2, "restarts of Redis (AOF, fsy
 // (2xx, or 504 then 2xx), none of those that answered 503.
 // Every response goes through the contracts.
 func TestFrozenStoreAnswersKeepPromises(t *testing.T) {
+	trellistest.Long(t)
 	rs := trellistest.StartRedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
 	ts := trellistest.Start(t, setup(&samples{orderExpiry: "1h"}),
 		trellistest.WithRedisURL(rs.URL()+"?read_timeout=300ms&write_timeout=300ms&pool_timeout=500ms"),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The kill -9 test of sharding: as for work pulling
@@ -17,6 +18,7 @@ import (
 // (its unconfirmed jobs again, then the jobs stored whose replies the
 // killed producer never saw).
 func TestKill9DurableRedisSharding(t *testing.T) {
+	testenv.Long(t)
 	const jobs = 3000
 	r := deliverytest.RunKill9(t, "sharding", jobs)
 	ds := make([]delivery.Delivery[deliverytest.Job], len(r.Got))

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The random-loss acceptance cases again, through sharding: every link
@@ -13,6 +14,7 @@ import (
 // exactly once (nobody crashes), each entity's in order.
 
 func TestRandomLossSharding(t *testing.T) {
+	testenv.Long(t)
 	for _, c := range deliverytest.LossCases() {
 		t.Run(c.Name, func(t *testing.T) { deliverytest.RunLossCase(t, c, deliverytest.RunShardingLossSeed) })
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The kill -9 test of work pulling: as for point to point
@@ -18,6 +19,7 @@ import (
 // TestKill9DurableRedisWorkPulling: three workers; every job arrives, none
 // twice before the kill.
 func TestKill9DurableRedisWorkPulling(t *testing.T) {
+	testenv.Long(t)
 	const jobs = 2000
 	r := deliverytest.RunKill9(t, "workpulling", jobs)
 	seen := make(map[int]int)

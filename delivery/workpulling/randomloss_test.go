@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The random-loss acceptance cases again, through work pulling: every link
@@ -13,6 +14,7 @@ import (
 // exactly once (no worker leaves, nobody crashes).
 
 func TestRandomLossWorkPulling(t *testing.T) {
+	testenv.Long(t)
 	for _, c := range deliverytest.LossCases() {
 		t.Run(c.Name, func(t *testing.T) { deliverytest.RunLossCase(t, c, deliverytest.RunWorkPullingLossSeed) })
 	}
@@ -23,6 +25,7 @@ func TestRandomLossWorkPulling(t *testing.T) {
 // the leaving worker had not confirmed go to the others, so some come
 // twice, and none is lost.
 func TestRandomLossWorkPullingChurn(t *testing.T) {
+	testenv.Long(t)
 	base := deliverytest.LossCase{Name: "flaky network, workers come and go", Messages: 63, ToCC: [2]float64{0.1, 0.3}, ToPC: [2]float64{0.1, 0.3}, Delays: true, Churn: true}
 	durableQueue := base
 	durableQueue.Name, durableQueue.Queue = base.Name+", durable queue", [2]float64{0.1, 0.2}

@@ -57,6 +57,7 @@ const requireBrowserEnv = "TRELLIS_TEST_REQUIRE_BROWSER"
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	testenv.Long(t)
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		const how = "this test needs Chromium: run it with `bash scripts/test.sh`, which installs it, " +

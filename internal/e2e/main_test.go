@@ -47,6 +47,7 @@ var (
 // does (no cgo, no race detector), and returns its path.
 func serverBinary(t *testing.T) string {
 	t.Helper()
+	testenv.Long(t)
 	buildOnce.Do(func() {
 		bin := filepath.Join(binDir, "trellis-server")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -121,7 +121,6 @@ type placed struct {
 // 15 s of the promotion, and afterwards every order that was placed has
 // either expired or stayed confirmed.
 func TestE2EClusterFailover(t *testing.T) {
-	trellistest.Long(t)
 	t.Parallel()
 	cfg, cl := newClusterConfig(t, 4*time.Second)
 	servers := []*server{startServer(t, cfg), startServer(t, cfg)}

@@ -14,7 +14,6 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/trellis-go/trellis/samples/contract"
-	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestE2EClusterKill9: the order sample on three instances that form one
@@ -23,7 +22,6 @@ import (
 // again by the others after its lease, every confirmed order stays
 // confirmed and every other one expires.
 func TestE2EClusterKill9(t *testing.T) {
-	trellistest.Long(t)
 	t.Parallel()
 	cfg := newServerConfig(t, 4*time.Second)
 	cfg.secret, cfg.lease = "e2e-cluster-"+fmt.Sprint(rand.Uint64())+"-0123456789abcdef", 2*time.Second
@@ -96,7 +94,6 @@ func TestE2EClusterKill9(t *testing.T) {
 // by one order of the operations (an operation without an answer may or
 // may not have taken effect).
 func TestE2EClusterLinearizableKill9(t *testing.T) {
-	trellistest.Long(t)
 	t.Parallel()
 	cfg := newServerConfig(t, time.Minute)
 	cfg.secret, cfg.lease = "e2e-cluster-"+fmt.Sprint(rand.Uint64())+"-0123456789abcdef", 2*time.Second

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/samples/contract"
-	"github.com/trellis-go/trellis/trellistest"
 )
 
 // TestE2EClusterRollingUpdate: the order sample on three instances,
@@ -27,7 +26,6 @@ import (
 // must end it with exit code 0. No request fails; every confirmed order
 // stays confirmed and every other one expires, and no timer is left.
 func TestE2EClusterRollingUpdate(t *testing.T) {
-	trellistest.Long(t)
 	t.Parallel()
 	cfg := newServerConfig(t, 4*time.Second)
 	cfg.secret, cfg.lease = "e2e-roll-"+fmt.Sprint(rand.Uint64())+"-0123456789abcdef", 2*time.Second

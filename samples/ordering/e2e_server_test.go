@@ -67,6 +67,7 @@ var (
 // point: the tests run exactly what is deployed.
 func serverBinary(t *testing.T) string {
 	t.Helper()
+	trellistest.Long(t)
 	buildOnce.Do(func() {
 		bin := filepath.Join(binDir, "trellis-server")
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

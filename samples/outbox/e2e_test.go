@@ -157,9 +157,7 @@ func (p *outboxProc) stop(t *testing.T) {
 // meanwhile. Every accepted change is mailed; repeats are counted and held
 // to the flow-control window.
 func TestE2EOutboxTwoBinaries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	trellistest.Long(t)
 	const perPhase, window = 10, 50
 	bin := filepath.Join(t.TempDir(), "outbox")
 	build := exec.Command("go", "build", "-o", bin, "github.com/trellis-go/trellis/samples/outbox/cmd/outbox")

@@ -2,12 +2,14 @@ package testenv
 
 import "testing"
 
-// Long skips t under go test -short: a fault, chaos or soak case that
-// runs for many seconds, left to the full run. The quick loop (go test
-// -short ./...) runs every other test.
+// Long skips t under go test -short: a case that runs for many seconds —
+// a fault, kill, chaos, soak or linearizability case, one that builds and
+// runs a server binary, one that drives a browser. The quick loop
+// (go test -short ./...) runs every other test; the full run (no -short,
+// as scripts/test.sh runs) runs these too.
 func Long(tb testing.TB) {
 	tb.Helper()
 	if testing.Short() {
-		tb.Skip("a long fault or soak case: skipped under -short")
+		tb.Skip("a long case (fault, kill, soak, binary or browser): it runs without -short")
 	}
 }
