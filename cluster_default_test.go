@@ -46,6 +46,7 @@ func TestClusterByDefaultSharesASecret(t *testing.T) {
 // answer at start starts unready ("not a member of the cluster yet"),
 // answers an entity command 503, and joins once Redis answers.
 func TestClusterJoinsOnceRedisAnswers(t *testing.T) {
+	testenv.Long(t)
 	t.Cleanup(func() { testenv.WaitGoroutinesGone(t, "(*ConnPool).tryDial") }) // dials that failed before Redis answered
 	port := trellistest.FreePort(t)
 	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"

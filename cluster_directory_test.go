@@ -19,6 +19,7 @@ import (
 // answers only after its setup registered an actor with the receptionist
 // shares that registration with the other instances once it joins.
 func TestClusterLateRedisSharesEarlierRegistrations(t *testing.T) {
+	testenv.Long(t)
 	t.Cleanup(func() { testenv.WaitGoroutinesGone(t, "(*ConnPool).tryDial") }) // dials that failed before Redis answered
 	port := trellistest.FreePort(t)
 	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"

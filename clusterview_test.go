@@ -164,6 +164,7 @@ func checkShardList(t *testing.T, ts *trellistest.Service, members []string) {
 // contract says; once it is back (empty: the instance joins again) they
 // answer 200.
 func TestClusterViewWhileRedisIsDown(t *testing.T) {
+	trellistest.Long(t)
 	rs := trellistest.StartRedisServer(t)
 	ts := fixture.StartCluster(t, 1, trellistest.WithRedisURL(rs.URL()),
 		trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = time.Second }))[0]
@@ -190,6 +191,7 @@ func TestClusterViewWhileRedisIsDown(t *testing.T) {
 // gone with A serving all 256. Once the proxy carries again, B joins again
 // and the two share the shards.
 func TestClusterLapsedMember(t *testing.T) {
+	trellistest.Long(t)
 	shortLease := trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = time.Second })
 	a := fixture.StartCluster(t, 1, shortLease)[0]
 	direct, err := url.Parse(a.Host().Config.RedisURL)

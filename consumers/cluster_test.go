@@ -17,6 +17,7 @@ import (
 // value seen again only as a replay, which starts over from a checkpoint
 // and goes up one by one), and the replays stay within the docs' bound.
 func TestConsumerClusterNoChangeLost(t *testing.T) {
+	trellistest.Long(t)
 	const counters, rounds, writers = 100, 30, 4
 	rec := newRecorder()
 	instances := trellistest.StartInstances(t, 2, app(rec))

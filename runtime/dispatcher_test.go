@@ -222,7 +222,7 @@ func TestDispatcherShutdownStopsEveryWorker(t *testing.T) {
 	// at the moment of shutdown far more varied (a lost wake-up needs 4 or more).
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(8))
 	rounds := 5000
-	if raceEnabled {
+	if raceEnabled || testing.Short() {
 		rounds = 500
 	}
 	for i := range rounds {

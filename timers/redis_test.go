@@ -72,6 +72,7 @@ func testNeverEarlyRealTime(t *testing.T, kind storeKind) {
 // Redis, and on a cluster, run every one of 10,000 timers, and in normal
 // operation each exactly once.
 func TestRedisTwoInstances10000(t *testing.T) {
+	testenv.Long(t)
 	for _, kind := range redisTargets {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
@@ -163,6 +164,7 @@ func testDeadInstanceRealTime(t *testing.T, kind storeKind) {
 // create is accepted and the next refused with a *LimitError; replacing a
 // timer at the limit is accepted; a delete makes room for exactly one.
 func TestRedisActiveLimit50000(t *testing.T) {
+	testenv.Long(t)
 	for _, kind := range redisTargets {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
@@ -270,6 +272,7 @@ func fillTimers(t *testing.T, client redis.UniversalClient, store *RedisStore, n
 // every timer still runs, the store ends empty, and the restart is not
 // mistaken for a wipe.
 func TestRedisRestartWithAOF(t *testing.T) {
+	testenv.Long(t)
 	t.Parallel()
 	srv := testenv.StartRedisServer(t, "--appendonly", "yes", "--appendfsync", "always")
 	store := newRedisStoreOn(t, srv.Client(t), newTestPrefix(), nil)

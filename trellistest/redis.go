@@ -38,7 +38,8 @@ const RedisClusterURLEnv = testenv.RedisClusterURLEnv
 // for a Config's RedisClusterURL; when the variable is empty, that of a
 // throwaway Redis Cluster (3 masters, 3 replicas) the test binary starts
 // and its tests share (see Servers). If neither is possible it fails the
-// test, saying why.
+// test, saying why. Under go test -short it skips the test: a cluster's
+// cases run in the full run, the quick loop runs those on one Redis.
 func RedisClusterURL(t testing.TB) string {
 	t.Helper()
 	return testenv.RedisClusterURL(t)
@@ -58,7 +59,7 @@ const ClusterNodeTimeout = testenv.NodeTimeout
 // StartCluster starts a Cluster with redis-server and redis-cli from PATH,
 // each node also given the redis-server arguments args, and waits until
 // every node sees the cluster as ok. Every node is stopped when the test
-// ends.
+// ends. Under go test -short it skips the test, as RedisClusterURL does.
 func StartCluster(t testing.TB, args ...string) *Cluster {
 	t.Helper()
 	return testenv.StartCluster(t, args...)

@@ -65,6 +65,7 @@ func owner(t *testing.T, a, b *instance) (own, other *instance) {
 // (they waited for it): every notice is mailed, and no more twice than
 // the flow-control window allows.
 func TestOutboxOnTwoInstances(t *testing.T) {
+	trellistest.Long(t)
 	const perPhase = 10
 	const window = 50 // delivery's default FlowControlWindow: what a crash may mail again
 	a := &instance{m: &mailbox{}}

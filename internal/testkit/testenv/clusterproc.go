@@ -50,6 +50,7 @@ const NodeTimeout = 2 * time.Second
 // test ends.
 func StartCluster(t testing.TB, args ...string) *Cluster {
 	t.Helper()
+	ClusterCase(t)
 	c := &Cluster{t: t, dir: t.TempDir(), args: args}
 	t.Cleanup(c.stop)
 	if err := c.start(); err != nil {

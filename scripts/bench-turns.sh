@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs a benchmark of two builds taking turns, so that load from elsewhere
+# hits both alike: the build at REV and the work tree as it is.
+#
+# Usage: bash scripts/bench-turns.sh REV PACKAGE BENCH-REGEXP RUNS [test flags]
+#   e.g. bash scripts/bench-turns.sh de368f0 . '^BenchmarkHTTPEntityRoundTrip$' 6 -test.benchtime=3s
+# Each round runs both test binaries, alternating which goes first, and
+# prints their Benchmark lines under a header with the load average.
+# Benchmarks on Redis use TRELLIS_TEST_REDIS_URL if it is set (or start
+# their own throwaway redis-server).
+set -euo pipefail
+[[ $# -ge 4 ]] || { sed -n 2,10p "$0" >&2; exit 2; }
+rev=$1 pkg=$2 bench=$3 runs=$4
+shift 4
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tmp=$(mktemp -d)
+trap 'git worktree remove --force "$tmp/before" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+
+git worktree add -q --detach "$tmp/before" "$rev"
+(cd "$tmp/before" && go test -c -o "$tmp/before.test" "$pkg")
+go test -c -o "$tmp/now.test" "$pkg"
+
+for ((i = 1; i <= runs; i++)); do
+	order=(before now)
+	((i % 2)) || order=(now before)
+	for b in "${order[@]}"; do
+		echo "== round $i $b load $(cut -d' ' -f1-3 /proc/loadavg)"
+		(cd "$pkg" && "$tmp/$b.test" -test.run '^$' -test.bench "$bench" "$@" 2>&1 | grep '^Benchmark') || true
+	done
+done
