@@ -40,6 +40,7 @@ func startFaultCluster(t *testing.T) []*trellistest.Service {
 // served by the other instance after the lease; the test's end has
 // nothing left to stop.
 func TestKill(t *testing.T) {
+	trellistest.Long(t)
 	insts := startFaultCluster(t)
 	rdb := trellistest.Redis(t)
 	members := insts[0].Host().Config.RedisPrefix + ":cluster:{members}:member:*"
@@ -69,6 +70,7 @@ func TestKill(t *testing.T) {
 // others' honestly (503 or 504, never a value); nothing moves; once
 // healed, each answers for every entity again.
 func TestPartition(t *testing.T) {
+	trellistest.Long(t)
 	insts := startFaultCluster(t)
 	ids := make([]string, 16)
 	for i := range ids {

@@ -123,6 +123,7 @@ func callRoute(ts *trellistest.Service, rt storeRoute, order string) (*trelliste
 // the error comes from an entity, the timer store or the component client
 // (a read its owner answers from memory may answer 200).
 func TestStoreDownIs503(t *testing.T) {
+	trellistest.Long(t)
 	ts, rs, order := startOnOwnRedis(t, 5*time.Second)
 	rs.Stop()
 	for _, rt := range storeRoutes {

@@ -11,6 +11,7 @@ import (
 	"github.com/trellis-go/trellis/delivery"
 	"github.com/trellis-go/trellis/delivery/internal/testkit/deliverytest"
 	"github.com/trellis-go/trellis/delivery/sharding"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 var flagPassivationJobs = flag.Int("delivery.passivation-jobs", 2000, "jobs per seed of the sharding passivation runs")
@@ -23,6 +24,7 @@ var flagPassivationJobs = flag.Int("delivery.passivation-jobs", 2000, "jobs per 
 // entity's in order. The seeds run one after another: GOMAXPROCS is the
 // process's.
 func TestShardingPassivationRandom(t *testing.T) {
+	testenv.Long(t)
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
 	c := deliverytest.LossCase{Name: "passivation", Messages: *flagPassivationJobs}
 	par := *deliverytest.FlagParallel

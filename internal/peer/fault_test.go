@@ -65,6 +65,7 @@ func TestFaultCutConnection(t *testing.T) {
 // TestFaultHeldConnection: a connection that stops carrying anything
 // (no reset) fails a call by the caller's deadline; it does not hang.
 func TestFaultHeldConnection(t *testing.T) {
+	testenv.Long(t)
 	s := startServer(t, ServerConfig{Handler: echo}, nil, nil)
 	p := peertest.NewProxy(t, s.Addr())
 	c := newClient(t, ClientConfig{})

@@ -184,6 +184,7 @@ func TestGracefulLeaveFailsNothing(t *testing.T) {
 // others within its lease and a few seconds, and no acknowledged
 // increment is lost.
 func TestKilledInstanceShardsServedAgain(t *testing.T) {
+	testenv.Long(t)
 	insts := startCluster(t, 3)
 	l := startLoad(t, insts[:2])
 	l.await(t, 200)
