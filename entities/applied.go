@@ -130,6 +130,9 @@ func decodeAnswer(answer []byte) (any, error) {
 // replayed reports whether err says the command was applied already (an
 // *AlreadyAppliedError), and then its first answer.
 func replayed(err error) (bool, outcome) {
+	if err == nil {
+		return false, outcome{}
+	}
 	var done *AlreadyAppliedError
 	if !errors.As(err, &done) {
 		return false, outcome{}
