@@ -45,7 +45,7 @@ func (a *actor[S]) add(w *pending[S], env envelope[S], eff effect[S]) (any, erro
 	if eff.kind == persistThenReply {
 		reply = eff.reply(a.copyOf(state))
 	}
-	rec, err := entities.AppliedFor(env.ctx, env.cmd.Name, reply, nil, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
+	rec, err := entities.AppliedFor(env.Ctx, env.Cmd.Name, reply, nil, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
 	if err != nil {
 		return nil, err
 	}
