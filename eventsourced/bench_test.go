@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -20,7 +18,6 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/eventsourced"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
-	"github.com/trellis-go/trellis/runtime"
 )
 
 // benchTally is a small flat state; benchAdded its one event.
@@ -188,14 +185,7 @@ func BenchmarkEventSourcedLoad(b *testing.B) {
 // benchStart starts benchTallies on a runtime system of its own over
 // store, stopped when b ends, and returns the client that reaches it.
 func benchStart(b *testing.B, store entities.Store) *components.Client {
-	sys := runtime.NewSystem(fmt.Sprintf("%s-%d", b.Name(), time.Now().UnixNano()), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			b.Errorf("shutdown: %v", err)
-		}
-	})
+	sys := testenv.System(b, fmt.Sprintf("%s-%d", b.Name(), time.Now().UnixNano()))
 	client := components.NewClient(components.NewRegistry())
 	if _, err := benchTallies.Start(eventsourced.Host{System: sys, Client: client, Store: store}); err != nil {
 		b.Fatal(err)
