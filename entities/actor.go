@@ -6,28 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/entityrun"
 	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
 // envelope is one command for an entity actor.
-type envelope[S any] struct {
-	ctx   context.Context
-	cmd   *command[S]
-	arg   any
-	reply chan<- outcome // capacity 1: the actor never waits on the caller
-}
+type envelope[S any] = entityrun.Envelope[call[S], effect[S]]
 
-type outcome struct {
-	value any
-	err   error
-}
+// outcome is a command's answer.
+type outcome = entityrun.Outcome
 
 // entityActor is one entity id: the runtime's sharding runs one per id, so
 // its commands are handled one at a time. It loads the state on its first
@@ -44,39 +37,25 @@ type entityActor[S any] struct {
 	state  S      // data decoded, when the type is flat
 	rev    uint64
 	loaded bool
-	fence  Fence         // with a Host.Cluster: the fence the state was loaded under
-	queued []envelope[S] // runQueued's, reused
+	fence  Fence                               // with a Host.Cluster: the fence the state was loaded under
+	queued entityrun.Queue[call[S], effect[S]] // runQueued's
 }
 
 // Receive runs a command, and with it the commands queued behind it when
 // the store writes batches (see runQueued).
 func (a *entityActor[S]) Receive(ctx *runtime.Context[envelope[S]], env envelope[S]) {
-	if a.r.batch != nil {
-		if rest := ctx.TakeQueued(maxBatch-1, a.queued[:0]); len(rest) > 0 {
-			envs := slices.Insert(rest, 0, env)
-			a.runQueued(envs)
-			clear(envs) // hold no caller's context past its command
-			a.queued = envs[:0]
-			return
-		}
+	if a.r.batch != nil && a.queued.Take(ctx, env, a.runQueued) {
+		return
 	}
 	a.receive(env)
 }
 
 // receive runs one command and replies.
-func (a *entityActor[S]) receive(env envelope[S]) {
-	if err := env.ctx.Err(); err != nil {
-		// The caller gave up while the command waited: do not run it.
-		env.reply <- outcome{err: err}
-		return
-	}
-	v, err := a.handle(env)
-	env.reply <- outcome{value: v, err: err}
-}
+func (a *entityActor[S]) receive(env envelope[S]) { entityrun.Answer(env, a.handle) }
 
 // op names a command on the entity in errors.
 func (a *entityActor[S]) op(env envelope[S]) string {
-	return fmt.Sprintf("%s.%s on %q", a.r.t.ComponentID(), env.cmd.Name, a.id)
+	return entityrun.Op(a.r.t.ComponentID(), env.Cmd.Name, a.id)
 }
 
 // handle runs the command and carries out its effect. The state is written
@@ -94,7 +73,7 @@ func (a *entityActor[S]) op(env envelope[S]) string {
 // a write by the fence, the entity drops its state and the command fails
 // with ErrMoved, for Invoke to route it again.
 func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
-	ctx, r := env.ctx, a.r
+	ctx, r := env.Ctx, a.r
 	// op names the command in errors; made only when there is one, since
 	// this is every command's path.
 	op := func() string { return a.op(env) }
@@ -127,7 +106,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op(), err)
 		}
-		eff, err := env.cmd.Run(call[S]{ctx: ctx, client: r.host.Client, entityID: a.id, state: state}, env.arg)
+		eff, err := env.Cmd.Run(call[S]{ctx: ctx, client: r.host.Client, entityID: a.id, state: state}, env.Arg)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +121,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				// gets this one even if the state changes meanwhile.
 				err := a.record(ctx, applied)
 				if ok, first := replayed(err); ok {
-					return first.value, first.err
+					return first.Value, first.Err
 				}
 				if errors.Is(err, ErrConflict) {
 					a.loaded = false
@@ -173,7 +152,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			rev, err := a.save(withApplied(ctx, applied), data)
 			if ok, first := replayed(err); ok {
 				a.loaded = false // written by a first attempt this entity may not hold
-				return first.value, first.err
+				return first.Value, first.Err
 			}
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
@@ -195,7 +174,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			err := a.delete(withApplied(ctx, applied))
 			if ok, first := replayed(err); ok {
 				a.loaded = false
-				return first.value, first.err
+				return first.Value, first.Err
 			}
 			if errors.Is(err, ErrConflict) {
 				a.loaded = false
@@ -222,14 +201,14 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 // commandKey), and when it carries only a command id and changes nothing
 // (running it again changes nothing either).
 func (a *entityActor[S]) applied(env envelope[S], eff effect[S]) (*Applied, error) {
-	if _, caller := commandKey(env.ctx, env.cmd.Name); !caller && (eff.kind == replyOnly || eff.kind == failWith) {
+	if _, caller := commandKey(env.Ctx, env.Cmd.Name); !caller && (eff.kind == replyOnly || eff.kind == failWith) {
 		return nil, nil
 	}
 	var refusal *components.CommandError
 	if eff.kind == failWith {
 		refusal = &components.CommandError{Kind: eff.refusal, Message: eff.message}
 	}
-	return AppliedFor(env.ctx, env.cmd.Name, eff.reply, refusal, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
+	return AppliedFor(env.Ctx, env.Cmd.Name, eff.reply, refusal, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
 }
 
 // record writes the applied record of a command that changed nothing,

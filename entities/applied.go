@@ -130,12 +130,15 @@ func decodeAnswer(answer []byte) (any, error) {
 // replayed reports whether err says the command was applied already (an
 // *AlreadyAppliedError), and then its first answer.
 func replayed(err error) (bool, outcome) {
+	if err == nil {
+		return false, outcome{}
+	}
 	var done *AlreadyAppliedError
 	if !errors.As(err, &done) {
 		return false, outcome{}
 	}
 	value, replyErr := decodeAnswer(done.Answer)
-	return true, outcome{value: value, err: replyErr}
+	return true, outcome{Value: value, Err: replyErr}
 }
 
 // AppliedFor is the record of the command method that ctx carries a key
@@ -166,5 +169,5 @@ func AppliedFor(ctx context.Context, method string, reply any, refusal *componen
 // components.RemoteReply) or its refusal.
 func Replayed(err error) (ok bool, reply any, replyErr error) {
 	done, out := replayed(err)
-	return done, out.value, out.err
+	return done, out.Value, out.Err
 }

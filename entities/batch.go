@@ -11,9 +11,6 @@ import (
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
-// maxBatch bounds the commands an entity runs together, with one write.
-const maxBatch = 64
-
 // runQueued runs commands that were queued together, in order: one at a
 // time until the entity is loaded, exists and serves its shard under the
 // fence it was loaded with; from then on, the rest as a batch.
@@ -67,8 +64,8 @@ type heldReply[S any] struct {
 func (a *entityActor[S]) runBatch(envs []envelope[S]) {
 	b := &batch[S]{data: a.data, state: a.state}
 	for i, env := range envs {
-		if err := env.ctx.Err(); err != nil {
-			env.reply <- outcome{err: err}
+		if err := env.Ctx.Err(); err != nil {
+			env.Reply <- outcome{Err: err}
 			continue
 		}
 		eff, err := a.runOn(b, env)
@@ -87,17 +84,17 @@ func (a *entityActor[S]) runBatch(envs []envelope[S]) {
 			}
 			return
 		case err != nil:
-			b.hold(env, outcome{err: err}, false)
+			b.hold(env, outcome{Err: err}, false)
 		case eff.kind == replyOnly:
-			b.hold(env, outcome{value: eff.reply}, false)
+			b.hold(env, outcome{Value: eff.reply}, false)
 		case eff.kind == failWith:
-			b.hold(env, outcome{err: &components.CommandError{Kind: eff.refusal, Message: eff.message}}, false)
+			b.hold(env, outcome{Err: &components.CommandError{Kind: eff.refusal, Message: eff.message}}, false)
 		case eff.kind == updateThenReply:
 			if err := a.update(b, env, eff.state, applied); err != nil {
-				b.hold(env, outcome{err: err}, false)
+				b.hold(env, outcome{Err: err}, false)
 				continue
 			}
-			b.hold(env, outcome{value: eff.reply}, true)
+			b.hold(env, outcome{Value: eff.reply}, true)
 		default: // a delete
 			a.flush(b)
 			for _, e := range envs[i:] {
@@ -118,7 +115,7 @@ func (a *entityActor[S]) runOn(b *batch[S], env envelope[S]) (effect[S], error) 
 			return effect[S]{}, fmt.Errorf("%s: %w", a.op(env), err)
 		}
 	}
-	return env.cmd.Run(call[S]{ctx: env.ctx, client: a.r.host.Client, entityID: a.id, state: state}, env.arg)
+	return env.Cmd.Run(call[S]{ctx: env.Ctx, client: a.r.host.Client, entityID: a.id, state: state}, env.Arg)
 }
 
 // update makes state b's and queues its write.
@@ -135,7 +132,7 @@ func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S, applied *
 		b.state = state
 	}
 	b.data = data
-	b.updates = append(b.updates, Update{Data: data, TraceContext: tracing.CaptureForLink(env.ctx), Applied: applied})
+	b.updates = append(b.updates, Update{Data: data, TraceContext: tracing.CaptureForLink(env.Ctx), Applied: applied})
 	return nil
 }
 
@@ -143,7 +140,7 @@ func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S, applied *
 // none, it is given at once. wrote says env's command updated the state.
 func (b *batch[S]) hold(env envelope[S], out outcome, wrote bool) {
 	if len(b.updates) == 0 {
-		env.reply <- out
+		env.Reply <- out
 		return
 	}
 	b.held = append(b.held, heldReply[S]{env: env, out: out, wrote: wrote})
@@ -163,9 +160,9 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 		keepErr := a.keep(b.data, revs[len(revs)-1])
 		for _, h := range b.held {
 			if keepErr != nil { // written, but not kept: the next command loads it
-				h.out = outcome{err: fmt.Errorf("%s: %w", a.op(h.env), keepErr)}
+				h.out = outcome{Err: fmt.Errorf("%s: %w", a.op(h.env), keepErr)}
 			}
-			h.env.reply <- h.out
+			h.env.Reply <- h.out
 		}
 	case errors.Is(err, ErrConflict), errors.As(err, new(*AlreadyAppliedError)):
 		// Nothing was written: each runs again alone, and a command
@@ -177,7 +174,7 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 	case errors.Is(err, ErrFenced):
 		a.drop()
 		for _, h := range b.held {
-			h.env.reply <- outcome{err: fmt.Errorf("%s: %w: %w", a.op(h.env), ErrMoved, err)}
+			h.env.Reply <- outcome{Err: fmt.Errorf("%s: %w: %w", a.op(h.env), ErrMoved, err)}
 		}
 	default:
 		// Whether it was written is unknown: the next command finds out.
@@ -187,7 +184,7 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 		// is known to have changed.
 		for _, h := range b.held {
 			if h.wrote {
-				h.env.reply <- outcome{err: fmt.Errorf("%s: save the state: %w", a.op(h.env), err)}
+				h.env.Reply <- outcome{Err: fmt.Errorf("%s: save the state: %w", a.op(h.env), err)}
 				continue
 			}
 			a.receive(h.env)
@@ -198,7 +195,7 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 // writeContext is the context of a batch's write (WriteContext); b.held
 // starts with its first writer.
 func (*entityActor[S]) writeContext(b *batch[S]) (context.Context, context.CancelFunc) {
-	return WriteContext(b.held, func(h heldReply[S]) context.Context { return h.env.ctx })
+	return WriteContext(b.held, func(h heldReply[S]) context.Context { return h.env.Ctx })
 }
 
 // WriteContext is the context of one write made for the commands of held,

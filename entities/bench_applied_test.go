@@ -2,12 +2,10 @@ package entities_test
 
 import (
 	"context"
-	"log/slog"
 	goruntime "runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -15,7 +13,6 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
-	"github.com/trellis-go/trellis/runtime"
 )
 
 // benchParallelism is BenchmarkCommandIdentity's goroutines per
@@ -79,14 +76,7 @@ func BenchmarkCommandIdentity(b *testing.B) {
 // benchRedisHost starts benchCounters on a runtime system over store,
 // stopped when b ends, and returns the client that reaches it.
 func benchRedisHost(b *testing.B, store entities.Store) *components.Client {
-	sys := runtime.NewSystem(b.Name(), runtime.WithLogger(slog.New(slog.DiscardHandler)))
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			b.Errorf("shutdown: %v", err)
-		}
-	})
+	sys := testenv.System(b, b.Name())
 	client := components.NewClient(components.NewRegistry())
 	if _, err := benchCounters.Start(entities.Host{System: sys, Client: client, Store: store}); err != nil {
 		b.Fatal(err)

@@ -2,14 +2,11 @@ package entities_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/runtime"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // The cost of one command through the entity actor on the in-memory store,
@@ -65,14 +62,7 @@ func BenchmarkEntityCommand(b *testing.B) {
 // benchHost starts benchCounters on a runtime system and a memory store,
 // stopped when b ends, and returns the client that reaches it.
 func benchHost(b *testing.B) *components.Client {
-	sys := runtime.NewSystem(b.Name(), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			b.Errorf("shutdown: %v", err)
-		}
-	})
+	sys := testenv.System(b, b.Name())
 	client := components.NewClient(components.NewRegistry())
 	if _, err := benchCounters.Start(entities.Host{System: sys, Client: client, Store: entities.NewMemoryStore()}); err != nil {
 		b.Fatal(err)

@@ -96,14 +96,7 @@ type node struct {
 func startNode(t *testing.T, store entities.Store, opts ...func(*entities.Host)) *node {
 	t.Helper()
 	fc := clockwork.NewFakeClock()
-	sys := runtime.NewSystem(t.Name(), runtime.WithClock(fc), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	sys := testenv.System(t, t.Name(), runtime.WithClock(fc))
 	client := components.NewClient(components.NewRegistry())
 	h := entities.Host{System: sys, Client: client, Store: store}
 	for _, o := range opts {

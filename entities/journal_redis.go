@@ -43,59 +43,73 @@ var (
 	journalRead   = redis.NewScript(journalReadLua)
 )
 
-// journalKeys are the head's and the events' keys of an entity.
-func journalKeys(keys keyspace.Space, entityType, id string) (head, events string) {
-	tag := cluster.ShardTag(cluster.ShardOf(entityType, id))
+// journalSpace is every shard's prefixes of the journals' keys, made once
+// per store so that an append does not build them again:
+// "<prefix>:journal:{<shard tag>}:" and "<prefix>:events:{<shard tag>}:".
+type journalSpace [cluster.NumShards]struct{ head, events string }
+
+func newJournalSpace(keys keyspace.Space) *journalSpace {
+	j := new(journalSpace)
+	for shard := range j {
+		tag := cluster.ShardTag(shard)
+		j[shard].head, j[shard].events = keys.Tagged("journal", tag, ""), keys.Tagged("events", tag, "")
+	}
+	return j
+}
+
+// keys are the head's and the events' keys of an entity.
+func (j *journalSpace) keys(entityType, id string) (head, events string) {
 	rest := strconv.Itoa(len(entityType)) + ":" + entityType + ":" + id
-	return keys.Tagged("journal", tag, rest), keys.Tagged("events", tag, rest)
+	p := &j[cluster.ShardOf(entityType, id)]
+	return p.head + rest, p.events + rest
 }
 
 // ReadJournal implements [JournalStore].
 func (s *RedisStore) ReadJournal(ctx context.Context, entityType, id string) (JournalHead, []JournalEvent, error) {
-	return readJournal(ctx, s.client, s.keys, entityType, id)
+	return readJournal(ctx, s.client, s.journal, entityType, id)
 }
 
 // JournalSeq implements [JournalStore].
 func (s *RedisStore) JournalSeq(ctx context.Context, entityType, id string) (uint64, bool, error) {
-	return journalSeq(ctx, s.client, s.keys, entityType, id)
+	return journalSeq(ctx, s.client, s.journal, entityType, id)
 }
 
 // JournalIDs implements [JournalStore].
 func (s *RedisStore) JournalIDs(ctx context.Context, entityType string) ([]string, error) {
-	return journalIDs(ctx, s.client, s.keys, entityType)
+	return journalIDs(ctx, s.client, s.journal, entityType)
 }
 
 // Events implements [JournalStore].
 func (s *RedisStore) Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
-	return readEvents(ctx, s.client, s.keys, entityType, id, after, limit)
+	return readEvents(ctx, s.client, s.journal, entityType, id, after, limit)
 }
 
 // Append implements [JournalStore]; the fence is not checked and no change
 // is recorded (a RedisStore keeps no change log).
 func (s *RedisStore) Append(ctx context.Context, _ Fence, entityType, id string, w JournalWrite) error {
-	head, events := journalKeys(s.keys, entityType, id)
+	head, events := s.journal.keys(entityType, id)
 	_, err := appendJournal(ctx, s.client, []string{head, events}, Fence{}, entityType, id, w, 0)
 	return err
 }
 
 // ReadJournal implements [JournalStore].
 func (s *ShardedRedisStore) ReadJournal(ctx context.Context, entityType, id string) (JournalHead, []JournalEvent, error) {
-	return readJournal(ctx, s.client, s.keys, entityType, id)
+	return readJournal(ctx, s.client, s.journal, entityType, id)
 }
 
 // JournalSeq implements [JournalStore].
 func (s *ShardedRedisStore) JournalSeq(ctx context.Context, entityType, id string) (uint64, bool, error) {
-	return journalSeq(ctx, s.client, s.keys, entityType, id)
+	return journalSeq(ctx, s.client, s.journal, entityType, id)
 }
 
 // JournalIDs implements [JournalStore].
 func (s *ShardedRedisStore) JournalIDs(ctx context.Context, entityType string) ([]string, error) {
-	return journalIDs(ctx, s.client, s.keys, entityType)
+	return journalIDs(ctx, s.client, s.journal, entityType)
 }
 
 // Events implements [JournalStore].
 func (s *ShardedRedisStore) Events(ctx context.Context, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
-	return readEvents(ctx, s.client, s.keys, entityType, id, after, limit)
+	return readEvents(ctx, s.client, s.journal, entityType, id, after, limit)
 }
 
 // Append implements [JournalStore] under f, recording each event (and a
@@ -107,7 +121,7 @@ func (s *ShardedRedisStore) Append(ctx context.Context, f Fence, entityType, id 
 		return opErr(op, entityType, id, fmt.Errorf("the fence is of shard %d (incarnation %q), the entity is in shard %d: %w",
 			f.Shard, f.Incarnation, shard, ErrFenced))
 	}
-	head, events := journalKeys(s.keys, entityType, id)
+	head, events := s.journal.keys(entityType, id)
 	k := &s.shards[shard]
 	changes, err := appendJournal(ctx, s.client, []string{head, events, k.record, k.checkpoints, k.changeSeq, k.changes},
 		f, entityType, id, w, s.limit)
@@ -126,15 +140,17 @@ func appendJournal(ctx context.Context, client redis.UniversalClient, keys []str
 	entityType, id string, w JournalWrite, limit int) ([]Change, error) {
 	const op = "append to the journal"
 	tc := tracing.CaptureForLink(ctx)
+	// Numbers go as Go integers: go-redis writes them in decimal, as the
+	// script compares them, without a string made for each.
 	args := f.AppendArgs(make([]any, 0, 14+3*len(w.Applied)+4*len(w.Events)))
 	seq := w.newSeq()
 	del := ""
 	if w.Delete {
 		del = "1"
 	}
-	args = append(args, strconv.FormatUint(w.Expected, 10), strconv.FormatUint(seq, 10), del, strconv.FormatUint(w.TrimThrough, 10))
+	args = append(args, w.Expected, seq, del, w.TrimThrough)
 	if w.Snapshot != nil {
-		args = append(args, strconv.FormatUint(w.Snapshot.Seq, 10), w.Snapshot.Data, strconv.FormatInt(w.Snapshot.At.UnixMilli(), 10))
+		args = append(args, w.Snapshot.Seq, w.Snapshot.Data, w.Snapshot.At.UnixMilli())
 	} else {
 		args = append(args, "", "", "")
 	}
@@ -146,7 +162,7 @@ func appendJournal(ctx context.Context, client redis.UniversalClient, keys []str
 		if !ValidEventName(e.Name) {
 			return nil, opErr(op, entityType, id, fmt.Errorf("event %d: name %q is not a valid event name", e.Seq, e.Name))
 		}
-		args = append(args, strconv.FormatUint(e.Seq, 10), e.Name, e.Data, strconv.FormatInt(e.At.UnixMilli(), 10))
+		args = append(args, e.Seq, e.Name, e.Data, e.At.UnixMilli())
 	}
 	res, err := journalAppend.Run(ctx, client, keys, args...).Slice()
 	if err != nil {
@@ -198,9 +214,9 @@ func parseMicros(text string) time.Time {
 }
 
 // readJournal runs journalRead.
-func readJournal(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType, id string) (JournalHead, []JournalEvent, error) {
+func readJournal(ctx context.Context, client redis.UniversalClient, js *journalSpace, entityType, id string) (JournalHead, []JournalEvent, error) {
 	const op = "read the journal"
-	head, events := journalKeys(keys, entityType, id)
+	head, events := js.keys(entityType, id)
 	res, err := journalRead.Run(ctx, client, []string{head, events}).Slice()
 	if err != nil {
 		return JournalHead{}, nil, redisErr(op, entityType, id, err)
@@ -236,8 +252,8 @@ func readJournal(ctx context.Context, client redis.UniversalClient, keys keyspac
 }
 
 // journalSeq reads the head's seq and del.
-func journalSeq(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType, id string) (uint64, bool, error) {
-	head, _ := journalKeys(keys, entityType, id)
+func journalSeq(ctx context.Context, client redis.UniversalClient, js *journalSpace, entityType, id string) (uint64, bool, error) {
+	head, _ := js.keys(entityType, id)
 	vals, err := client.HMGet(ctx, head, "seq", "del").Result()
 	if err != nil {
 		return 0, false, redisErr("read the journal's seq", entityType, id, err)
@@ -252,13 +268,13 @@ func journalSeq(ctx context.Context, client redis.UniversalClient, keys keyspace
 
 // journalIDs scans every shard's journal heads of entityType, each on the
 // master that holds the shard's slot.
-func journalIDs(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType string) ([]string, error) {
+func journalIDs(ctx context.Context, client redis.UniversalClient, js *journalSpace, entityType string) ([]string, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("list the journals of %q: %w", entityType, store.Classify(err))
 	}
 	var ids []string
 	for shard := range cluster.NumShards {
-		prefix := keys.Tagged("journal", cluster.ShardTag(shard), strconv.Itoa(len(entityType))+":"+entityType+":")
+		prefix := js[shard].head + strconv.Itoa(len(entityType)) + ":" + entityType + ":"
 		var node redis.Cmdable = client
 		if cc, ok := client.(*redis.ClusterClient); ok {
 			master, err := cc.MasterForKey(ctx, prefix)
@@ -280,12 +296,12 @@ func journalIDs(ctx context.Context, client redis.UniversalClient, keys keyspace
 }
 
 // readEvents pages the events stream.
-func readEvents(ctx context.Context, client redis.UniversalClient, keys keyspace.Space, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
+func readEvents(ctx context.Context, client redis.UniversalClient, js *journalSpace, entityType, id string, after uint64, limit int) ([]JournalEvent, error) {
 	const op = "read the events"
 	if limit <= 0 {
 		return nil, nil
 	}
-	_, events := journalKeys(keys, entityType, id)
+	_, events := js.keys(entityType, id)
 	msgs, err := client.XRangeN(ctx, events, "("+strconv.FormatUint(after, 10)+"-0", "+", int64(limit)).Result()
 	if err != nil {
 		return nil, redisErr(op, entityType, id, err)

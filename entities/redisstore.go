@@ -43,8 +43,9 @@ const DefaultRedisPrefix = "trellis"
 // keeps. Each check-then-write runs as one Lua script, so no other client
 // can write between the check and the write.
 type RedisStore struct {
-	client redis.UniversalClient
-	keys   keyspace.Space
+	client  redis.UniversalClient
+	keys    keyspace.Space
+	journal *journalSpace
 }
 
 var _ AppliedStore = (*RedisStore)(nil)
@@ -56,7 +57,8 @@ var _ AppliedStore = (*RedisStore)(nil)
 // regexp.MustCompile does on a bad pattern: a prefix that comes from input
 // is checked when the input is (the server's configuration does).
 func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
-	return &RedisStore{client: client, keys: keyspace.Must(prefix)}
+	keys := keyspace.Must(prefix)
+	return &RedisStore{client: client, keys: keys, journal: newJournalSpace(keys)}
 }
 
 // key returns the hash key of a document; see the layout on [RedisStore].

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/entityrun"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -97,13 +98,8 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		r.fenced = fenced
 		r.batch, _ = fenced.(BatchStore)
 	}
-	sh, err := runtime.InitSharding(h.System, runtime.Entity[envelope[S]]{
-		Key:            runtime.NewEntityTypeKey[envelope[S]](id),
-		Create:         func(id string) runtime.Behavior[envelope[S]] { return &entityActor[S]{r: r, id: id} },
-		PassivateAfter: h.PassivateAfter,
-		Dispatcher:     h.Dispatcher,
-		Local:          true, // commands are routed to the owner (route) before they reach it
-	})
+	sh, err := entityrun.StartSharding(h.System, id, h.Dispatcher, h.PassivateAfter,
+		func(id string) runtime.Behavior[envelope[S]] { return &entityActor[S]{r: r, id: id} })
 	if err != nil {
 		return nil, fmt.Errorf("start entity %q: %w", id, err)
 	}
@@ -143,33 +139,13 @@ func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg an
 
 // command looks method up, for an entity id that must not be empty.
 func (r *Running[S]) command(entityID, method string) (*command[S], error) {
-	cmd, err := r.t.commands.Lookup(method)
-	if err != nil {
-		return nil, err
-	}
-	if entityID == "" {
-		return nil, fmt.Errorf("%s.%s: %w", r.ComponentID(), method, components.ErrMissingEntityID)
-	}
-	return cmd, nil
+	return entityrun.Lookup(r.t.commands, entityID, method)
 }
 
-// runHere runs cmd on this instance's actor of the entity and waits. An
-// idle entity runs it on this goroutine (runtime.Sharding.Run): a handler
-// does no I/O of its own, and the store's calls end with ctx.
+// runHere runs cmd on this instance's actor of the entity and waits
+// (entityrun.Run).
 func (r *Running[S]) runHere(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
-	reply := make(chan outcome, 1)
-	r.sharding.Run(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
-	select {
-	case out := <-reply: // run on this goroutine, or quick: the answer, even if ctx ended meanwhile
-		return out.value, out.err
-	default:
-	}
-	select {
-	case out := <-reply:
-		return out.value, out.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), cmd.Name, entityID, ctx.Err())
-	}
+	return entityrun.Run(ctx, r.sharding, r.ComponentID(), entityID, cmd, arg)
 }
 
 // InvokeJSON is Invoke with a JSON argument and reply.

@@ -74,6 +74,7 @@ type ShardedRedisStore struct {
 	client  redis.UniversalClient
 	keys    keyspace.Space
 	shards  *[cluster.NumShards]shardKeySet // each shard's keys, made once
+	journal *journalSpace                   // the journals' keys: the same layout as legacy's, so its table
 	legacy  *RedisStore                     // the layout before shards, for the upgrade path
 	limit   int                             // the change log's bound per shard
 	watches watchers
@@ -102,7 +103,8 @@ func NewShardedRedisStore(client redis.UniversalClient, prefix string) *ShardedR
 			changes:     keys.Tagged("entity", tag, "changes"),
 		}
 	}
-	return &ShardedRedisStore{client: client, keys: keys, shards: shards, legacy: NewRedisStore(client, prefix),
+	legacy := NewRedisStore(client, prefix)
+	return &ShardedRedisStore{client: client, keys: keys, shards: shards, journal: legacy.journal, legacy: legacy,
 		limit: DefaultChangeLogLimit}
 }
 

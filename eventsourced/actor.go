@@ -9,22 +9,16 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/entityrun"
 	"github.com/trellis-go/trellis/internal/tracing"
 	"github.com/trellis-go/trellis/runtime"
 )
 
 // envelope is one command for an entity actor.
-type envelope[S any] struct {
-	ctx   context.Context
-	cmd   *command[S]
-	arg   any
-	reply chan<- outcome // capacity 1: the actor never waits on the caller
-}
+type envelope[S any] = entityrun.Envelope[call[S], effect[S]]
 
-type outcome struct {
-	value any
-	err   error
-}
+// outcome is a command's answer.
+type outcome = entityrun.Outcome
 
 // actor is one entity id: the runtime's sharding runs one per id, so its
 // commands are handled one at a time. It loads the state on its first
@@ -44,37 +38,24 @@ type actor[S any] struct {
 	trimmed uint64    // events up to it are known dropped
 	loaded  bool
 	fence   entities.Fence
-	queued  []envelope[S] // Receive's, reused
+	queued  entityrun.Queue[call[S], effect[S]] // Receive's
 }
 
 // Receive runs a command, and with it the commands queued behind it when
 // the entity runs on its shard's owner (see runQueued).
 func (a *actor[S]) Receive(ctx *runtime.Context[envelope[S]], env envelope[S]) {
-	if a.r.fenced {
-		if rest := ctx.TakeQueued(maxBatch-1, a.queued[:0]); len(rest) > 0 {
-			envs := append([]envelope[S]{env}, rest...)
-			a.runQueued(envs)
-			clear(rest) // hold no caller's context past its command
-			a.queued = rest[:0]
-			return
-		}
+	if a.r.fenced && a.queued.Take(ctx, env, a.runQueued) {
+		return
 	}
 	a.receive(env)
 }
 
 // receive runs one command and replies.
-func (a *actor[S]) receive(env envelope[S]) {
-	if err := env.ctx.Err(); err != nil {
-		env.reply <- outcome{err: err}
-		return
-	}
-	v, err := a.handle(env)
-	env.reply <- outcome{value: v, err: err}
-}
+func (a *actor[S]) receive(env envelope[S]) { entityrun.Answer(env, a.handle) }
 
 // op names a command on the entity in errors.
 func (a *actor[S]) op(env envelope[S]) string {
-	return fmt.Sprintf("%s.%s on %q", a.r.t.ComponentID(), env.cmd.Name, a.id)
+	return entityrun.Op(a.r.t.ComponentID(), env.Cmd.Name, a.id)
 }
 
 // handle runs the command and carries out its effect: events are written
@@ -87,7 +68,7 @@ func (a *actor[S]) op(env envelope[S]) string {
 // from memory, writes go under the shard's fence, and when the fence
 // moved the command fails with entities.ErrMoved, to be routed again.
 func (a *actor[S]) handle(env envelope[S]) (any, error) {
-	ctx, r := env.ctx, a.r
+	ctx, r := env.Ctx, a.r
 	for conflicts := 0; ; conflicts++ {
 		if conflicts > r.host.MaxConflicts {
 			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", a.op(env), conflicts-1, entities.ErrConflict)
@@ -181,7 +162,7 @@ func (a *actor[S]) run(env envelope[S]) (effect[S], error) {
 
 // runOn runs env's command on state.
 func (a *actor[S]) runOn(env envelope[S], state S) (effect[S], error) {
-	return env.cmd.Run(call[S]{ctx: env.ctx, client: a.r.host.Client, entityID: a.id, state: state}, env.arg)
+	return env.Cmd.Run(call[S]{ctx: env.Ctx, client: a.r.host.Client, entityID: a.id, state: state}, env.Arg)
 }
 
 // copy is a state of its own, sharing nothing with the entity's.

@@ -9,9 +9,6 @@ import (
 	"github.com/trellis-go/trellis/entities"
 )
 
-// maxBatch bounds the commands an entity runs together, with one write.
-const maxBatch = 64
-
 // runQueued runs commands that were queued together, in order: one at a
 // time until the entity is loaded, not deleted and serves its shard under
 // the fence it was loaded with; from then on, the rest as a batch.
@@ -45,15 +42,15 @@ func (a *actor[S]) runBatch(envs []envelope[S]) {
 	var replies []held[S]
 	give := func(env envelope[S], out outcome) {
 		if len(w.events) == 0 && !w.delete {
-			env.reply <- out
+			env.Reply <- out
 			return
 		}
 		replies = append(replies, held[S]{env: env, out: out})
 	}
 	rest := envs[:0:0]
 	for i, env := range envs {
-		if err := env.ctx.Err(); err != nil {
-			env.reply <- outcome{err: err}
+		if err := env.Ctx.Err(); err != nil {
+			env.Reply <- outcome{Err: err}
 			continue
 		}
 		state := w.state
@@ -63,18 +60,18 @@ func (a *actor[S]) runBatch(envs []envelope[S]) {
 		eff, err := a.runOn(env, state)
 		switch {
 		case err != nil:
-			give(env, outcome{err: err})
+			give(env, outcome{Err: err})
 		case eff.kind == replyOnly:
-			give(env, outcome{value: eff.value})
+			give(env, outcome{Value: eff.value})
 		case eff.kind == failWith:
-			give(env, outcome{err: eff.refusal})
+			give(env, outcome{Err: eff.refusal})
 		default:
 			reply, err := a.add(&w, env, eff)
 			if err != nil {
-				give(env, outcome{err: fmt.Errorf("%s: %w", a.op(env), err)})
+				give(env, outcome{Err: fmt.Errorf("%s: %w", a.op(env), err)})
 				continue
 			}
-			replies = append(replies, held[S]{env: env, out: outcome{value: reply}})
+			replies = append(replies, held[S]{env: env, out: outcome{Value: reply}})
 			if eff.kind == deleteThenReply {
 				rest = envs[i+1:]
 			}
@@ -94,13 +91,13 @@ func (a *actor[S]) flush(w *pending[S], replies []held[S]) {
 	if len(replies) == 0 {
 		return
 	}
-	ctx, cancel := entities.WriteContext(replies, func(h held[S]) context.Context { return h.env.ctx })
+	ctx, cancel := entities.WriteContext(replies, func(h held[S]) context.Context { return h.env.Ctx })
 	err := a.write(ctx, w)
 	cancel()
 	switch {
 	case err == nil:
 		for _, h := range replies {
-			h.env.reply <- h.out
+			h.env.Reply <- h.out
 		}
 	case errors.Is(err, entities.ErrConflict), errors.Is(err, entities.ErrJournalDeleted), errors.As(err, new(*entities.AlreadyAppliedError)):
 		// Nothing was written: each runs again alone, and a command
@@ -112,12 +109,12 @@ func (a *actor[S]) flush(w *pending[S], replies []held[S]) {
 	case errors.Is(err, entities.ErrFenced):
 		a.drop()
 		for _, h := range replies {
-			h.env.reply <- outcome{err: fmt.Errorf("%s: %w: %w", a.op(h.env), entities.ErrMoved, err)}
+			h.env.Reply <- outcome{Err: fmt.Errorf("%s: %w: %w", a.op(h.env), entities.ErrMoved, err)}
 		}
 	default:
 		a.loaded = false
 		for _, h := range replies {
-			h.env.reply <- outcome{err: fmt.Errorf("%s: %w", a.op(h.env), err)}
+			h.env.Reply <- outcome{Err: fmt.Errorf("%s: %w", a.op(h.env), err)}
 		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -20,7 +18,6 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/eventsourced"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
-	"github.com/trellis-go/trellis/runtime"
 )
 
 // benchTally is a small flat state; benchAdded its one event.
@@ -51,7 +48,10 @@ const benchWorkers, benchEntities = 64, 1000
 // instance on Redis (RedisStore), one event per command over many
 // entities, and, in the same run, a bare go-redis loop doing one
 // XADD-plus-HSET script per event of the same size from as many
-// goroutines. x-bare is the entity's rate over the bare loop's.
+// goroutines. x-bare is the entity's rate over the bare loop's;
+// cpu-us/event and bare-cpu-us/event are this process's CPU time per
+// event of each (Redis's not counted), steadier than the rates on a
+// machine loaded from elsewhere.
 func BenchmarkEventSourcedPersist(b *testing.B) {
 	rdb := testenv.Redis(b)
 	prefix := "bench-" + rand.Text()
@@ -85,6 +85,8 @@ func BenchmarkEventSourcedPersist(b *testing.B) {
 	b.ReportMetric(esRate, "events/s")
 	b.ReportMetric(bareRate, "bare-events/s")
 	b.ReportMetric(esRate/bareRate, "x-bare")
+	b.ReportMetric(float64(es.cpu.Microseconds())/float64(b.N), "cpu-us/event")
+	b.ReportMetric(float64(bare.cpu.Microseconds())/float64(b.N), "bare-cpu-us/event")
 }
 
 // bareAppend is the bare loop's write: the next number in a hash, and
@@ -95,21 +97,22 @@ redis.call('XADD', KEYS[2], seq .. '-0', 'n', ARGV[1], 'd', ARGV[2], 'a', ARGV[3
 return seq`)
 
 type spreadResult struct {
-	elapsed time.Duration
-	err     error
+	elapsed, cpu time.Duration // cpu: the process's
+	err          error
 }
 
 // add is r and o together.
 func (r spreadResult) add(o spreadResult) spreadResult {
-	return spreadResult{elapsed: r.elapsed + o.elapsed, err: cmpOr(r.err, o.err)}
+	return spreadResult{elapsed: r.elapsed + o.elapsed, cpu: r.cpu + o.cpu, err: cmpOr(r.err, o.err)}
 }
 
-// spread runs do(0..n-1) from benchWorkers goroutines and times it.
+// spread runs do(0..n-1) from benchWorkers goroutines and times it, in
+// wall-clock and in this process's CPU time.
 func spread(n int, do func(i int) error) spreadResult {
 	var next atomic.Int64
 	var mu sync.Mutex
 	var first error
-	start := time.Now()
+	start, cpu := time.Now(), testenv.ProcessCPU()
 	var wg sync.WaitGroup
 	for range benchWorkers {
 		wg.Go(func() {
@@ -128,7 +131,7 @@ func spread(n int, do func(i int) error) spreadResult {
 		})
 	}
 	wg.Wait()
-	return spreadResult{elapsed: time.Since(start), err: first}
+	return spreadResult{elapsed: time.Since(start), cpu: testenv.ProcessCPU() - cpu, err: first}
 }
 
 func cmpOr(a, b error) error {
@@ -182,14 +185,7 @@ func BenchmarkEventSourcedLoad(b *testing.B) {
 // benchStart starts benchTallies on a runtime system of its own over
 // store, stopped when b ends, and returns the client that reaches it.
 func benchStart(b *testing.B, store entities.Store) *components.Client {
-	sys := runtime.NewSystem(fmt.Sprintf("%s-%d", b.Name(), time.Now().UnixNano()), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			b.Errorf("shutdown: %v", err)
-		}
-	})
+	sys := testenv.System(b, fmt.Sprintf("%s-%d", b.Name(), time.Now().UnixNano()))
 	client := components.NewClient(components.NewRegistry())
 	if _, err := benchTallies.Start(eventsourced.Host{System: sys, Client: client, Store: store}); err != nil {
 		b.Fatal(err)

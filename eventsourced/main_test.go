@@ -1,10 +1,7 @@
 package eventsourced_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -123,14 +120,7 @@ type node struct {
 func startNode(t *testing.T, store entities.Store, opts ...func(*eventsourced.Host)) *node {
 	t.Helper()
 	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	sys := runtime.NewSystem(t.Name(), runtime.WithClock(fc), runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := sys.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	sys := testenv.System(t, t.Name(), runtime.WithClock(fc))
 	client := components.NewClient(components.NewRegistry())
 	h := eventsourced.Host{System: sys, Client: client, Store: store}
 	for _, o := range opts {

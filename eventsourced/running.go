@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/entityrun"
 	"github.com/trellis-go/trellis/runtime"
 )
 
@@ -58,13 +59,8 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		h.Dispatcher = d
 	}
 	r := &Running[S]{t: t, host: h, journal: journal, fenced: h.Cluster != nil}
-	sh, err := runtime.InitSharding(h.System, runtime.Entity[envelope[S]]{
-		Key:            runtime.NewEntityTypeKey[envelope[S]](id),
-		Create:         func(id string) runtime.Behavior[envelope[S]] { return &actor[S]{r: r, id: id} },
-		PassivateAfter: h.PassivateAfter,
-		Dispatcher:     h.Dispatcher,
-		Local:          true, // commands are routed to the owner before they reach it
-	})
+	sh, err := entityrun.StartSharding(h.System, id, h.Dispatcher, h.PassivateAfter,
+		func(id string) runtime.Behavior[envelope[S]] { return &actor[S]{r: r, id: id} })
 	if err != nil {
 		return nil, fmt.Errorf("start event-sourced entity %q: %w", id, err)
 	}
@@ -124,31 +120,13 @@ func (r *Running[S]) InvokeJSONHere(ctx context.Context, entityID, method string
 
 // command looks method up, for an entity id that must not be empty.
 func (r *Running[S]) command(entityID, method string) (*command[S], error) {
-	cmd, err := r.t.commands.Lookup(method)
-	if err != nil {
-		return nil, err
-	}
-	if entityID == "" {
-		return nil, fmt.Errorf("%s.%s: %w", r.ComponentID(), method, components.ErrMissingEntityID)
-	}
-	return cmd, nil
+	return entityrun.Lookup(r.t.commands, entityID, method)
 }
 
-// runHere runs cmd on this instance's actor of the entity and waits.
+// runHere runs cmd on this instance's actor of the entity and waits
+// (entityrun.Run).
 func (r *Running[S]) runHere(ctx context.Context, entityID string, cmd *command[S], arg any) (any, error) {
-	reply := make(chan outcome, 1)
-	r.sharding.Run(entityID, envelope[S]{ctx: ctx, cmd: cmd, arg: arg, reply: reply})
-	select {
-	case out := <-reply:
-		return out.value, out.err
-	default:
-	}
-	select {
-	case out := <-reply:
-		return out.value, out.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s.%s on %q: %w", r.ComponentID(), cmd.Name, entityID, ctx.Err())
-	}
+	return entityrun.Run(ctx, r.sharding, r.ComponentID(), entityID, cmd, arg)
 }
 
 // tracer is the service's tracer; nil when tracing is off.

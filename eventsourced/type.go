@@ -225,20 +225,28 @@ type call[S any] struct {
 	state    S
 }
 
-// effect is an Effect with its reply boxed.
+// effect is an Effect with its reply boxed. A persist's reply function
+// is kept as the handler gave it (replyFn, a func(S) R) and called
+// through replyOf, one function per command: no closure is made per
+// command run.
 type effect[S any] struct {
 	kind    effectKind
 	events  []any
-	reply   func(S) any // persist: the reply from the state after the events
-	value   any         // reply, delete
+	replyFn any
+	replyOf func(fn any, state S) any
+	value   any // reply, delete
 	refusal *components.CommandError
 }
+
+// reply is a persist's reply from state, the state after its events.
+func (e effect[S]) reply(state S) any { return e.replyOf(e.replyFn, state) }
 
 // Command adds a command named name (stable: it is stored in deferred
 // calls) to the entity t and returns its typed handle. A second command
 // with the same name panics.
 func Command[S, A, R any](t *Type[S], name string, handler func(ctx *Ctx[S, R], state S, arg A) Effect[S, R]) components.EntityMethod[A, R] {
 	id := t.ComponentID()
+	replyOf := func(fn any, s S) any { return fn.(func(S) R)(s) }
 	t.commands.Add(components.NewMethod(id, name, func(c call[S], a A) (effect[S], error) {
 		e := handler(&Ctx[S, R]{ctx: c.ctx, entityID: c.entityID, client: c.client}, c.state, a)
 		if e.kind == 0 {
@@ -246,7 +254,7 @@ func Command[S, A, R any](t *Type[S], name string, handler func(ctx *Ctx[S, R], 
 		}
 		out := effect[S]{kind: e.kind, events: e.events, value: e.value, refusal: e.refusal}
 		if e.reply != nil {
-			out.reply = func(s S) any { return e.reply(s) }
+			out.replyFn, out.replyOf = e.reply, replyOf
 		}
 		return out, nil
 	}))

@@ -26,15 +26,13 @@ type pending[S any] struct {
 func (a *actor[S]) add(w *pending[S], env envelope[S], eff effect[S]) (any, error) {
 	t := a.r.t
 	now := a.r.host.System.Clock().Now()
-	seq := a.seq + uint64(len(w.events))
-	var events []entities.JournalEvent
+	events := w.events // appended to in place: on an error w.events is as it was
 	for _, e := range eff.events {
 		name, data, err := t.encodeEvent(e)
 		if err != nil {
 			return nil, err
 		}
-		seq++
-		events = append(events, entities.JournalEvent{Seq: seq, Name: name, Data: data, At: now})
+		events = append(events, entities.JournalEvent{Seq: a.seq + uint64(len(events)) + 1, Name: name, Data: data, At: now})
 	}
 	state := w.state
 	if !t.flat {
@@ -47,14 +45,14 @@ func (a *actor[S]) add(w *pending[S], env envelope[S], eff effect[S]) (any, erro
 	if eff.kind == persistThenReply {
 		reply = eff.reply(a.copyOf(state))
 	}
-	rec, err := entities.AppliedFor(env.ctx, env.cmd.Name, reply, nil, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
+	rec, err := entities.AppliedFor(env.Ctx, env.Cmd.Name, reply, nil, a.r.host.KeyRetention, a.r.host.CommandIDRetention)
 	if err != nil {
 		return nil, err
 	}
 	if rec != nil {
 		w.applied = append(w.applied, *rec)
 	}
-	w.state, w.events = state, append(w.events, events...)
+	w.state, w.events = state, events
 	w.delete = w.delete || eff.kind == deleteThenReply
 	return reply, nil
 }

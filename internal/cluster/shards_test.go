@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -34,6 +36,30 @@ func TestShardOfIsPinned(t *testing.T) {
 		if got := ShardTag(tc.shard); got != tc.want {
 			t.Errorf("ShardTag(%d) = %q, want %q", tc.shard, got, tc.want)
 		}
+	}
+}
+
+// TestShardOfIsFNVOfTheKey: ShardOf hashes its pieces in place, as hash/fnv
+// hashes "<len(type)>:<type>:<id>", and allocates nothing.
+func TestShardOfIsFNVOfTheKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	text := func() string {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		return string(b)
+	}
+	for range 2000 {
+		typ, id := text(), text()
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(strconv.Itoa(len(typ)) + ":" + typ + ":" + id))
+		if got, want := ShardOf(typ, id), int(mix64(h.Sum64())%NumShards); got != want {
+			t.Fatalf("ShardOf(%q, %q) = %d, want %d", typ, id, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { ShardOf("order", "o-12345") }); n != 0 {
+		t.Errorf("ShardOf allocates %v times", n)
 	}
 }
 
