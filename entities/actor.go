@@ -29,15 +29,18 @@ type outcome = entityrun.Outcome
 // place never reaches the entity unless it updates the state: a fresh
 // decode of the state as stored, or, when the state type is flat (a plain
 // assignment shares nothing), a copy of the state decoded when it was
-// loaded or written, which costs nothing.
+// loaded or written, which costs nothing. A type whose handlers change
+// nothing in place (Type.KeepDecoded) gets a copy of the state decoded at
+// the load, or of the one its last write stored.
 type entityActor[S any] struct {
 	r      *Running[S]
 	id     string
 	data   []byte // the stored state; nil when absent (rev 0)
-	state  S      // data decoded, when the type is flat
+	state  S      // data decoded (or as written), when the type holds it
 	rev    uint64
 	loaded bool
 	fence  Fence                               // with a Host.Cluster: the fence the state was loaded under
+	legacy legacyNote                          // what the load learned of the legacy key (ShardedRedisStore)
 	queued entityrun.Queue[call[S], effect[S]] // runQueued's
 }
 
@@ -166,7 +169,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				// Whether it was written is unknown: the next command finds out.
 				return nil, fmt.Errorf("%s: save the state: %w", op(), err)
 			}
-			if err := a.keep(data, rev); err != nil {
+			if err := a.keepWritten(data, rev, eff.state); err != nil {
 				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 			return eff.reply, nil
@@ -231,7 +234,7 @@ func (a *entityActor[S]) serving() (Fence, bool) {
 // drop forgets the state: the shard is no longer this instance's.
 func (a *entityActor[S]) drop() {
 	var zero S
-	a.data, a.state, a.rev, a.loaded, a.fence = nil, zero, 0, false, Fence{}
+	a.data, a.state, a.rev, a.loaded, a.fence, a.legacy = nil, zero, 0, false, Fence{}, legacyNote{}
 }
 
 // save writes data over revision a.rev: under the fence with a cluster.
@@ -239,7 +242,7 @@ func (a *entityActor[S]) save(ctx context.Context, data []byte) (rev uint64, err
 	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity save", a.r.t.ComponentID(), a.id)
 	defer func() { tracing.End(span, components.ErrorType(err)) }()
 	if a.r.fenced != nil {
-		return a.r.fenced.SaveFenced(ctx, a.fence, a.r.t.ComponentID(), a.id, data, a.rev)
+		return a.r.fenced.SaveFenced(withLegacyNote(ctx, &a.legacy), a.fence, a.r.t.ComponentID(), a.id, data, a.rev)
 	}
 	return a.r.host.Store.Save(ctx, a.r.t.ComponentID(), a.id, data, a.rev)
 }
@@ -250,7 +253,7 @@ func (a *entityActor[S]) delete(ctx context.Context) (err error) {
 	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity delete", a.r.t.ComponentID(), a.id)
 	defer func() { tracing.End(span, components.ErrorType(err)) }()
 	if a.r.fenced != nil {
-		return a.r.fenced.DeleteFenced(ctx, a.fence, a.r.t.ComponentID(), a.id, a.rev)
+		return a.r.fenced.DeleteFenced(withLegacyNote(ctx, &a.legacy), a.fence, a.r.t.ComponentID(), a.id, a.rev)
 	}
 	return a.r.host.Store.Delete(ctx, a.r.t.ComponentID(), a.id, a.rev)
 }
@@ -265,7 +268,8 @@ func (a *entityActor[S]) revision(ctx context.Context) (rev uint64, err error) {
 // load reads the state from the store; absent is the empty state.
 func (a *entityActor[S]) load(ctx context.Context) error {
 	ctx, span := tracing.StartStore(ctx, a.r.tracer(), "entity load", a.r.t.ComponentID(), a.id)
-	rec, err := a.r.host.Store.Load(ctx, a.r.t.ComponentID(), a.id)
+	a.legacy = legacyNote{}
+	rec, err := a.r.host.Store.Load(withLegacyNote(ctx, &a.legacy), a.r.t.ComponentID(), a.id)
 	tracing.End(span, components.ErrorType(err))
 	if err != nil {
 		return fmt.Errorf("load the state: %w", err)
@@ -277,12 +281,12 @@ func (a *entityActor[S]) load(ctx context.Context) error {
 	return nil
 }
 
-// keep holds data, the state as stored at revision rev, and for a flat
-// type its decode. A decode that fails leaves the entity to be loaded
-// again by the next command.
+// keep holds data, the state as stored at revision rev, and for a type
+// that holds its state decoded (flat, or KeepDecoded) its decode. A decode
+// that fails leaves the entity to be loaded again by the next command.
 func (a *entityActor[S]) keep(data []byte, rev uint64) error {
 	a.data, a.rev = data, rev
-	if !a.r.t.flat {
+	if !a.r.t.holdsDecoded() {
 		return nil
 	}
 	state, err := a.r.t.decode(a.id, rev, data)
@@ -294,10 +298,21 @@ func (a *entityActor[S]) keep(data []byte, rev uint64) error {
 	return nil
 }
 
+// keepWritten is keep for data that a command's handler returned as
+// state: a KeepDecoded type holds that state as it is, with no decode.
+func (a *entityActor[S]) keepWritten(data []byte, rev uint64, state S) error {
+	if !a.r.t.keepDecoded {
+		return a.keep(data, rev)
+	}
+	a.data, a.rev, a.state = data, rev, state
+	return nil
+}
+
 // fresh is the state a command's handler gets: its own, sharing nothing
-// with what the entity holds.
+// with what the entity holds (or, for a KeepDecoded type, nothing its
+// handler changes in place).
 func (a *entityActor[S]) fresh() (S, error) {
-	if a.r.t.flat {
+	if a.r.t.holdsDecoded() {
 		return a.state, nil
 	}
 	return a.r.t.decode(a.id, a.rev, a.data)

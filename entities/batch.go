@@ -34,8 +34,8 @@ func (a *entityActor[S]) batchable() bool {
 }
 
 // batch is what runBatch holds: the state the commands so far left (data,
-// and its decode for a flat type), the updates not yet written, and the
-// replies that wait for them.
+// and the state itself for a type that holds it decoded), the updates not
+// yet written, and the replies that wait for them.
 type batch[S any] struct {
 	data    []byte
 	state   S
@@ -109,7 +109,7 @@ func (a *entityActor[S]) runBatch(envs []envelope[S]) {
 // runOn runs env's command on a state of its own: b's.
 func (a *entityActor[S]) runOn(b *batch[S], env envelope[S]) (effect[S], error) {
 	state := b.state
-	if !a.r.t.flat {
+	if !a.r.t.holdsDecoded() {
 		var err error
 		if state, err = a.r.t.decode(a.id, a.rev, b.data); err != nil {
 			return effect[S]{}, fmt.Errorf("%s: %w", a.op(env), err)
@@ -124,7 +124,10 @@ func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S, applied *
 	if err != nil {
 		return fmt.Errorf("%s: encode the state: %w", a.op(env), err)
 	}
-	if a.r.t.flat {
+	switch {
+	case a.r.t.keepDecoded: // as keepWritten does
+		b.state = state
+	case a.r.t.flat:
 		// As keep does: what the next command gets is the state as stored.
 		if state, err = a.r.t.decode(a.id, a.rev, data); err != nil {
 			return fmt.Errorf("%s: %w", a.op(env), err)
@@ -157,7 +160,7 @@ func (a *entityActor[S]) flush(b *batch[S]) {
 	cancel()
 	switch {
 	case err == nil:
-		keepErr := a.keep(b.data, revs[len(revs)-1])
+		keepErr := a.keepWritten(b.data, revs[len(revs)-1], b.state)
 		for _, h := range b.held {
 			if keepErr != nil { // written, but not kept: the next command loads it
 				h.out = outcome{Err: fmt.Errorf("%s: %w", a.op(h.env), keepErr)}

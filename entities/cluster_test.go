@@ -285,3 +285,29 @@ func TestClusterNeedsFencedStore(t *testing.T) {
 		t.Fatalf("start with a MemoryStore and a Cluster: err = %v, want one naming FencedStore", err)
 	}
 }
+
+// TestClusterInvokeLocal: InvokeLocal runs a command on this instance
+// when it serves the entity's shard, admitted there, and otherwise runs
+// nothing and sends nothing on: ErrMoved.
+func TestClusterInvokeLocal(t *testing.T) {
+	c := &fakeCluster{fence: fence1, serving: true, routes: []string{""}}
+	n := startClusterNode(t, c, newFencedMemory(fence1))
+	reply, err := n.running.InvokeLocal(t.Context(), "a", "deposit", 3)
+	if a, ok := reply.(Acct); err != nil || !ok || a.Balance != 3 {
+		t.Fatalf("InvokeLocal = %#v, %v; want the account of balance 3", reply, err)
+	}
+	if c.admitted != 0 {
+		t.Fatalf("%d commands admitted and not done", c.admitted)
+	}
+	c.set(func(c *fakeCluster) { c.routes = []string{"127.0.0.1:9"} })
+	if _, err := n.running.InvokeLocal(t.Context(), "a", "deposit", 3); !errors.Is(err, entities.ErrMoved) {
+		t.Fatalf("InvokeLocal on a shard served elsewhere = %v, want ErrMoved", err)
+	}
+	if len(c.forwards) != 0 {
+		t.Fatalf("a local command was forwarded: %+v", c.forwards)
+	}
+	c.set(func(c *fakeCluster) { c.routes = []string{""} })
+	if got := n.balance(t, "a"); got != 3 {
+		t.Fatalf("balance = %d, want 3: the command refused ran", got)
+	}
+}

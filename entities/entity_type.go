@@ -18,7 +18,26 @@ type Type[S any] struct {
 	// flat: S holds no pointer, slice, map, interface, channel or function,
 	// so a plain assignment copies all of it and shares nothing.
 	flat bool
+	// keepDecoded: see KeepDecoded.
+	keepDecoded bool
 }
+
+// KeepDecoded declares that t's command handlers change nothing in place
+// in the state they are given — no element of its slices (an append to
+// one with room writes one), no entry of its maps, nothing its pointers
+// point to — but build any change anew, and that S survives its JSON
+// encoding unchanged (exported fields only). Its entities then decode their state once, at the load,
+// hold the state each write stored as the handler returned it, and give
+// every command a copy of it: no decode per command. Replies may share
+// parts of the state with it. Call it before Start; it returns t.
+func (t *Type[S]) KeepDecoded() *Type[S] {
+	t.keepDecoded = true
+	return t
+}
+
+// holdsDecoded says whether t's entities hold their state decoded and
+// hand copies of it to the commands (flat, or KeepDecoded).
+func (t *Type[S]) holdsDecoded() bool { return t.flat || t.keepDecoded }
 
 // Define defines a key-value entity with a stable component id and the
 // empty state of an entity that has never been written (or was deleted).

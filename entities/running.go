@@ -137,6 +137,34 @@ func (r *Running[S]) Invoke(ctx context.Context, entityID, method string, arg an
 	return r.runHere(ctx, entityID, cmd, arg)
 }
 
+// InvokeLocal runs command method on entity entityID on this instance,
+// which must serve the entity's shard (else the error wraps ErrMoved: the
+// command did not run), and waits, as Invoke does. It is for a component
+// that drives entities of its own on the owner of their shard (package
+// workflows' runner): the command is neither forwarded nor given a
+// command id, so no answer of it is recorded, and a command whose write
+// may be made twice (its outcome lost, then run again) must change
+// nothing the second time by itself. An idle entity runs it on this
+// goroutine.
+func (r *Running[S]) InvokeLocal(ctx context.Context, entityID, method string, arg any) (any, error) {
+	cmd, err := r.command(entityID, method)
+	if err != nil {
+		return nil, err
+	}
+	if r.host.Cluster == nil {
+		return r.runHere(ctx, entityID, cmd, arg)
+	}
+	addr, done, err := r.host.Cluster.Route(ctx, r.ComponentID(), entityID)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s on %q: route: %w", r.ComponentID(), method, entityID, err)
+	}
+	if addr != "" {
+		return nil, fmt.Errorf("%s.%s on %q: its shard is served by %s: %w", r.ComponentID(), method, entityID, addr, ErrMoved)
+	}
+	defer done()
+	return r.runHere(ctx, entityID, cmd, arg)
+}
+
 // command looks method up, for an entity id that must not be empty.
 func (r *Running[S]) command(entityID, method string) (*command[S], error) {
 	return entityrun.Lookup(r.t.commands, entityID, method)

@@ -65,7 +65,9 @@ type FencedStore interface {
 // new key with a revision above the legacy one, and then deletes the
 // legacy key (another command: on a cluster it is in another slot). Every
 // delete deletes the legacy key as well, so a crash between the two steps
-// never brings a legacy state back. Old instances writing the legacy
+// never brings a legacy state back. An entity's writes skip the check
+// and the delete when its load found no legacy key (legacyNote): a create
+// is then one round trip. Old instances writing the legacy
 // layout at the same time are not supported: upgrade every instance first.
 //
 // Save and Delete without a fence refuse with ErrFenced: writes go through
@@ -172,7 +174,7 @@ func (s *ShardedRedisStore) Load(ctx context.Context, entityType, id string) (Re
 	key, legacyKey := s.stateKey(entityType, id), s.legacy.key(entityType, id)
 	pipe := s.client.Pipeline()
 	current := pipe.HMGet(ctx, key, "data", "rev")
-	legacy := pipe.HMGet(ctx, legacyKey, "data", "rev")
+	legacy := pipe.HMGet(ctx, legacyKey, "data", "rev", "gone")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Record{}, redisErr("load", entityType, id, err)
 	}
@@ -180,10 +182,18 @@ func (s *ShardedRedisStore) Load(ctx context.Context, entityType, id string) (Re
 	if err != nil {
 		return Record{}, redisErr("load", entityType, id, err)
 	}
+	legacyVals := legacy.Val()
+	if len(legacyVals) != 3 {
+		return Record{}, redisErr("load", entityType, id, fmt.Errorf("HMGET returned %d values, want 3", len(legacyVals)))
+	}
+	if note := legacyNoteIn(ctx); note != nil {
+		gone, _ := legacyVals[2].(string)
+		*note = legacyNote{known: legacyVals[1] == nil, floor: gone}
+	}
 	if rec.Revision != 0 {
 		return rec, nil
 	}
-	if rec, err = parseHash(legacyKey, legacy.Val()); err != nil {
+	if rec, err = parseHash(legacyKey, legacyVals[:2]); err != nil {
 		return Record{}, redisErr("load", entityType, id, err)
 	}
 	return rec, nil
@@ -255,13 +265,14 @@ func runRecord(ctx context.Context, client redis.UniversalClient, key, entityTyp
 }
 
 // SaveFenced implements [FencedStore]: one script in the common case; a
-// create also reads the legacy key first, and a write over a legacy key
-// deletes it after.
+// create also reads the legacy key first (unless the entity's load read
+// it: legacyNote), and a write over a legacy key deletes it after.
 func (s *ShardedRedisStore) SaveFenced(ctx context.Context, f Fence, entityType, id string, data []byte, expected uint64) (uint64, error) {
 	return s.write(ctx, "save", shardedSave, f, entityType, id, data, expected)
 }
 
-// DeleteFenced implements [FencedStore]: the script, then the legacy key.
+// DeleteFenced implements [FencedStore]: the script, then the legacy key
+// (unless the entity's load found none: legacyNote).
 func (s *ShardedRedisStore) DeleteFenced(ctx context.Context, f Fence, entityType, id string, expected uint64) error {
 	_, err := s.write(ctx, "delete", shardedDelete, f, entityType, id, nil, expected)
 	return err
@@ -271,16 +282,23 @@ func (s *ShardedRedisStore) DeleteFenced(ctx context.Context, f Fence, entityTyp
 // when the new one is absent: before a create or a delete of an absent
 // state (a live legacy state would be a conflict), or when the script
 // found the new key absent but a revision was expected (a legacy state).
-// Every delete, and every write over a legacy key, deletes it after.
+// Every delete, and every write over a legacy key, deletes it after. The
+// legacyNote ctx carries, when its entity's load filled it in, stands for
+// the read before a create, and says when there is no legacy key to
+// delete; once the write is done, the note says there is none.
 func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.Script, f Fence,
 	entityType, id string, data []byte, expected uint64) (uint64, error) {
 	keys, err := s.fencedKeys(f, entityType, id)
 	if err != nil {
 		return 0, opErr(op, entityType, id, err)
 	}
+	note := legacyNoteIn(ctx)
+	known := note != nil && note.known // the entity's load read the legacy key: no need to again
 	floor := ""
 	if expected == 0 {
-		if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
+		if known {
+			floor = note.floor
+		} else if floor, err = s.legacyFloor(ctx, op, entityType, id, expected); err != nil {
 			return 0, err
 		}
 	}
@@ -314,11 +332,14 @@ func (s *ShardedRedisStore) write(ctx context.Context, op string, script *redis.
 		}
 		s.watches.notify(f.Shard, c)
 	}
-	if floor != "" || script == shardedDelete {
+	if floor != "" || (script == shardedDelete && !(known && note.floor == "")) {
 		if err := s.client.Del(ctx, s.legacy.key(entityType, id)).Err(); err != nil {
 			// The write is done: "nothing changed" would be false.
 			return 0, redisWriteErr(s.client, op+" (delete the legacy key)", entityType, id, err)
 		}
+	}
+	if note != nil {
+		*note = legacyNote{known: true} // deleted, or there was none
 	}
 	return r.rev, nil
 }

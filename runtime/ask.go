@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/deadlines"
 )
 
 // Ask sends the message that build makes for a one-off reply address and
@@ -76,46 +78,47 @@ func AskFrom[T, Req, Resp any](ctx *Context[T], to Ref[Req], timeout time.Durati
 	c := ctx.c
 	x := c.ext()
 	if x.asks == nil {
-		x.asks = newAskBook(c.sys.clock)
+		x.asks = deadlines.New(c.sys.clock)
 	}
 	r := &actorReplyRef[T, Resp]{self: c, adapt: adapt, to: to}
-	x.asks.add(r, timeout)
+	x.asks.Add(r, timeout)
 	to.Tell(build(r))
 }
 
 // actorReplyRef is the reply address of an AskFrom and its entry in the
 // asker's book of timeouts.
 type actorReplyRef[T, Resp any] struct {
-	self     *cell[T]
-	adapt    func(Resp, error) T
-	to       AnyRef // for the timeout's error; its path is made only then
-	askEntry        // done: the reply came or the timeout passed
+	self            *cell[T]
+	adapt           func(Resp, error) T
+	to              AnyRef // for the timeout's error; its path is made only then
+	deadlines.Entry        // Done: the reply came or the timeout passed
 }
 
 // Tell delivers the reply. Marking the ask done is all the book needs: it
 // sweeps the ask out later, on the asker's goroutine or the timer's, so
 // the replier takes no lock of the asker's.
 func (r *actorReplyRef[T, Resp]) Tell(msg Resp) {
-	if !r.done.CompareAndSwap(false, true) {
+	if !r.Done.CompareAndSwap(false, true) {
 		r.self.sys.deadLetter(r, msg)
 		return
 	}
 	r.self.Tell(r.adapt(msg, nil))
 }
 
-// expire delivers ErrAskTimeout. To an asker that has begun to stop it
+// Expire delivers ErrAskTimeout. To an asker that has begun to stop it
 // delivers nothing, as its Timers would not: the runtime's own
 // notification is not mail that someone sent, so not a dead letter.
-func (r *actorReplyRef[T, Resp]) expire() {
-	if r.done.CompareAndSwap(false, true) {
+func (r *actorReplyRef[T, Resp]) Expire() {
+	if r.Done.CompareAndSwap(false, true) {
 		var zero Resp
 		r.self.tellAlive(r.adapt(zero, fmt.Errorf("ask %s: %w", r.to.Path(), ErrAskTimeout)))
 	}
 }
 
-func (r *actorReplyRef[T, Resp]) entry() *askEntry { return &r.askEntry }
+// BookEntry is the ask's place in its asker's book of timeouts.
+func (r *actorReplyRef[T, Resp]) BookEntry() *deadlines.Entry { return &r.Entry }
 
 func (r *actorReplyRef[T, Resp]) Path() string      { return r.self.Path() + "/$ask" }
 func (r *actorReplyRef[T, Resp]) target() actorCell { return nil }
 
-var _ askTimeout = (*actorReplyRef[int, int])(nil)
+var _ deadlines.Wait = (*actorReplyRef[int, int])(nil)

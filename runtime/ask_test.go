@@ -266,7 +266,7 @@ func askMark(t *testing.T, asker trt.Ref[askerMsg], got <-chan askerMsg, tag str
 
 // TestAskFromReply pins that AskFrom delivers the reply to the asking actor
 // as the adapted message, and that its timeout then delivers nothing: the
-// timer, left set by the reply (see askBook), fires once for nothing and is
+// timer, left set by the reply (see deadlines.Book), fires once for nothing and is
 // not set again.
 func TestAskFromReply(t *testing.T) {
 	fc := newTimersClock()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/trellis-go/trellis/internal/deadlines"
 )
 
 // Lifecycle states of an actor. They only move forward.
@@ -89,7 +91,7 @@ type cellExt[T any] struct {
 	watchers  map[actorCell]struct{}
 	watching  map[actorCell]*T // nil: deliver the Terminated signal
 	timers    *Timers[T]
-	asks      *askBook // AskFrom's outstanding asks
+	asks      *deadlines.Book // AskFrom's outstanding asks
 	unstashed []T
 	sysSpare  []sysMsg // an emptied system queue buffer, for the next (see handleSystem)
 	unext     int

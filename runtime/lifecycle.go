@@ -81,7 +81,7 @@ func (c *cell[T]) finish() {
 			x.restartTimer.Stop()
 		}
 		if x.asks != nil {
-			x.asks.abandon()
+			x.asks.Abandon()
 		}
 		for w := range x.watchers {
 			w.sendSystem(sysMsg{kind: sysTerminated, ref: c})

@@ -59,7 +59,7 @@ type lapseArg struct {
 // internalCommands adds the platform's commands to et.
 func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 	entities.Command(et, getMethod, func(ctx *entities.Ctx[record, record], rec record, _ components.Done) entities.Effect[record, record] {
-		return ctx.Reply(rec)
+		return ctx.Reply(rec.detached())
 	})
 	entities.Command(et, commitMethod, func(ctx *entities.Ctx[record, record], rec record, a commitArg) entities.Effect[record, record] {
 		next, deleted, changed := r.committed(ctx.EntityID(), rec, a)

@@ -65,7 +65,7 @@ func (r *Running[S]) operatorCommand(et *entities.Type[record]) {
 			return ctx.Error("%v", err)
 		}
 		r.wake(ctx.EntityID(), next)
-		return ctx.UpdateState(next).ThenReply(next)
+		return ctx.UpdateState(next).ThenReply(next.detached())
 	})
 }
 

@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -229,20 +231,33 @@ func (rec *record) fail(why string) {
 	}
 }
 
-// note adds e to the history, dropping the oldest past historyLength.
+// note adds e to the history, dropping the oldest past historyLength,
+// in a new slice: the one rec had may be shared with the record its
+// entity holds (see detached).
 func (rec *record) note(e Entry) {
-	if len(rec.History) >= historyLength {
-		rec.History = append(rec.History[:0:0], rec.History[len(rec.History)-historyLength+1:]...)
-	}
-	rec.History = append(rec.History, e)
+	keep := rec.History[max(0, len(rec.History)-historyLength+1):]
+	rec.History = append(append(make([]Entry, 0, len(keep)+1), keep...), e)
 }
 
 // withoutHistory is rec without its History: a commit's reply, which the
-// runner drives the workflow on and which the entity records with the
-// write (as every command's answer), so it stays small however long the
-// history is.
+// runner drives the workflow on, so it stays small however long the
+// history is. It shares the rest with rec (the runner only reads it).
 func (rec record) withoutHistory() record {
 	rec.History = nil
+	return rec
+}
+
+// detached is a copy of rec that shares nothing with it: the record's
+// entity holds its state decoded (entities.Type.KeepDecoded), and its
+// handlers change nothing in place, but a reply that leaves the workflow
+// (Inspect, Get, an operator's action) is the caller's to change.
+func (rec record) detached() record {
+	rec.State, rec.Input = bytes.Clone(rec.State), bytes.Clone(rec.Input)
+	if rec.OnLapse != nil {
+		lapse := Target{Step: rec.OnLapse.Step, Input: bytes.Clone(rec.OnLapse.Input)}
+		rec.OnLapse = &lapse
+	}
+	rec.History = slices.Clone(rec.History)
 	return rec
 }
 

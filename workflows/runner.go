@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -116,6 +117,9 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 	rec, err := r.read(ctx, id)
 	for ctx.Err() == nil {
 		if err != nil {
+			if !r.serves(id) {
+				return // its shard's next owner resumes it
+			}
 			r.log.Warn("workflows: a record could not be read or written; trying again", "id", id, "err", err.Error())
 			if r.wait(ctx, retryAfterError, nil) != waited {
 				return
@@ -161,17 +165,32 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 
 // read reads id's record, bounded by callTimeout.
 func (r *Running[S]) read(ctx context.Context, id string) (record, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	return r.get.Invoke(ctx, r.host.Entities.Client, id, components.Done{})
+	return r.here(ctx, id, getMethod, components.Done{})
 }
 
 // write commits a step's outcome a to id's record, bounded by
 // callTimeout (past it the outcome is unknown: the record is read again).
 func (r *Running[S]) write(ctx context.Context, id string, a commitArg) (record, error) {
+	return r.here(ctx, id, commitMethod, a)
+}
+
+// here runs the record command method on id's entity on this instance
+// (entities.Running.InvokeLocal: the runner runs only the workflows of the
+// shards this instance serves), bounded by callTimeout: on an idle entity,
+// on this goroutine. A commit needs no command id to be applied once: one
+// made again finds the transition it ran under gone, and changes nothing.
+func (r *Running[S]) here(ctx context.Context, id, method string, arg any) (record, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return r.commit.Invoke(ctx, r.host.Entities.Client, id, a)
+	v, err := r.entity.InvokeLocal(ctx, id, method, arg)
+	if err != nil {
+		return record{}, err
+	}
+	rec, ok := v.(record)
+	if !ok {
+		return record{}, fmt.Errorf("workflow %s/%s: %s replied a %T", r.t.id, id, method, v)
+	}
+	return rec, nil
 }
 
 // ran counts a run of step whose outcome a was committed as next: its
@@ -306,11 +325,12 @@ func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, star
 		timeout = min(timeout, rec.Deadline.Sub(started))
 	}
 	// On the runner's clock (clockwork's own WithTimeout blocks in Err on
-	// a fake clock).
+	// a fake clock), in its book of step timeouts.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := r.clock.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
-	defer timer.Stop()
+	limit := &stepLimit{cancel: cancel}
+	r.limits.Add(limit, timeout)
+	defer limit.Done.Store(true)
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
 	ctx, span := r.stepSpan(ctx, id, rec)
 	res, err := r.runIn(ctx, def, id, rec, state, key, timeout)
@@ -326,6 +346,25 @@ func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, star
 	tracing.End(span, errType)
 	res.span = span.SpanContext()
 	return res, err
+}
+
+// stepLimit is a step run's timeout in the runner's book of them
+// (Running.limits): one timer on the runner's clock for every run in
+// flight, rather than one per run.
+type stepLimit struct {
+	deadlines.Entry // Done: the run returned, or its timeout passed
+	cancel          context.CancelCauseFunc
+}
+
+// BookEntry is the timeout's place in the book.
+func (l *stepLimit) BookEntry() *deadlines.Entry { return &l.Entry }
+
+// Expire cancels the run's context with context.DeadlineExceeded, unless
+// the run returned.
+func (l *stepLimit) Expire() {
+	if l.Done.CompareAndSwap(false, true) {
+		l.cancel(context.DeadlineExceeded)
+	}
 }
 
 // stepSpan opens the span of one attempt of rec's step, linked to the

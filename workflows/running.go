@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/timers"
 )
@@ -64,12 +65,12 @@ type Running[S any] struct {
 	entity    *entities.Running[record]
 	changes   entities.ChangeLog
 	get       components.EntityMethod[components.Done, record]
-	commit    components.EntityMethod[commitArg, record]
 	operation components.EntityMethod[Operation, record]
 
 	metrics  *metrics
 	statuses statuses // the gauges' counts
 	tracer   trace.Tracer
+	limits   *deadlines.Book // the timeouts of the step runs in flight
 
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
@@ -111,9 +112,8 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		return nil, fmt.Errorf("start workflow %q: Host.Entities.System is required", t.id)
 	}
 	r := &Running[S]{t: t, host: h, log: cmp.Or(h.Logger, slog.Default()).With("workflow", t.id),
-		clock: h.Entities.System.Clock(), changes: changes,
+		clock: h.Entities.System.Clock(), changes: changes, limits: deadlines.New(h.Entities.System.Clock()),
 		get:       components.NewEntityMethod[components.Done, record](t.id, getMethod),
-		commit:    components.NewEntityMethod[commitArg, record](t.id, commitMethod),
 		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
 		active:    make(map[string]*drive), releasing: make(map[int]cluster.Fence), missed: make(map[string]bool)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -124,7 +124,9 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	} else {
 		r.metrics = newMetrics(nil)
 	}
-	et := entities.Define(t.id, func(string) record { return record{} })
+	// Its handlers build every change anew (see record.note), and what
+	// leaves the workflow is detached: the entity holds the record decoded.
+	et := entities.Define(t.id, func(string) record { return record{} }).KeepDecoded()
 	t.mu.Lock()
 	for _, add := range t.commands {
 		add(et, r)
@@ -165,6 +167,7 @@ func (r *Running[S]) Stop(ctx context.Context) error {
 	go func() {
 		r.loops.Wait()
 		r.drives.Wait()
+		r.limits.Abandon() // no run left to time out
 		close(done)
 	}()
 	select {

@@ -1,4 +1,4 @@
-package runtime
+package deadlines
 
 import (
 	"context"
@@ -12,22 +12,22 @@ import (
 type testAsk struct {
 	name    string
 	expired chan<- string
-	askEntry
+	Entry
 }
 
-func (a *testAsk) entry() *askEntry { return &a.askEntry }
-func (a *testAsk) expire() {
-	if a.done.CompareAndSwap(false, true) {
+func (a *testAsk) BookEntry() *Entry { return &a.Entry }
+func (a *testAsk) Expire() {
+	if a.Done.CompareAndSwap(false, true) {
 		a.expired <- a.name
 	}
 }
 
-var _ askTimeout = (*testAsk)(nil)
+var _ Wait = (*testAsk)(nil)
 
 // The book expires asks in deadline order on one timer, never expires the
 // ones answered or abandoned, and leaves no timer behind once it has fired
 // with nothing left.
-func TestAskBook(t *testing.T) {
+func TestBook(t *testing.T) {
 	type step struct {
 		add     string        // an ask to add, with timeout
 		timeout time.Duration // for add
@@ -78,18 +78,18 @@ func TestAskBook(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clockwork.NewFakeClock()
-			b := newAskBook(fc)
+			b := New(fc)
 			expired := make(chan string, 8)
 			asks := make(map[string]*testAsk)
 			for i, s := range tc.steps {
 				switch {
 				case s.add != "":
 					asks[s.add] = &testAsk{name: s.add, expired: expired}
-					b.add(asks[s.add], s.timeout)
+					b.Add(asks[s.add], s.timeout)
 				case s.answer != "":
-					asks[s.answer].done.Store(true)
+					asks[s.answer].Done.Store(true)
 				case s.abandon:
-					b.abandon()
+					b.Abandon()
 				default:
 					fc.Advance(s.advance)
 					for _, want := range s.want {
@@ -135,17 +135,17 @@ func TestAskBook(t *testing.T) {
 // one still waits for its reply (so they are not at the top of the heap):
 // the book stays within twice what is outstanding (or minSweep), and only
 // the unanswered ask expires.
-func TestAskBookSweeps(t *testing.T) {
+func TestBookSweeps(t *testing.T) {
 	fc := clockwork.NewFakeClock()
-	b := newAskBook(fc)
+	b := New(fc)
 	expired := make(chan string, 8)
-	b.add(&testAsk{name: "slow", expired: expired}, time.Second)
+	b.Add(&testAsk{name: "slow", expired: expired}, time.Second)
 	most := 0
 	for range 10_000 {
 		a := &testAsk{name: "answered", expired: expired}
-		b.add(a, time.Minute)
-		a.done.Store(true) // its reply came
-		most = max(most, len(b.asks))
+		b.Add(a, time.Minute)
+		a.Done.Store(true) // its reply came
+		most = max(most, len(b.waits))
 	}
 	if limit := 2 * minSweep; most > limit {
 		t.Fatalf("the book held %d asks, want at most %d (one outstanding)", most, limit)
