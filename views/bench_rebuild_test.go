@@ -31,7 +31,9 @@ var flagRebuildRows = flag.Int("views.rebuild-rows", 2000, "orders BenchmarkView
 func BenchmarkViewBuild(b *testing.B) {
 	ts, client := benchService(b, app)
 	n := *flagRebuildRows
+	seeded := time.Now()
 	heads := seedOrders(b, ts, client, n)
+	b.Logf("%d orders seeded in %v", n, time.Since(seeded).Round(time.Millisecond))
 	bare := "bench-bare-build"
 	ctx := context.Background()
 	var built, bareTime time.Duration
@@ -54,6 +56,7 @@ func BenchmarkViewBuild(b *testing.B) {
 		}
 		cancel()
 		built += time.Since(start)
+		b.Logf("view %d built in %v", i, time.Since(start).Round(time.Millisecond))
 
 		start = time.Now()
 		for from := 0; from < n; from += 100 {

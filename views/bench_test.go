@@ -17,10 +17,11 @@ import (
 // benchService starts one instance on a redis-server of the benchmark's
 // own, started for it and stopped after it: no key of another run weighs
 // on it (a build of a new view lists the states by a scan of the whole
-// keyspace). It returns the instance and a client of the server.
+// keyspace), and its keys go with it (they are not deleted one by one).
+// It returns the instance and a client of the server.
 func benchService(b *testing.B, setup trellis.Setup) (*trellistest.Service, *redis.Client) {
 	srv := trellistest.StartRedisServer(b)
-	ts := trellistest.StartInstances(b, 1, setup, trellistest.WithRedisURL(srv.URL()))[0]
+	ts := trellistest.StartInstances(b, 1, setup, trellistest.WithRedisURL(srv.URL()), trellistest.WithStorePrefix("bench"))[0]
 	trellistest.WaitSettled(b, ts)
 	return ts, srv.Client(b)
 }
