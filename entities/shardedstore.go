@@ -124,6 +124,11 @@ func (s *ShardedRedisStore) shardKeys(shard int, entityType, id string) []string
 	return []string{k.record, s.stateKeyIn(shard, entityType, id), k.revs, k.checkpoints, k.changeSeq, k.changes}
 }
 
+// StateKey is the key of the hash that holds an entity's state (fields
+// data and rev, a decimal revision), in the layout above: for a tool
+// that reads states, or restores them, directly.
+func (s *ShardedRedisStore) StateKey(entityType, id string) string { return s.stateKey(entityType, id) }
+
 // stateKey is the new layout's key of an entity.
 func (s *ShardedRedisStore) stateKey(entityType, id string) string {
 	return s.stateKeyIn(cluster.ShardOf(entityType, id), entityType, id)

@@ -2,86 +2,28 @@ package views_test
 
 import (
 	"context"
-	"crypto/rand"
-	"flag"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/trellistest"
 	"github.com/trellis-go/trellis/views"
 )
 
-var flagRate = flag.Int("views.rate", 5000, "changes per second BenchmarkViewLag aims at")
-
-// BenchmarkViewLag: orders changed at -views.rate changes/s (as many as the
-// machine manages below it) on one instance on Redis; for each change,
-// the time from its command's reply to the view's applying it (the wait
-// for its position, which reads the view's position at least every 10
-// ms). Reports the p99 as p99-lag-ms, and the rate reached.
-func BenchmarkViewLag(b *testing.B) {
-	ts := trellistest.StartInstances(b, 1, app)[0]
+// benchService starts one instance on a redis-server of the benchmark's
+// own, started for it and stopped after it: no key of another run weighs
+// on it (a build of a new view lists the states by a scan of the whole
+// keyspace), and its keys go with it (they are not deleted one by one).
+// It returns the instance and a client of the server.
+func benchService(b *testing.B, setup trellis.Setup) (*trellistest.Service, *redis.Client) {
+	srv := trellistest.StartRedisServer(b)
+	ts := trellistest.StartInstances(b, 1, setup, trellistest.WithRedisURL(srv.URL()), trellistest.WithStorePrefix("bench"))[0]
 	trellistest.WaitSettled(b, ts)
-	const workers = 32
-	interval := time.Second / time.Duration(*flagRate)
-	var next atomic.Int64
-	var mu sync.Mutex
-	var lags []time.Duration
-	var waits, wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for {
-				k := next.Add(1)
-				if k > int64(b.N) {
-					return
-				}
-				if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
-					time.Sleep(d)
-				}
-				id := "lag-" + strconv.FormatInt(k%500, 10)
-				if _, err := putOrder.Invoke(context.Background(), ts.Host().Client, id, order{Customer: "c", Status: "open", Total: int(k)}); err != nil {
-					b.Error(err)
-					return
-				}
-				committed := time.Now()
-				pos, err := ts.Host().Views().Written(context.Background(), orders.ComponentID(), id)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				waits.Go(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-					defer cancel()
-					if err := ts.Host().Views().WaitFor(ctx, orderView.Name(), pos); err != nil {
-						b.Error(err)
-						return
-					}
-					lag := time.Since(committed)
-					mu.Lock()
-					lags = append(lags, lag)
-					mu.Unlock()
-				})
-			}
-		})
-	}
-	wg.Wait()
-	waits.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if len(lags) == 0 {
-		return
-	}
-	slices.Sort(lags)
-	b.ReportMetric(float64(lags[len(lags)*99/100].Microseconds())/1000, "p99-lag-ms")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "changes/s")
+	return ts, srv.Client(b)
 }
 
 // BenchmarkViewPage: a 50-row page of an indexed query (a customer's open
@@ -91,16 +33,8 @@ func BenchmarkViewLag(b *testing.B) {
 // HGETALL of each row's hash, pipelined. Reports the page's p99 and its
 // throughput over the bare read's as x-bare.
 func BenchmarkViewPage(b *testing.B) {
-	ts := trellistest.StartInstances(b, 1, app)[0]
-	trellistest.WaitSettled(b, ts)
-	client := trellistest.Redis(b)
-	bare := "bench-bare-" + rand.Text()
-	b.Cleanup(func() {
-		keys, _ := client.Keys(context.Background(), bare+":*").Result()
-		if len(keys) > 0 {
-			client.Del(context.Background(), keys...)
-		}
-	})
+	ts, client := benchService(b, app)
+	bare := "bench-bare"
 	var positions []string
 	pipe := client.Pipeline()
 	for i := range 500 {

@@ -94,6 +94,16 @@ func (s *memoryStore) position(ctx context.Context, view string, shard int) (uin
 	return v.pos[shard], v.built[shard], ctx.Err()
 }
 
+func (s *memoryStore) positions(ctx context.Context, view string) ([]uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]uint64, numShards)
+	if v := s.views[view]; v != nil {
+		copy(out, v.pos[:])
+	}
+	return out, ctx.Err()
+}
+
 // open is position: one process writes the embedded store, and fences
 // are not kept.
 func (s *memoryStore) open(ctx context.Context, _ cluster.Fence, d *viewDef, shard int) (uint64, bool, error) {

@@ -86,27 +86,34 @@ func (r *Runner) WaitFor(ctx context.Context, view string, pos Position) error {
 	return r.waitGen(ctx, cmp.Or(g.Gen, d.gen), pos)
 }
 
-// maxWaitPoll is the longest a wait for a position pauses between two
-// reads of the view's position: a read-your-writes page comes at most
-// this long after the view applied the write.
-const maxWaitPoll = 10 * time.Millisecond
-
-// waitGen waits until generation gen applied pos, or ctx ends.
+// waitGen waits until generation gen applied pos, or ctx ends. It reads
+// the store's position at once when nothing is known here of the shard's
+// (no projector here applied it, no wait read it); else, and after, it
+// waits for a projector here to apply pos, or the waits' poller to read
+// it (see reached).
 func (r *Runner) waitGen(ctx context.Context, view string, pos Position) error {
-	for pause := time.Millisecond; ; pause = min(2*pause, maxWaitPoll) {
-		at, _, err := r.cfg.Store.position(ctx, view, pos.Shard)
+	at, grew := r.reached.get(view, pos.Shard)
+	if at >= pos.Seq {
+		return nil
+	}
+	if at == 0 {
+		read, _, err := r.cfg.Store.position(ctx, view, pos.Shard)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
-		if at >= pos.Seq {
+		if read >= pos.Seq {
 			return nil
 		}
-		t := time.NewTimer(pause)
+	}
+	defer r.reached.watch(view)()
+	for {
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return fmt.Errorf("view %s at %d on shard %d, waiting for %s: %w: %w", view, at, pos.Shard, pos, ErrBehind, ctx.Err())
-		case <-t.C:
+		case <-grew:
+		}
+		if at, grew = r.reached.get(view, pos.Shard); at >= pos.Seq {
+			return nil
 		}
 	}
 }

@@ -48,6 +48,9 @@ type projector struct {
 
 	lagMu sync.Mutex
 	lag   Lag
+
+	heardMu sync.Mutex
+	heard   []entities.Change // see hear
 }
 
 func startProjector(r *Runner, d *viewDef, shard int, f cluster.Fence, prev *projector) *projector {
@@ -140,20 +143,27 @@ func (p *projector) open() error {
 		return p.build()
 	}
 	p.pos = pos
+	p.r.reached.note(p.d.gen, p.shard, p.pos)
 	return nil
 }
 
-// step reads and applies a batch of changes; more is true when the batch
-// was full.
+// step applies a batch of changes: those heard from this instance's
+// writes when they follow the position with no gap, else a batch read
+// from the log. more is true when changes are left: a full batch was
+// read, or changes heard were not applied.
 func (p *projector) step() (more bool, err error) {
-	changes, head, missed, err := p.r.cfg.Log.Changes(p.ctx, p.shard, p.pos, batch)
-	if err != nil {
-		return false, err
-	}
-	if missed {
-		p.r.log.Warn("views: behind the change log's bound; building the shard's rows from the current states",
-			"view", p.d.name, "shard", p.shard, "position", p.pos, "head", head)
-		return true, p.build()
+	changes, head, heard := p.takeHeard()
+	if !heard {
+		var missed bool
+		changes, head, missed, err = p.r.cfg.Log.Changes(p.ctx, p.shard, p.pos, batch)
+		if err != nil {
+			return false, err
+		}
+		if missed {
+			p.r.log.Warn("views: behind the change log's bound; building the shard's rows from the current states",
+				"view", p.d.name, "shard", p.shard, "position", p.pos, "head", head)
+			return true, p.build()
+		}
 	}
 	if len(changes) > 0 {
 		ops, err := p.projectBatch(changes)
@@ -165,13 +175,14 @@ func (p *projector) step() (more bool, err error) {
 			return false, err
 		}
 		p.pos = last.Seq
+		p.r.reached.note(p.d.gen, p.shard, p.pos)
 		if len(ops) > 0 {
 			p.r.noteApplied()
 		}
 	}
 	p.noteLag(head, changes)
 	p.checkpoint(false)
-	return len(changes) == batch, nil
+	return len(changes) == batch || p.heardLeft(), nil
 }
 
 // projectBatch maps changes (the shard's, of every type) to the ops on
@@ -274,6 +285,7 @@ func (p *projector) build() error {
 		return err
 	}
 	p.pos = head
+	p.r.reached.note(p.d.gen, p.shard, p.pos)
 	return nil
 }
 

@@ -49,12 +49,13 @@ import (
 type redisStore struct {
 	client redis.UniversalClient
 	keys   keyspace.Space
+	group  *applyGroup // the projectors' batches, pipelined together
 }
 
 // NewRedisStore returns a Store in client (one Redis or a Redis Cluster)
 // under prefix, the service's key prefix.
 func NewRedisStore(client redis.UniversalClient, prefix string) Store {
-	return &redisStore{client: client, keys: keyspace.Must(prefix)}
+	return &redisStore{client: client, keys: keyspace.Must(prefix), group: &applyGroup{client: client}}
 }
 
 // viewTag is the hash tag of generation gen's keys: a hash, since a
@@ -83,6 +84,23 @@ func (s *redisStore) position(ctx context.Context, view string, shard int) (uint
 	}
 	pos, err := strconv.ParseUint(text, 10, 64)
 	return pos, err == nil, err
+}
+
+func (s *redisStore) positions(ctx context.Context, view string) ([]uint64, error) {
+	all, err := s.client.HGetAll(ctx, s.key(view, "pos")).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the positions of view %s: %w", view, store.Classify(err))
+	}
+	out := make([]uint64, numShards)
+	for shardText, posText := range all {
+		shard, err1 := strconv.Atoi(shardText)
+		pos, err2 := strconv.ParseUint(posText, 10, 64)
+		if err1 != nil || err2 != nil || shard < 0 || shard >= numShards {
+			return nil, fmt.Errorf("read the positions of view %s: a malformed position %q of shard %q", view, posText, shardText)
+		}
+		out[shard] = pos
+	}
+	return out, nil
 }
 
 // fenceLua defines fenced(fences, shard, epoch): false when a higher
@@ -237,7 +255,7 @@ func (s *redisStore) apply(ctx context.Context, f cluster.Fence, d *viewDef, sha
 			args = append(args, "")
 		}
 	}
-	n, err := applyScript.Run(ctx, s.client, keys, args...).Int()
+	n, err := s.group.run(ctx, keys, args)
 	switch {
 	case err != nil:
 		return fmt.Errorf("apply changes to view %s on shard %d: %w", d.name, shard, store.Classify(err))

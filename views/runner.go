@@ -77,6 +77,7 @@ type Runner struct {
 	key   []byte // see sealKey
 
 	listings listings // see projector.build
+	reached  reached  // see waitGen
 
 	appliedMu sync.Mutex
 	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
@@ -92,8 +93,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Shards != nil {
 		shards = cfg.Shards
 	}
+	log := cmp.Or(cfg.Logger, slog.Default()).With("component", "views")
 	return &Runner{
-		cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "views"),
+		cfg: cfg, log: log, reached: reached{read: cfg.Store.positions, log: log},
 		views: make(map[string]*viewDef),
 		projectors: shardwork.New(shards, func(p *projector) cluster.Fence { return p.fence },
 			(*projector).halt, nil),
@@ -180,13 +182,14 @@ func (r *Runner) register(ctx context.Context, d *viewDef) {
 	}
 }
 
-// heard wakes the projectors of a shard this instance wrote to.
-func (r *Runner) heard(shard int, _ entities.Change) {
+// heard hands c to the projectors of the shard this instance wrote it
+// to.
+func (r *Runner) heard(shard int, c entities.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for name := range r.views {
 		if p := r.projectors.Get(name, shard); p != nil {
-			p.wake()
+			p.hear(c)
 		}
 	}
 }

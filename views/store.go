@@ -18,6 +18,9 @@ type Store interface {
 	// (a generation's key: viewDef.gen); built
 	// is false when the shard's rows were never built.
 	position(ctx context.Context, view string, shard int) (pos uint64, built bool, err error)
+	// positions is every shard's position of view (0: never built), by
+	// shard, read together.
+	positions(ctx context.Context, view string) ([]uint64, error)
 	// open is position for the projector of shard under f: from then on,
 	// apply refuses the batches of an owner of the shard with a lower
 	// epoch than f's (with entities.ErrFenced; an empty fence is not
