@@ -99,9 +99,14 @@ func (s *RedisStore) claim(ctx context.Context, most int, lease time.Duration) (
 				b.wiped = append(b.wiped, s.parts[i].marker)
 			}
 			s.plan.report(i, seen[j], sent, part.wait)
-			b.timers = append(b.timers, part.timers...)
-			b.leaseExpired = append(b.leaseExpired, part.leaseExpired...)
-			b.calls = append(b.calls, part.calls...)
+			if len(b.timers) == 0 {
+				// Most rounds ask one partition: its slices are the batch's.
+				b.timers, b.leaseExpired, b.calls = part.timers, part.leaseExpired, part.calls
+			} else {
+				b.timers = append(b.timers, part.timers...)
+				b.leaseExpired = append(b.leaseExpired, part.leaseExpired...)
+				b.calls = append(b.calls, part.calls...)
+			}
 			if part.wait == 0 {
 				again, againSeen = append(again, i), append(againSeen, seen[j])
 			}
@@ -165,9 +170,11 @@ func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
 	if wait < 0 {
 		b.wait = -1
 	}
+	n := (len(res) - 3) / 4
+	b.timers, b.calls, b.leaseExpired = make([]Timer, 0, n), make([]string, 0, n), make([]bool, 0, n)
 	for i := 3; i < len(res); i += 4 {
-		f, err := stringFields(res[i:i+3], 3)
-		if err != nil {
+		var f [3]string
+		if err := stringsInto(f[:], res[i:i+3]); err != nil {
 			return claimBatch{}, false, err
 		}
 		t, call, err := decodeRecordHeader(f[0], f[1])
@@ -185,9 +192,10 @@ func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
 }
 
 // settleEach runs script once per partition that has any of fs, with the
-// arguments each firing adds (after the script's leading args), and
-// returns the script's per-firing integers in the order of fs.
-func (s *RedisStore) settleEach(ctx context.Context, script *redis.Script, fs []Firing, lead []any, args func(i int) []any) ([]int64, error) {
+// arguments each firing adds (args appends them to a, after the script's
+// leading args), and returns the script's per-firing integers in the
+// order of fs.
+func (s *RedisStore) settleEach(ctx context.Context, script *redis.Script, fs []Firing, lead []any, args func(a []any, i int) []any) ([]int64, error) {
 	groups := byPartition(len(fs), func(i int) string { return fs[i].Name })
 	order := make([]int, 0, len(groups))
 	for p := range groups {
@@ -198,7 +206,7 @@ func (s *RedisStore) settleEach(ctx context.Context, script *redis.Script, fs []
 	for j, p := range order {
 		a := slices.Clone(lead)
 		for _, i := range groups[p] {
-			a = append(a, args(i)...)
+			a = args(a, i)
 		}
 		calls[j] = scriptCall{keys: s.parts[p].settle, args: a}
 	}
@@ -224,8 +232,8 @@ func (s *RedisStore) settleEach(ctx context.Context, script *redis.Script, fs []
 
 func (s *RedisStore) complete(ctx context.Context, fs []Firing) (_ []bool, err error) {
 	defer markUnavailable(&err)
-	res, err := s.settleEach(ctx, completeTimers, fs, nil, func(i int) []any {
-		return []any{fs[i].Name, fs[i].Generation}
+	res, err := s.settleEach(ctx, completeTimers, fs, nil, func(a []any, i int) []any {
+		return append(a, fs[i].Name, fs[i].Generation)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("completeTimers: %w", err)
@@ -247,13 +255,13 @@ func (s *RedisStore) fail(ctx context.Context, fails []failure) (_ []failOutcome
 	for _, f := range fails {
 		s.plan.expect(partitionOf(f.firing.Name), now.Add(f.retryAfter))
 	}
-	res, err := s.settleEach(ctx, rescheduleFailedTimers, fs, []any{s.now(false)}, func(i int) []any {
+	res, err := s.settleEach(ctx, rescheduleFailedTimers, fs, []any{s.now(false)}, func(a []any, i int) []any {
 		f := fails[i]
 		after := int64(-1)
 		if !f.giveUp {
 			after = durMs(f.retryAfter)
 		}
-		return []any{f.firing.Name, f.firing.Generation, f.firing.Attempt, after, truncateError(f.err)}
+		return append(a, f.firing.Name, f.firing.Generation, f.firing.Attempt, after, truncateError(f.err))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescheduleFailedTimers: %w", err)
@@ -270,8 +278,8 @@ func (s *RedisStore) release(ctx context.Context, fs []Firing) (err error) {
 	for _, f := range fs {
 		s.plan.touch(partitionOf(f.Name))
 	}
-	_, err = s.settleEach(ctx, releaseTimers, fs, []any{s.now(false)}, func(i int) []any {
-		return []any{fs[i].Name, fs[i].Generation, fs[i].Attempt}
+	_, err = s.settleEach(ctx, releaseTimers, fs, []any{s.now(false)}, func(a []any, i int) []any {
+		return append(a, fs[i].Name, fs[i].Generation, fs[i].Attempt)
 	})
 	if err != nil {
 		return fmt.Errorf("releaseTimers: %w", err)

@@ -16,7 +16,7 @@ func (s *RedisStore) advance(ctx context.Context, as []advanceRequest) (_ []adva
 			s.plan.expect(partitionOf(a.firing.Name), a.due)
 		}
 	}
-	res, err := s.settleEach(ctx, advanceRecurringTimers, fs, []any{s.now(false)}, func(i int) []any {
+	res, err := s.settleEach(ctx, advanceRecurringTimers, fs, []any{s.now(false)}, func(args []any, i int) []any {
 		a := as[i]
 		attempt, due, spec := "", "", ""
 		if a.checkAttempt {
@@ -25,7 +25,7 @@ func (s *RedisStore) advance(ctx context.Context, as []advanceRequest) (_ []adva
 		if a.next != nil {
 			due, spec = strconv.FormatInt(ceilMs(a.due), 10), encodeRecurrence(a.next)
 		}
-		return []any{a.firing.Name, a.firing.Generation, attempt, due, spec, a.dead, truncateError(a.err)}
+		return append(args, a.firing.Name, a.firing.Generation, attempt, due, spec, a.dead, truncateError(a.err))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("advanceRecurringTimers: %w", err)

@@ -350,18 +350,27 @@ func (s *RedisStore) subscribe(wake func()) (func(), error) {
 
 // stringFields checks that vals holds n strings and returns them.
 func stringFields(vals []any, n int) ([]string, error) {
-	if len(vals) < n {
-		return nil, fmt.Errorf("reply has %d values, want %d", len(vals), n)
-	}
 	out := make([]string, n)
-	for i := range n {
-		s, ok := vals[i].(string)
-		if !ok {
-			return nil, fmt.Errorf("reply value %d is %T, want a string", i, vals[i])
-		}
-		out[i] = s
+	if err := stringsInto(out, vals); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// stringsInto checks that vals holds len(dst) strings and copies them
+// into dst.
+func stringsInto(dst []string, vals []any) error {
+	if len(vals) < len(dst) {
+		return fmt.Errorf("reply has %d values, want %d", len(vals), len(dst))
+	}
+	for i := range dst {
+		s, ok := vals[i].(string)
+		if !ok {
+			return fmt.Errorf("reply value %d is %T, want a string", i, vals[i])
+		}
+		dst[i] = s
+	}
+	return nil
 }
 
 // markUnavailable marks *err as components.ErrUnavailable when Redis could not

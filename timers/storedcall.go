@@ -48,6 +48,11 @@ var (
 	// goroutine at a time.
 	huffScratch = sync.Pool{New: func() any { return new(huff0.Scratch) }}
 
+	// packedIn holds a stored call's compressed bytes while huff0 reads
+	// them (it takes a []byte, not the string Redis gave), so that each
+	// call does not copy them into a fresh buffer for the collector.
+	packedIn = sync.Pool{New: func() any { return new([]byte) }}
+
 	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
 	// inflated holds a call's JSON while it is decoded (DeferredCall
 	// copies what it keeps), so that a claim of 1 KB calls does not grow a
@@ -119,7 +124,10 @@ func decodeHuffCall(stored string) (components.DeferredCall, error) {
 	}
 	s := huffScratch.Get().(*huff0.Scratch)
 	defer huffScratch.Put(s)
-	s, packed, err := huff0.ReadTable([]byte(stored[k:]), s)
+	in := packedIn.Get().(*[]byte)
+	defer packedIn.Put(in)
+	*in = append((*in)[:0], stored[k:]...)
+	s, packed, err := huff0.ReadTable(*in, s)
 	if err != nil {
 		return components.DeferredCall{}, fmt.Errorf("decode deferred call: huffman table: %w", err)
 	}

@@ -118,6 +118,14 @@ func dispatch(ctx context.Context, d Dispatcher, call components.DeferredCall) (
 	return err
 }
 
+// isPanic reports whether err is a recovered panic of the dispatcher. (A
+// function of its own: the target errors.As needs lives on the heap, which
+// classify would otherwise pay for every call, successful ones too.)
+func isPanic(err error) bool {
+	var pe *panicError
+	return errors.As(err, &pe)
+}
+
 // The values of the result label of trellis_timers_fired_total.
 const (
 	resultSuccess          = "success"
@@ -135,7 +143,6 @@ const (
 // classify names why a call failed, from the errors components.Client
 // keeps distinct.
 func classify(err error) string {
-	var pe *panicError
 	switch {
 	case err == nil:
 		return resultSuccess
@@ -147,7 +154,7 @@ func classify(err error) string {
 		return resultUnknownMethod
 	case errors.Is(err, components.ErrBadArgument), errors.Is(err, components.ErrMissingEntityID):
 		return resultBadArgument
-	case errors.As(err, &pe):
+	case isPanic(err):
 		return resultPanic
 	}
 	if _, ok := components.IsCommandError(err); ok {
