@@ -106,6 +106,13 @@ func (r *Running[S]) resumeAfter(last life) {
 		return
 	}
 	r.live()
+	r.mu.Unlock()
+	r.wakeMissed()
+}
+
+// wakeMissed wakes the instances woken while the runner did not live.
+func (r *Running[S]) wakeMissed() {
+	r.mu.Lock()
 	missed := r.missed
 	r.missed = make(map[string]bool)
 	r.mu.Unlock()

@@ -73,8 +73,10 @@ func (r *Running[S]) poke(id string) bool {
 	if r.releasingLocked(id) {
 		return false // its shard's next owner resumes it
 	}
-	if r.crashed {
-		r.missed[id] = true // woken again once the runner resumes
+	if r.crashed || r.life.ctx == nil {
+		// Crashed, or started and not yet live (a command came before
+		// Start returned): woken once the runner lives.
+		r.missed[id] = true
 		return true
 	}
 	d := &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}

@@ -146,6 +146,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	r.mu.Lock()
 	r.live()
 	r.mu.Unlock()
+	r.wakeMissed()
 	return r, nil
 }
 
