@@ -327,13 +327,15 @@ func parseEvents(entries []any) ([]JournalEvent, error) {
 		}
 		entryID, _ := entry[0].(string)
 		kv, _ := entry[1].([]any)
-		fields := make(map[string]string, 3)
-		for i := 0; i+1 < len(kv); i += 2 {
-			k, _ := kv[i].(string)
-			v, _ := kv[i+1].(string)
-			fields[k] = v
-		}
-		e, err := eventOf(entryID, func(f string) string { return fields[f] })
+		e, err := eventOf(entryID, func(f string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if k, _ := kv[i].(string); k == f {
+					v, _ := kv[i+1].(string)
+					return v
+				}
+			}
+			return ""
+		})
 		if err != nil {
 			return nil, err
 		}
