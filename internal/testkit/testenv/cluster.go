@@ -24,17 +24,6 @@ func RedisClusterURL(t testing.TB) string {
 	return serverURL(t, RedisClusterURLEnv, "a real Redis Cluster", sharedClusterURL)
 }
 
-// ClusterCase skips t under go test -short: a case on a Redis Cluster.
-// A cluster is six redis-server processes that take seconds to start, and
-// its cases check on a cluster what the single Redis's cases check on one
-// server; the quick loop runs those, the full run (no -short) both.
-func ClusterCase(tb testing.TB) {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("a Redis Cluster case: it runs without -short")
-	}
-}
-
 // RedisCluster returns a cluster client for the cluster at RedisClusterURL,
 // after checking that every master answers PING within 5 s. The client is
 // closed when the test ends.
