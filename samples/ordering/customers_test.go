@@ -23,7 +23,7 @@ func TestCustomerOrders(t *testing.T) {
 	var notices *ordering.Notices
 	ts := trellistest.Start(t, orderApp(time.Hour, &notices))
 	var ids []string // alice's, oldest first
-	var pos string
+	var positions []string
 	for i := range 7 {
 		customer := "alice"
 		if i%3 == 2 {
@@ -38,7 +38,7 @@ func TestCustomerOrders(t *testing.T) {
 		if customer == "alice" {
 			ids = append(ids, o.Id)
 		}
-		pos = resp.Header.Get("Trellis-Change-Position")
+		positions = append(positions, resp.Header.Get("Trellis-Change-Position"))
 		ts.Clock.Advance(time.Millisecond) // placedAt is in milliseconds: newest first is then well defined
 	}
 	resp := ts.Post(t, "/orders/"+ids[1]+"/confirm", nil)
@@ -55,10 +55,15 @@ func TestCustomerOrders(t *testing.T) {
 		resp.JSON(t, &p)
 		return p
 	}
-	// The confirmation's position is not in its reply: wait for the last
-	// placing's, then for the confirmation by asking for confirmed orders.
+	// A position covers its own shard's log only: wait for every
+	// placing's (the orders fall in several shards). The confirmation's
+	// position is not in its reply: wait for it by asking for confirmed
+	// orders.
+	for _, pos := range positions {
+		list(url.Values{"limit": {"1"}, "after": {pos}})
+	}
 	var got []string
-	q := url.Values{"limit": {"2"}, "after": {pos}}
+	q := url.Values{"limit": {"2"}}
 	for {
 		p := list(q)
 		for _, o := range p.Orders {
