@@ -35,6 +35,7 @@
 //
 //	<p>:cluster:{members}:member:<id>  hash addr, inc, beat, joined (, leaving); PEXPIRE lease; one per live member
 //	<p>:cluster:{members}:index        set of member ids (dead ones until the next listing drops them)
+//	<p>:cluster:{members}:moves        pub/sub channel: a member's incarnation, published at each move of its (announce.go)
 //	<p>:cluster:{s.<N>.<k>}:shard      hash owner, inc, epoch; one per shard N
 //	<p>:entity:{s.<N>.<k>}:…           the state of shard N's entities (entities.ShardedRedisStore)
 //
@@ -111,7 +112,11 @@
 // shards, so they are served again within about lease × 4/3 (1.3 to 1.7 s
 // with the tests' 1 s lease; about 13 s with [DefaultLease]). A member
 // that leaves gracefully marks itself leaving first ([Member.Drain]), so
-// each of its shards is taken within lease/3 of its release.
+// each of its shards is taken as soon as its release is announced (a
+// PUBLISH the others' rebalancers hear, announce.go), or within lease/3
+// if that message is lost. A member that joins is given its shards the
+// same way: its join is announced, its preferred shards' owners release
+// them at once, and it takes each as its release is announced.
 //
 // What this rests on, and what breaks it: Redis must not lose an accepted
 // renewal or an accepted acquire. A failover to a replica that had not

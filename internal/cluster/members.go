@@ -80,6 +80,7 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 	m.lease.renewed(sent)
 	m.log.Info("cluster: joined", "addr", cfg.Addr, "incarnation", m.inc, "lease_ms", cfg.Lease.Milliseconds())
 	m.renew.start()
+	m.announce(ctx)
 	return m, nil
 }
 
@@ -125,6 +126,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: leave %s: %w", m.cfg.ID, err)
 	}
+	m.announce(ctx)
 	m.log.Info("cluster: left")
 	return nil
 }
@@ -164,5 +166,6 @@ func (m *Member) Drain(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("cluster: drain %s: %w", m.cfg.ID, ErrGone)
 	}
+	m.announce(ctx)
 	return nil
 }

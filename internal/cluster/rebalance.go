@@ -51,7 +51,8 @@ type Ownership struct {
 // live members), one at a time: it releases the shards its member owns
 // but is not preferred for (after Hooks.BeforeRelease), and acquires those
 // it is preferred for once they are free or their owner is dead. It polls
-// every Lease/3, and at once after [Rebalancer.Trigger]. Its local table
+// every Lease/3, at once after [Rebalancer.Trigger], and at once when
+// another member announces a move (announce.go). Its local table
 // answers [Rebalancer.Owner]; [Rebalancer.Serving] says whether its member
 // may act for a shard now.
 //
@@ -175,6 +176,7 @@ func (r *Rebalancer) Refresh(ctx context.Context) error {
 // run passes at every tick or kick until Shutdown.
 func (r *Rebalancer) run() {
 	defer close(r.done)
+	defer r.listen()()
 	tick := r.m.cfg.Clock.NewTicker(r.interval)
 	defer tick.Stop()
 	for {
@@ -209,8 +211,16 @@ func (r *Rebalancer) read(ctx context.Context) (map[string]MemberInfo, []Record,
 
 // pass brings the table up to date, then makes the moves this member is
 // due: releases first, then acquisitions, each one at a time.
+//
+// The read is bounded by the interval (at least a second): a connection
+// that a network cut left dead in the client's pool costs that much, not
+// the client's read timeout, and the tick that came meanwhile passes again at once,
+// on another connection. A member that has just joined again after a
+// cut must not keep the shards the others release to it unserved.
 func (r *Rebalancer) pass(ctx context.Context) {
-	members, recs, err := r.read(ctx)
+	readCtx, cancel := context.WithTimeout(ctx, max(r.interval, time.Second))
+	members, recs, err := r.read(readCtx)
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("cluster: rebalance: read failed", "err", err.Error())
@@ -233,6 +243,9 @@ func (r *Rebalancer) pass(ctx context.Context) {
 		if preferred[s] == r.m.ID() && ctx.Err() == nil && takeable(rec, members) && r.acquire(ctx, s) {
 			acquired++
 		}
+	}
+	if acquired > 0 {
+		r.m.announce(ctx)
 	}
 	if released+acquired > 0 {
 		r.log.Info("cluster: rebalanced", "released", released, "acquired", acquired,
@@ -340,6 +353,7 @@ func (r *Rebalancer) release(ctx context.Context, shard int) error {
 		return err
 	}
 	r.log.Debug("cluster: shard released", "shard", shard, "epoch", f.Epoch)
+	r.m.announce(ctx)
 	r.moved(shard, false)
 	r.notify(r.setEntry(Ownership{Shard: shard, Epoch: f.Epoch}))
 	return nil
