@@ -10,6 +10,7 @@ import (
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
+	"github.com/trellis-go/trellis/views"
 )
 
 // TestViewStream follows a query over HTTP with an SSE client: the rows
@@ -71,7 +72,16 @@ func TestViewStream(t *testing.T) {
 			for range 30 {
 				write()
 			}
-			caughtUp(t, ts, positions...) // every shard written to is built: a build after the rows were read is a reset
+			// Every shard is built before the stream reads the rows: a
+			// shard's first build after that would be a reset.
+			caughtUp(t, ts, positions...)
+			trellistest.Eventually(t, waitLong, "the view built on every shard", func() bool {
+				built, err := views.BuiltEverywhere(t.Context(), ts.Host().Views(), orderView.Name())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return built
+			})
 			const path = "/orders/stream?customer=c0&status=open"
 			c := newClient()
 			f := follow(t, ts, path, "")
