@@ -88,7 +88,7 @@ func (s *RedisStore) Events(ctx context.Context, entityType, id string, after ui
 // is recorded (a RedisStore keeps no change log).
 func (s *RedisStore) Append(ctx context.Context, _ Fence, entityType, id string, w JournalWrite) error {
 	head, events := s.journal.keys(entityType, id)
-	_, err := appendJournal(ctx, s.client, []string{head, events}, Fence{}, entityType, id, w, 0)
+	_, err := appendJournal(ctx, s.batch, []string{head, events}, Fence{}, entityType, id, w, 0)
 	return err
 }
 
@@ -123,7 +123,7 @@ func (s *ShardedRedisStore) Append(ctx context.Context, f Fence, entityType, id 
 	}
 	head, events := s.journal.keys(entityType, id)
 	k := &s.shards[shard]
-	changes, err := appendJournal(ctx, s.client, []string{head, events, k.record, k.checkpoints, k.changeSeq, k.changes},
+	changes, err := appendJournal(ctx, s.batch, []string{head, events, k.record, k.checkpoints, k.changeSeq, k.changes},
 		f, entityType, id, w, s.limit)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (s *ShardedRedisStore) Append(ctx context.Context, f Fence, entityType, id 
 
 // appendJournal runs journalAppend on keys and returns the changes it
 // recorded.
-func appendJournal(ctx context.Context, client redis.UniversalClient, keys []string, f Fence,
+func appendJournal(ctx context.Context, batch *store.Batcher, keys []string, f Fence,
 	entityType, id string, w JournalWrite, limit int) ([]Change, error) {
 	const op = "append to the journal"
 	tc := tracing.CaptureForLink(ctx)
@@ -164,9 +164,9 @@ func appendJournal(ctx context.Context, client redis.UniversalClient, keys []str
 		}
 		args = append(args, e.Seq, e.Name, e.Data, e.At.UnixMilli())
 	}
-	res, err := journalAppend.Run(ctx, client, keys, args...).Slice()
+	res, err := batch.Run(ctx, journalAppend, keys, args...).Slice()
 	if err != nil {
-		return nil, redisWriteErr(client, op, entityType, id, err)
+		return nil, redisWriteErr(batch.Client(), op, entityType, id, err)
 	}
 	code, _ := res[0].(int64)
 	switch code {

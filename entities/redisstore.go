@@ -46,9 +46,15 @@ type RedisStore struct {
 	client  redis.UniversalClient
 	keys    keyspace.Space
 	journal *journalSpace
+	batch   *store.Batcher // the writes
 }
 
 var _ AppliedStore = (*RedisStore)(nil)
+
+// batchSlots is how many pipelines of writes a store has in flight at
+// most; the writes that come while all are in flight go together in the
+// next (store.Batcher).
+const batchSlots = 4
 
 // NewRedisStore returns a RedisStore over client whose keys start with
 // prefix ([DefaultRedisPrefix] when empty). Stores that share a Redis and a
@@ -58,7 +64,7 @@ var _ AppliedStore = (*RedisStore)(nil)
 // is checked when the input is (the server's configuration does).
 func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
 	keys := keyspace.Must(prefix)
-	return &RedisStore{client: client, keys: keys, journal: newJournalSpace(keys)}
+	return &RedisStore{client: client, keys: keys, journal: newJournalSpace(keys), batch: store.NewBatcher(client, batchSlots)}
 }
 
 // key returns the hash key of a document; see the layout on [RedisStore].
@@ -189,7 +195,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 	// go-redis writes data to the connection before Run returns, so the
 	// caller may reuse the buffer afterwards.
 	args := append([]any{strconv.FormatUint(expected, 10), data}, appliedArgs(appliedIn(ctx))...)
-	res, err := saveIfRevision.Run(ctx, s.client, []string{s.key(entityType, id)}, args...).Slice()
+	res, err := s.batch.Run(ctx, saveIfRevision, []string{s.key(entityType, id)}, args...).Slice()
 	if err != nil {
 		return 0, redisWriteErr(s.client, "save", entityType, id, err)
 	}
@@ -209,7 +215,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 // Delete implements [Store] with the deleteIfRevision script.
 func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected uint64) error {
 	args := append([]any{strconv.FormatUint(expected, 10)}, appliedArgs(appliedIn(ctx))...)
-	res, err := deleteIfRevision.Run(ctx, s.client, []string{s.key(entityType, id)}, args...).Slice()
+	res, err := s.batch.Run(ctx, deleteIfRevision, []string{s.key(entityType, id)}, args...).Slice()
 	if err != nil {
 		return redisWriteErr(s.client, "delete", entityType, id, err)
 	}

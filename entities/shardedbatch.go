@@ -61,7 +61,7 @@ func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f Fence, entity
 		args = append(args, u.Data, u.TraceContext)
 		args = append(args, appliedArgs(u.Applied)...)
 	}
-	res, err := shardedSaveBatch.Run(ctx, s.client, keys, args...).Slice()
+	res, err := s.batch.Run(ctx, shardedSaveBatch, keys, args...).Slice()
 	if err != nil {
 		return nil, redisWriteErr(s.client, op, entityType, id, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/keyspace"
+	"github.com/trellis-go/trellis/internal/store"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -78,6 +79,7 @@ type ShardedRedisStore struct {
 	shards  *[cluster.NumShards]shardKeySet // each shard's keys, made once
 	journal *journalSpace                   // the journals' keys: the same layout as legacy's, so its table
 	legacy  *RedisStore                     // the layout before shards, for the upgrade path
+	batch   *store.Batcher                  // the writes (legacy's: one for both layouts)
 	limit   int                             // the change log's bound per shard
 	watches watchers
 }
@@ -107,7 +109,7 @@ func NewShardedRedisStore(client redis.UniversalClient, prefix string) *ShardedR
 	}
 	legacy := NewRedisStore(client, prefix)
 	return &ShardedRedisStore{client: client, keys: keys, shards: shards, journal: legacy.journal, legacy: legacy,
-		limit: DefaultChangeLogLimit}
+		batch: legacy.batch, limit: DefaultChangeLogLimit}
 }
 
 // shardKeySet is one shard's keys (see the layout above); entity is the
@@ -408,7 +410,7 @@ func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys 
 	}
 	args = append(args, floor, entityType, id, s.limit, traceCtx)
 	args = append(args, appliedArgs(appliedIn(ctx))...)
-	res, err := script.Run(ctx, s.client, keys, args...).Slice()
+	res, err := s.batch.Run(ctx, script, keys, args...).Slice()
 	if err != nil {
 		return scriptReply{}, err
 	}

@@ -46,4 +46,4 @@ func TestLogPerClient(t *testing.T) {
 
 // TestMain fails the package if a test leaves a goroutine behind: a
 // closed client must leave nothing running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Servers(m)) }
