@@ -3,8 +3,9 @@
 // start-up that Redis takes the URL's settings, sends the client's own
 // messages to the service's logger, keeps URLs (which may hold a
 // password) out of messages, and says which Redis errors mean that the
-// store is unavailable (components.ErrUnavailable). Package trellis names
-// the settings; this package knows only go-redis.
+// store is unavailable (components.ErrUnavailable), and batches the
+// scripts that wait for a busy slot into one pipeline (Batcher). Package
+// trellis names the settings; this package knows only go-redis.
 package store
 
 import (
