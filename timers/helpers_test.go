@@ -109,7 +109,13 @@ func newScheduler(t testing.TB, store Store, d Dispatcher, cfg Config) *Schedule
 // never a bare sleep standing in for a condition.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitWithin(t, 20*time.Second, what, cond)
+}
+
+// waitWithin is waitFor with a bound of limit.
+func waitWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for !cond() {

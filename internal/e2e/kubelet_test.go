@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // proxyLag is how long a change of a Service's endpoints takes to reach
@@ -75,6 +78,17 @@ func (s *service) apply(srv *server, ready bool) {
 	case !ready && has:
 		s.ready = slices.DeleteFunc(s.ready, func(r *server) bool { return r == srv })
 	}
+}
+
+// awaitEndpoints waits (at most a minute) until n servers are in the
+// endpoints, as the balancer sees them.
+func (s *service) awaitEndpoints(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("%d servers in the endpoints", n), func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.ready) == n
+	})
 }
 
 // awaitIdle waits until the requests sent to srv are answered.

@@ -54,6 +54,7 @@ func TestBinaryRollingRestart(t *testing.T) {
 	for _, p := range pods {
 		p.awaitReady()
 	}
+	svc.awaitEndpoints(t, len(pods))
 	waitSettled(t, containers(pods)...)
 	rate := *flagRollRate
 	load := startOrderLoad(t, svc, rate)
@@ -73,6 +74,7 @@ func TestBinaryRollingRestart(t *testing.T) {
 			p.awaitReady()
 			ready := time.Since(started)
 			waitSettled(t, containers(pods)...)
+			svc.awaitEndpoints(t, len(pods)) // back in the endpoints before the next goes
 			t.Logf("round %d, pod %d: the others served every shard %v after SIGTERM, it exited after %v; "+
 				"restarted, ready after %v, the shards spread again after %v",
 				round+1, i+1, handOver.Round(10*time.Millisecond), exited.Round(10*time.Millisecond),
