@@ -64,7 +64,7 @@ const batchSlots = 4
 // is checked when the input is (the server's configuration does).
 func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
 	keys := keyspace.Must(prefix)
-	return &RedisStore{client: client, keys: keys, journal: newJournalSpace(keys), batch: store.NewBatcher(client, batchSlots)}
+	return &RedisStore{client: client, keys: keys, journal: newJournalSpace(keys), batch: store.NewBatcher(client, batchSlots, 0)}
 }
 
 // key returns the hash key of a document; see the layout on [RedisStore].

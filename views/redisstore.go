@@ -49,13 +49,24 @@ import (
 type redisStore struct {
 	client redis.UniversalClient
 	keys   keyspace.Space
-	group  *applyGroup // the projectors' batches, pipelined together
+	// group sends the batches the projectors apply at the same time in
+	// one pipeline: while one is under way, the batches that come wait
+	// and go together in the next (each still its own script, atomic on
+	// its own). A projector per view and shard applies its shard's
+	// changes as they come; without it, each of hundreds of them would
+	// take a round trip, and a connection, of its own.
+	group *store.Batcher
 }
+
+// maxGroup is the most batches one pipeline sends: the scripts of a
+// pipeline run one after the other, and a few hundred builds' batches of
+// 100 rows would hold Redis for long.
+const maxGroup = 64
 
 // NewRedisStore returns a Store in client (one Redis or a Redis Cluster)
 // under prefix, the service's key prefix.
 func NewRedisStore(client redis.UniversalClient, prefix string) Store {
-	return &redisStore{client: client, keys: keyspace.Must(prefix), group: &applyGroup{client: client}}
+	return &redisStore{client: client, keys: keyspace.Must(prefix), group: store.NewBatcher(client, 1, maxGroup)}
 }
 
 // viewTag is the hash tag of generation gen's keys: a hash, since a
@@ -255,7 +266,9 @@ func (s *redisStore) apply(ctx context.Context, f cluster.Fence, d *viewDef, sha
 			args = append(args, "")
 		}
 	}
-	n, err := s.group.run(ctx, keys, args)
+	// A batch whose answer is lost may be applied still: applied again,
+	// it is a no-op.
+	n, err := s.group.Run(ctx, applyScript, keys, args...).Int64()
 	switch {
 	case err != nil:
 		return fmt.Errorf("apply changes to view %s on shard %d: %w", d.name, shard, store.Classify(err))

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,15 +18,20 @@ import (
 // scripts that come meanwhile queue, and the next slot to free sends them
 // all. Each script still runs alone in Redis, with its own reply and its
 // own error; a connection lost mid-pipeline fails every script of it as
-// it fails one (the outcome is unknown: ClassifyWrite).
+// it fails one (the outcome is unknown: ClassifyWrite). With one slot,
+// it is a group commit: while one pipeline is under way, the scripts that
+// come go together in the next.
 //
-// A caller whose context ends while its script waits gets the context's
-// error at once; the script is then not sent if it has not been yet. The
-// pipeline itself runs past its callers' deadlines, bounded by the
-// client's read timeout: what is sent is read back.
+// A caller whose context ends while its script is queued gets the
+// context's error at once, and the script is not sent; once a send has
+// taken it, the caller waits for its reply, which pipelineTimeout bounds
+// (the pipeline runs past its callers' deadlines: what is sent is read
+// back). Run never returns while its arguments may still be read, so a
+// caller may reuse them once it has returned.
 type Batcher struct {
 	client redis.UniversalClient
 	slots  int
+	most   int // scripts one pipeline sends at most; 0: no bound
 
 	mu    sync.Mutex
 	busy  int       // slots with a send in flight
@@ -44,10 +50,16 @@ type queued struct {
 	done   chan struct{}
 }
 
+// pipelineTimeout bounds one pipeline: the scripts in it wait for it
+// whatever their callers' contexts.
+const pipelineTimeout = 10 * time.Second
+
 // NewBatcher returns a Batcher on client with slots sends in flight at
-// most (at least 1).
-func NewBatcher(client redis.UniversalClient, slots int) *Batcher {
-	return &Batcher{client: client, slots: max(slots, 1)}
+// most (at least 1), each pipeline of most scripts at most (0: no bound;
+// the scripts of a pipeline run one after the other in Redis, so long
+// ones are better sent a bounded number at a time).
+func NewBatcher(client redis.UniversalClient, slots, most int) *Batcher {
+	return &Batcher{client: client, slots: max(slots, 1), most: max(most, 0)}
 }
 
 // Client is the client the batcher sends on.
@@ -69,14 +81,27 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 	b.mu.Unlock()
 	select {
 	case <-q.done:
-		return q.cmd
 	case <-ctx.Done():
-		// It may be sent still, or be in flight: its outcome is unknown,
-		// as a single call's is when its context ends.
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(ctx.Err())
-		return cmd
+		if b.drop(q) {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(ctx.Err())
+			return cmd
+		}
+		<-q.done // a send took it: its reply comes within pipelineTimeout
 	}
+	return q.cmd
+}
+
+// drop takes q out of the queue; false if a send has taken it already.
+func (b *Batcher) drop(q *queued) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.Index(b.queue, q)
+	if i < 0 {
+		return false
+	}
+	b.queue = slices.Delete(b.queue, i, i+1)
+	return true
 }
 
 // free ends a slot's send: the slot sends what queued meanwhile, on a
@@ -85,7 +110,12 @@ func (b *Batcher) Run(ctx context.Context, script *redis.Script, keys []string, 
 func (b *Batcher) free() {
 	b.mu.Lock()
 	batch := b.queue
-	b.queue = nil
+	if b.most > 0 && len(batch) > b.most {
+		batch = batch[:b.most:b.most]
+		b.queue = slices.Clone(b.queue[b.most:])
+	} else {
+		b.queue = nil
+	}
 	if len(batch) == 0 {
 		b.busy--
 		b.mu.Unlock()
@@ -116,18 +146,14 @@ func (b *Batcher) send(batch []*queued) {
 	if len(sent) > 0 {
 		// Each command keeps its own error; Exec's is the first of them.
 		// The pipeline runs under the first caller's values (its logger).
-		_, _ = pipe.Exec(context.WithoutCancel(sent[0].ctx))
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(sent[0].ctx), pipelineTimeout)
+		_, _ = pipe.Exec(ctx)
+		cancel()
 	}
 	for _, q := range sent {
-		if isNoScript(q.cmd.Err()) {
+		if redis.HasErrorPrefix(q.cmd.Err(), "NOSCRIPT") { // Redis lost its scripts: load it again
 			q.cmd = q.script.Run(q.ctx, b.client, q.keys, q.args...)
 		}
 		close(q.done)
 	}
-}
-
-// isNoScript reports whether err is Redis's NOSCRIPT: it did not have
-// the script, and did not run anything.
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }

@@ -32,7 +32,7 @@ func TestBatcher(t *testing.T) {
 			client := target.Connect(t)
 			prefix := "batchertest-" + rand.Text()
 			t.Cleanup(func() { testenv.DeleteKeys(t, client, prefix+":*") })
-			b := NewBatcher(client, 2)
+			b := NewBatcher(client, 2, 0)
 			for _, flush := range []bool{false, true} {
 				if flush {
 					if err := client.ScriptFlush(t.Context()).Err(); err != nil { // every master's, on a cluster
@@ -89,7 +89,7 @@ func TestBatcherDropsCancelled(t *testing.T) {
 	client := testenv.Redis(t)
 	key := "batchertest-" + rand.Text()
 	t.Cleanup(func() { client.Del(context.Background(), key) })
-	b := NewBatcher(client, 1)
+	b := NewBatcher(client, 1, 0)
 	hold := redis.NewScript(`return 1`)
 	b.mu.Lock()
 	b.busy = 1 // as if a send were in flight
@@ -114,5 +114,42 @@ func TestBatcherDropsCancelled(t *testing.T) {
 	}
 	if n, err := client.Exists(t.Context(), key).Result(); err != nil || n != 0 {
 		t.Fatalf("the cancelled script ran (%d, %v)", n, err)
+	}
+}
+
+// TestBatcherBoundsAPipeline: with at most 2 scripts a pipeline, the
+// scripts queued beyond the bound are not lost: 5 queued behind a busy
+// slot all run once, each caller with its own reply.
+func TestBatcherBoundsAPipeline(t *testing.T) {
+	client := testenv.Redis(t)
+	key := "batchertest-" + rand.Text()
+	t.Cleanup(func() { client.Del(context.Background(), key) })
+	b := NewBatcher(client, 1, 2)
+	b.mu.Lock()
+	b.busy = 1 // as if a send were in flight
+	b.mu.Unlock()
+	replies := make(chan error, 5)
+	for i := range 5 {
+		go func() {
+			got, err := b.Run(t.Context(), echo, []string{key}, fmt.Sprint(i)).Text()
+			if err == nil && got != fmt.Sprint(i) {
+				err = fmt.Errorf("caller %d got %q", i, got)
+			}
+			replies <- err
+		}()
+	}
+	testenv.Eventually(t, 10*time.Second, "5 scripts queued", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 5
+	})
+	b.free()
+	for range 5 {
+		if err := <-replies; err != nil {
+			t.Error(err)
+		}
+	}
+	if n, err := client.Get(t.Context(), key).Int(); err != nil || n != 5 {
+		t.Errorf("the scripts ran %d times (%v), want 5", n, err)
 	}
 }
