@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jonboulle/clockwork"
+	"github.com/trellis-go/trellis/internal/deadlines"
 )
 
 // EntityTypeKey names a type of sharded entity whose actors handle T.
@@ -76,6 +76,7 @@ type Sharding[T any] struct {
 	dispatcher     *Dispatcher
 	local          bool // Entity.Local: the Placement is not asked
 	shards         [shardCount]entityShard[T]
+	idle           *deadlines.Book // the entities' idle watches (see idleWatch)
 	closed         atomic.Bool
 	live           atomic.Int64
 	done           chan struct{}
@@ -116,6 +117,9 @@ func InitSharding[T any](sys *System, e Entity[T]) (*Sharding[T], error) {
 	}
 	if s.passivateAfter == 0 {
 		s.passivateAfter = DefaultPassivateAfter
+	}
+	if s.passivateAfter > 0 {
+		s.idle = deadlines.New(sys.clock)
 	}
 	if s.super == nil {
 		s.super = &DefaultSupervision
@@ -241,9 +245,9 @@ func (e *entityEntry[T]) send(msg T, run bool) (claimed *cell[T]) {
 func (s *Sharding[T]) startEntity(id string) *cell[T] {
 	c := newCell(s.sys, s, id, func() Behavior[T] { return s.create(id) }, s.super, s.dispatcher)
 	if s.passivateAfter > 0 {
-		w := &idleWatch{c: c, after: s.passivateAfter, last: s.sys.clock.Now(), passivate: func() bool { return s.passivate(id, c) }}
+		w := &idleWatch{c: c, book: s.idle, after: s.passivateAfter, last: s.sys.clock.Now(), passivate: func() bool { return s.passivate(id, c) }}
 		c.ext().idle = w
-		w.arm(c, s.passivateAfter)
+		w.arm(s.passivateAfter)
 	}
 	c.start()
 	return c
@@ -314,8 +318,19 @@ func (s *Sharding[T]) childStopped(id string, child actorCell) {
 // entityGone counts an entity that stopped for good.
 func (s *Sharding[T]) entityGone() {
 	if s.live.Add(-1) == 0 && s.closed.Load() {
-		s.doneOnce.Do(func() { close(s.done) })
+		s.finish()
 	}
+}
+
+// finish marks the type done once its last entity has stopped after
+// stopAll: its idle watches' timer is stopped too.
+func (s *Sharding[T]) finish() {
+	s.doneOnce.Do(func() {
+		if s.idle != nil {
+			s.idle.Abandon()
+		}
+		close(s.done)
+	})
 }
 
 // stopAll stops every entity and refuses new messages.
@@ -331,7 +346,7 @@ func (s *Sharding[T]) stopAll() <-chan struct{} {
 		sh.mu.Unlock()
 	}
 	if s.live.Load() == 0 {
-		s.doneOnce.Do(func() { close(s.done) })
+		s.finish()
 	}
 	for _, c := range running {
 		c.sendSystem(sysMsg{kind: sysStop})
@@ -348,19 +363,40 @@ func (r *entityRef[T]) Tell(msg T)        { r.s.send(r.id, msg, false) }
 func (r *entityRef[T]) Path() string      { return r.s.path() + "/" + r.id }
 func (r *entityRef[T]) target() actorCell { return nil }
 
-// idleWatch passivates an entity that has had no message for a while.
+// idleWatch passivates an entity that has had no message for a while. Its
+// lapses are kept in its Sharding's book (one clock timer for every entity
+// of the type, not one each: an instance may hold many thousands).
 type idleWatch struct {
 	c         actorCell
+	book      *deadlines.Book
 	after     time.Duration
-	last      time.Time // when the entity last handled a message
-	timer     clockwork.Timer
+	last      time.Time  // when the entity last handled a message
+	lapse     *idleLapse // the look armed last
 	passivate func() bool
 }
 
 func (w *idleWatch) touch(now time.Time) { w.last = now }
 
-func (w *idleWatch) arm(c actorCell, d time.Duration) {
-	w.timer = c.system().clock.AfterFunc(d, func() { c.sendSystem(sysMsg{kind: sysIdle}) })
+// arm has the entity look at its idle time in d. It runs on the entity's
+// goroutine (or before it starts), as stop does.
+func (w *idleWatch) arm(d time.Duration) {
+	w.lapse = &idleLapse{c: w.c}
+	w.book.Add(w.lapse, d)
+}
+
+// idleLapse is one armed look of an idle watch, in its book.
+type idleLapse struct {
+	deadlines.Entry // Done: it fired, or the entity stopped
+	c               actorCell
+}
+
+func (l *idleLapse) BookEntry() *deadlines.Entry { return &l.Entry }
+
+// Expire sends the entity its look, unless the watch was stopped.
+func (l *idleLapse) Expire() {
+	if l.Done.CompareAndSwap(false, true) {
+		l.c.sendSystem(sysMsg{kind: sysIdle})
+	}
 }
 
 // stop cancels the watch when the entity stops. cancelAllTimers calls it
@@ -368,8 +404,8 @@ func (w *idleWatch) arm(c actorCell, d time.Duration) {
 // entity, not to one incarnation of its behavior: while the actor is alive
 // it keeps running, or a restarted entity would never be passivated.
 func (w *idleWatch) stop() {
-	if w.timer != nil && !w.c.isAlive() {
-		w.timer.Stop()
+	if w.lapse != nil && !w.c.isAlive() {
+		w.lapse.Done.Store(true)
 	}
 }
 
@@ -383,12 +419,12 @@ func (c *cell[T]) idleCheck() {
 	idle := c.sys.clock.Since(w.last)
 	if idle >= w.after {
 		if g, ok := c.behavior.(PassivationGuard); ok && g.HoldsPassivation() {
-			w.arm(c, w.after)
+			w.arm(w.after)
 			return
 		}
 		if w.passivate() {
 			return
 		}
 	}
-	w.arm(c, max(w.after-idle, time.Millisecond))
+	w.arm(max(w.after-idle, time.Millisecond))
 }
