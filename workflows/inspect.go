@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/entities"
-	"github.com/trellis-go/trellis/internal/cluster"
 )
 
 // Instance is a workflow instance as stored: its state and where it
@@ -91,26 +89,20 @@ func (r *Running[S]) Inspect(ctx context.Context, id string) (Record, error) {
 	return rec.public(r.t.id, id), nil
 }
 
-// List reads the instances of every shard from the store (the change
-// log's current records: on Redis a SCAN per shard), those of status, or
-// every one when status is "", sorted by id; more reports that there were
-// more than limit.
+// List reads the instances of every shard from the store (one listing
+// of the type's states: eachRecord), those of status, or every one when
+// status is "", sorted by id; more reports that there were more than
+// limit.
 func (r *Running[S]) List(ctx context.Context, status Status, limit int) ([]Record, bool, error) {
 	var out []Record
-	for shard := range cluster.NumShards {
-		err := r.changes.Current(ctx, shard, r.t.id, func(c entities.Change) error {
-			var rec record
-			if err := json.Unmarshal(c.Data, &rec); err != nil {
-				return fmt.Errorf("workflow %s/%s: the stored record does not decode: %w", r.t.id, c.EntityID, err)
-			}
-			if status == "" || rec.Status == status {
-				out = append(out, rec.public(r.t.id, c.EntityID))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, false, fmt.Errorf("list workflows %s: %w", r.t.id, err)
+	err := r.eachRecord(ctx, allShards, func(_ int, id string, rec record) error {
+		if status == "" || rec.Status == status {
+			out = append(out, rec.public(r.t.id, id))
 		}
+		return nil
+	}, func(_ string, err error) error { return err })
+	if err != nil {
+		return nil, false, fmt.Errorf("list workflows %s: %w", r.t.id, err)
 	}
 	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
 	if len(out) > limit {

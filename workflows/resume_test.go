@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/workflows"
@@ -68,36 +69,52 @@ func init() {
 		})
 }
 
-// TestResumeAfterRestart: an instance stops while a step runs, after its
-// entity call and before its commit; an instance started on the same
-// store finds the workflow running in its shard and runs the step again,
-// with the same idempotency key, to its end; the entity applied the
-// step's credit once.
+// TestResumeAfterRestart: an instance stops while steps run, after their
+// entity calls and before their commits; an instance started on the same
+// store finds the workflows running in their shards (several, read in one
+// listing) and runs each step again, with the same idempotency key, to
+// its end; the entity applied each step's credit once.
 func TestResumeAfterRestart(t *testing.T) {
 	ctx := context.Background()
-	g := newGate("g-1")
+	ids := []string{"g-1", "g-2", "g-3", "g-4", "g-5", "g-6", "g-7", "g-8"}
 	first := start(t, Gates, nil, nil)
-	if _, err := Open.Invoke(ctx, first.client, "g-1", components.Done{}); err != nil {
-		t.Fatal(err)
+	keys := make(map[string]string)
+	for _, id := range ids {
+		g := newGate(id)
+		if _, err := Open.Invoke(ctx, first.client, id, components.Done{}); err != nil {
+			t.Fatal(err)
+		}
+		keys[id] = <-g.entered
 	}
-	key := <-g.entered
 	if err := first.wf.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if in, _ := first.wf.Get(ctx, "g-1"); in.Status != workflows.StatusRunning || in.Attempt != 0 {
-		t.Fatalf("after the stop: %+v, want running at its first attempt", in)
+	for _, id := range ids {
+		if in, _ := first.wf.Get(ctx, id); in.Status != workflows.StatusRunning || in.Attempt != 0 {
+			t.Fatalf("after the stop, %s: %+v, want running at its first attempt", id, in)
+		}
 	}
 
 	second := start(t, Gates, first.store, nil)
-	if again := <-g.entered; again != key {
-		t.Errorf("the step ran again with key %q, want %q", again, key)
+	for _, id := range ids {
+		g, _ := gates.Load(id)
+		select {
+		case again := <-g.(*gateOf).entered:
+			if again != keys[id] {
+				t.Errorf("%s's step ran again with key %q, want %q", id, again, keys[id])
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s was not resumed", id)
+		}
+		close(g.(*gateOf).open)
 	}
-	close(g.open)
-	in := waitFor(t, second, "g-1", "ended", status[Gated](workflows.StatusEnded))
-	if in.State.Ran != 1 {
-		t.Errorf("ran %d, want 1", in.State.Ran)
+	for _, id := range ids {
+		in := waitFor(t, second, id, "ended", status[Gated](workflows.StatusEnded))
+		if in.State.Ran != 1 {
+			t.Errorf("%s ran %d, want 1", id, in.State.Ran)
+		}
+		wantAppliedOnce(t, second.client, "w-"+id)
 	}
-	wantAppliedOnce(t, second.client, "w-g-1")
 }
 
 // wantAppliedOnce checks that wallet id applied one credit, when the

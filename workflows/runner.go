@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/components"
-	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/tracing"
@@ -451,14 +450,17 @@ func (r *Running[S]) arm(id string, rec record) error {
 
 // watchShards resumes the workflows of every shard this instance comes to
 // serve (every shard, without Host.Shards), until ctx ends (Stop, or a
-// crash: done is closed then).
+// crash: done is closed then). The shards it finds newly served in one
+// look are resumed in one read of the store (eachRecord).
 func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
 	defer r.loops.Done()
 	defer close(done)
 	var resumed [cluster.NumShards]*cluster.Fence // the fence a shard was resumed under
+	var fences [cluster.NumShards]cluster.Fence   // the fence of a shard to resume
 	tick := time.NewTicker(shardsEvery)
 	defer tick.Stop()
 	for {
+		var due []int
 		for shard := range cluster.NumShards {
 			f, ok := r.serving(shard)
 			switch {
@@ -468,17 +470,23 @@ func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
 				}
 				resumed[shard] = nil
 			case resumed[shard] == nil || *resumed[shard] != f:
-				if err := r.resume(ctx, shard); err != nil {
-					if ctx.Err() != nil {
-						return
+				fences[shard] = f
+				due = append(due, shard)
+			}
+		}
+		if len(due) > 0 {
+			missed, err := r.resume(ctx, due)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				r.log.Warn("workflows: could not read the workflows of newly served shards; trying again", "shards", len(due), "err", err.Error())
+			} else {
+				for _, shard := range due {
+					if !missed[shard] { // else looked at again at the next tick
+						resumed[shard] = &fences[shard]
 					}
-					if errors.Is(err, errNotServedYet) {
-						continue // looked at again at the next tick
-					}
-					r.log.Warn("workflows: could not read a shard's workflows; trying again", "shard", shard, "err", err.Error())
-					continue
 				}
-				resumed[shard] = &f
 			}
 		}
 		select {
@@ -489,29 +497,22 @@ func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// errNotServedYet is resume's when the entities do not serve the shard
-// yet (their view of the cluster follows the runner's): it is resumed
-// again at the next look.
-var errNotServedYet = errors.New("the shard is not served by the entities yet")
-
-// resume wakes every workflow of shard that runs or waits for its pause's
-// timer: the shard's records, read from the store.
-func (r *Running[S]) resume(ctx context.Context, shard int) error {
-	missed := false
-	err := r.changes.Current(ctx, shard, r.t.id, func(c entities.Change) error {
-		var rec record
-		if err := json.Unmarshal(c.Data, &rec); err != nil {
-			r.log.Error("workflows: a stored record does not decode", "id", c.EntityID, "err", err.Error())
-			return nil
-		}
-		r.statuses.set(c.EntityID, rec.Status)
-		if !r.wake(c.EntityID, rec) {
-			missed = true
+// resume wakes every workflow of shards that runs or waits for its
+// pause's timer: the shards' records, read from the store. missed names
+// the shards of a workflow that could not be woken because the entities
+// do not serve its shard yet (their view of the cluster follows the
+// runner's): those are resumed again at the next look.
+func (r *Running[S]) resume(ctx context.Context, shards []int) (missed map[int]bool, err error) {
+	missed = make(map[int]bool)
+	err = r.eachRecord(ctx, shards, func(shard int, id string, rec record) error {
+		r.statuses.set(id, rec.Status)
+		if !r.wake(id, rec) {
+			missed[shard] = true
 		}
 		return nil
+	}, func(id string, err error) error {
+		r.log.Error("workflows: a stored record does not decode", "id", id, "err", err.Error())
+		return nil
 	})
-	if err == nil && missed {
-		err = errNotServedYet
-	}
-	return err
+	return missed, err
 }
