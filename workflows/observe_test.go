@@ -20,7 +20,8 @@ import (
 // job whose step fails once, is retried now by an operator, fails its
 // last retry, is retried from its failure and ends; another that keeps
 // running. Each attempt of a step is a span linked to the command that
-// started the job, a failed one marked so; /metrics counts the starts,
+// started the job, a failed one marked so, with its commit (the entity
+// save of the record) under it; /metrics counts the starts,
 // the ends by outcome, the runs and retries of each step, and the running
 // instances.
 func TestMetricsAndSpans(t *testing.T) {
@@ -62,6 +63,7 @@ func TestMetricsAndSpans(t *testing.T) {
 		if !slices.Contains(sp.Attributes(), attribute.String("trellis.entity.id", "j-1")) {
 			continue
 		}
+		spans.Child(t, sp, "entity save") // the commit of the run's outcome
 		if len(sp.Links()) == 1 && sp.Links()[0].SpanContext.TraceID() == caller.SpanContext().TraceID() {
 			linked++
 		} else {

@@ -155,11 +155,16 @@ func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struc
 			return
 		}
 		step := rec.Step
-		a := r.run(ctx, id, rec)
+		a, span, errType := r.run(ctx, id, rec)
 		if ctx.Err() != nil || r.crashAt(pointAfterStep, id, rec) {
+			tracing.End(span, errType)
 			return // stopping or handing the shard over: not committed, the next owner runs the step again
 		}
-		rec, err = r.write(ctx, id, a)
+		rec, err = r.write(trace.ContextWithSpan(ctx, span), id, a)
+		if err != nil && errType == "" {
+			errType = "commit failed"
+		}
+		tracing.End(span, errType)
 		r.ran(step, a, rec, err)
 	}
 }
@@ -270,23 +275,31 @@ func (r *Running[S]) serving(shard int) (cluster.Fence, bool) {
 
 // stepResult is what a step's handler gave.
 type stepResult[S any] struct {
-	eff  StepEffect[S]
-	err  error
-	span trace.SpanContext // the run's span
+	eff StepEffect[S]
+	err error
+	// span is the run's, left open for its commit (nil when the handler
+	// did not run); errType is what its status is to say ("" for ok).
+	span    trace.Span
+	errType string
 }
 
-// run runs rec's step once and returns its outcome, to commit.
-func (r *Running[S]) run(ctx context.Context, id string, rec record) commitArg {
+// run runs rec's step once and returns its outcome, to commit, and the
+// run's span, which the caller ends with errType once the outcome is
+// committed (the commit's spans are its children).
+func (r *Running[S]) run(ctx context.Context, id string, rec record) (a commitArg, span trace.Span, errType string) {
 	started := r.clock.Now()
-	a := commitArg{Transition: rec.Transition, Started: started}
-	defer func() { a.At = r.clock.Now() }()
+	a = commitArg{Transition: rec.Transition, Started: started}
+	span = noop.Span{}
 	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
 		a.TimedOut = true
 		a.At = r.clock.Now()
-		return a
+		return a, span, ""
 	}
 	res, err := r.runHandler(ctx, id, rec, started)
-	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, res.span))
+	if res.span != nil {
+		span, errType = res.span, res.errType
+	}
+	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, span.SpanContext()))
 	switch {
 	case err != nil:
 		a.Error = err.Error()
@@ -306,12 +319,13 @@ func (r *Running[S]) run(ctx context.Context, id string, rec record) commitArg {
 		}
 	}
 	a.At = r.clock.Now()
-	return a
+	return a, span, errType
 }
 
 // runHandler runs rec's step's handler under the step's timeout (bounded
 // by the workflow's deadline), with the run's idempotency key in its
-// context. Its error is a missing step, a panic or the timeout.
+// context, in the run's span (left open: see run). Its error is a missing
+// step, a panic or the timeout.
 func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, started time.Time) (stepResult[S], error) {
 	def := r.t.step(rec.Step)
 	if def == nil {
@@ -344,8 +358,7 @@ func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, star
 	case res.eff.err != nil:
 		errType = "failed"
 	}
-	tracing.End(span, errType)
-	res.span = span.SpanContext()
+	res.span, res.errType = span, errType
 	return res, err
 }
 
