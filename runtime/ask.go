@@ -13,14 +13,35 @@ import (
 // waits for the reply, from plain Go code. It returns an error wrapping
 // [ErrAskTimeout] and ctx's error when ctx ends first (give it a deadline);
 // a reply that comes later is a dead letter.
+//
+// The asker is about to wait, so an actor of this instance that is idle
+// handles the request at once on the asker's goroutine, as
+// [Sharding.Run] does (two hand-offs between goroutines saved: to a
+// worker and back); mail that comes meanwhile is left to the dispatcher.
+// Order, one message at a time and supervision are kept. ctx bounds the
+// wait for the reply: a Receive that blocks holds the asker until it
+// returns, as it would hold a worker.
 func Ask[Req, Resp any](ctx context.Context, to Ref[Req], build func(replyTo Ref[Resp]) Req) (Resp, error) {
 	r := &replyRef[Resp]{ch: make(chan Resp, 1)}
-	if t := to.target(); t != nil {
-		r.sys = t.system()
-	} else if e, ok := to.(*entityRef[Req]); ok {
-		r.sys = e.s.sys // no actor behind it, but a system to count dead letters
+	switch t := to.(type) {
+	case *cell[Req]:
+		r.sys = t.sys
+		msg := build(r)
+		switch ok, mine := t.tellWaking(msg, wakeClaim); {
+		case mine:
+			t.runClaimed()
+		case !ok:
+			t.sys.deadLetter(t, msg)
+		}
+	case *entityRef[Req]:
+		r.sys = t.s.sys // no actor behind it, but a system to count dead letters
+		t.s.Run(t.id, build(r))
+	default:
+		if c := to.target(); c != nil {
+			r.sys = c.system()
+		}
+		to.Tell(build(r))
 	}
-	to.Tell(build(r))
 	select {
 	case resp := <-r.ch:
 		return resp, nil

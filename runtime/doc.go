@@ -33,6 +33,10 @@
 // once, no goroutine is started per message or per actor, and an idle actor
 // costs only its memory.
 //
+// A caller that is about to wait for the answer skips the dispatcher too:
+// [Ask] from plain Go code and [Sharding.Run] hand a request to an idle
+// actor of this instance by running it at once on the caller's goroutine.
+//
 // Two opt-in shortcuts serve small actors that others keep busy, such as
 // reliable delivery's controllers. A message through a [DirectAdapter] to
 // an idle actor skips the dispatcher: the actor runs at once on the

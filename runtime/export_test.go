@@ -15,3 +15,15 @@ func ShardingIdle[T any](s *Sharding[T], id string) bool {
 	defer c.mu.Unlock()
 	return c.state == alive && !c.scheduled && !c.suspended && len(c.inbox) == 0
 }
+
+// Queued is how many user messages wait in the inbox of the actor behind
+// ref (0 for a ref that is not a local actor).
+func Queued[T any](ref Ref[T]) int {
+	c, ok := ref.(*cell[T])
+	if !ok {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inbox)
+}
