@@ -169,31 +169,30 @@ func (l *loop) run() {
 			l.jobs <- j
 		}
 		l.claims.Add(1)
-		var wait time.Duration
 		if err != nil {
 			errBackoff = min(max(2*errBackoff, 50*time.Millisecond), 2*time.Second)
 			if time.Since(lastErrLog) > 10*time.Second {
 				lastErrLog = time.Now()
 				l.s.log.Error("timers: claiming due timers failed; retrying", "err", err, "retry_in", errBackoff)
 			}
-			wait = errBackoff
-		} else {
-			errBackoff = 0
-			if len(b.wiped) > 0 {
-				l.s.noteWiped(b.wiped, acks)
-			}
-			if len(b.timers) == want {
-				continue // more may be due: claim again once workers are free
-			}
-			wait = b.wait
-			if wait < 0 || wait > l.cfg.IdleCheck {
-				wait = l.cfg.IdleCheck
-			}
-			// The store measured wait when it claimed; time has passed
-			// since. Waking a little early is harmless (the store decides
-			// due-ness, so nothing runs early); waking late is not.
-			wait -= clk.Since(started)
+			l.backOff(errBackoff)
+			continue
 		}
+		errBackoff = 0
+		if len(b.wiped) > 0 {
+			l.s.noteWiped(b.wiped, acks)
+		}
+		if len(b.timers) == want {
+			continue // more may be due: claim again once workers are free
+		}
+		wait := b.wait
+		if wait < 0 || wait > l.cfg.IdleCheck {
+			wait = l.cfg.IdleCheck
+		}
+		// The store measured wait when it claimed; time has passed since.
+		// Waking a little early is harmless (the store decides due-ness,
+		// so nothing runs early); waking late is not.
+		wait -= clk.Since(started)
 		if wait <= 0 {
 			continue
 		}
@@ -210,6 +209,20 @@ func (l *loop) run() {
 		case <-l.stop:
 			timer.Stop()
 		}
+	}
+}
+
+// backOff waits d after a failed claim, in real time (an outage lasts
+// real time, whatever clock the store keeps: a test's fake clock, which
+// nothing may advance, must not hold the loop), or until a create wakes
+// it or Shutdown.
+func (l *loop) backOff(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.wake:
+	case <-l.stop:
 	}
 }
 
