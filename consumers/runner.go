@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/listing"
 	"github.com/trellis-go/trellis/internal/shardwork"
 	"github.com/trellis-go/trellis/timers"
 )
@@ -87,8 +88,11 @@ type Runner struct {
 	// byShard is each shard's workers, as in workers, for the writes to
 	// hand their changes to with no lock.
 	byShard [cluster.NumShards]atomic.Pointer[[]*worker]
-	started bool
-	stopped bool
+	// listings are the listings of an entity type's states that the
+	// workers of many shards catching up at once share (worker.resync).
+	listings listing.Shared
+	started  bool
+	stopped  bool
 
 	stop      chan struct{}
 	loopDone  chan struct{}

@@ -71,7 +71,7 @@ func TestTrimmingWithAStoppedConsumer(t *testing.T) {
 	}
 	rec := newRecorder()
 	r := startRunner(t, store, rec)
-	for _, id := range ids(3) {
+	for _, id := range ids(12) {
 		write(id, 1)
 	}
 	waitCaughtUp(t, r)
@@ -79,7 +79,7 @@ func TestTrimmingWithAStoppedConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for v := 2; v <= 200; v++ {
-		for _, id := range ids(3) {
+		for _, id := range ids(12) {
 			write(id, v)
 		}
 	}
@@ -90,7 +90,7 @@ func TestTrimmingWithAStoppedConsumer(t *testing.T) {
 		}
 	}
 	waitCaughtUp(t, startRunner(t, store, rec))
-	for _, id := range ids(3) {
+	for _, id := range ids(12) {
 		wantSeen(t, rec, id, 1, 200)
 	}
 }

@@ -240,7 +240,7 @@ func (w *worker) resync(head, from uint64) error {
 	w.r.log.Warn("consumers: behind the change log's bound; catching up from the current states",
 		"consumer", w.c.id, "shard", w.shard, "checkpoint", w.cursor, "head", head)
 	w.resynced, w.resyncHead = make(map[string]uint64), head
-	return w.r.cfg.Log.Current(w.ctx, w.shard, w.c.entityType, func(c change) error {
+	return w.currentStates(func(c change) error {
 		if w.stopping() {
 			return errStopping
 		}
@@ -248,6 +248,14 @@ func (w *worker) resync(head, from uint64) error {
 		w.deliver(c, from+1)
 		return nil
 	})
+}
+
+// currentStates calls fn with the current state of every entity of the
+// consumer's type in the shard, from a listing shared with the workers of
+// the other shards that catch up then, begun after this worker read the
+// log's head (listing.States).
+func (w *worker) currentStates(fn func(change) error) error {
+	return w.r.listings.States(w.ctx, w.r.cfg.Log, w.shard, w.c.entityType, w.readAt, fn)
 }
 
 var errStopping = errors.New("stopping")

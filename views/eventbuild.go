@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/listing"
 )
 
 // foldJournals is build's source for a view over events: it folds the
@@ -24,7 +25,7 @@ func (p *projector) foldJournals(head uint64, add func(rowOp) error) error {
 		seq     uint64
 		deleted bool
 	}
-	ids, err := p.r.listings.since(p.ctx, listingKey{"journals", p.d.entityType}, p.builtFrom,
+	ids, err := p.r.listings.Since(p.ctx, listing.Key{Kind: "journals", EntityType: p.d.entityType}, p.builtFrom,
 		func(ctx context.Context) ([]string, error) { return js.JournalIDs(ctx, p.d.entityType) })
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
+	"github.com/trellis-go/trellis/internal/listing"
 	"github.com/trellis-go/trellis/internal/shardwork"
 )
 
@@ -76,8 +77,8 @@ type Runner struct {
 	keyMu sync.Mutex
 	key   []byte // see sealKey
 
-	listings listings // see projector.build
-	reached  reached  // see waitGen
+	listings listing.Shared // see projector.build
+	reached  reached        // see waitGen
 
 	appliedMu sync.Mutex
 	applied   chan struct{} // closed, and made anew, when a projector here applies a batch
