@@ -64,6 +64,7 @@ func (j *Shared) Since(ctx context.Context, key Key, t time.Time, list func(cont
 			delete(j.running, key)
 			if l.err == nil {
 				j.done[key] = l
+				time.AfterFunc(keepFor, func() { j.forget(key, l) })
 			}
 			close(l.done)
 			j.mu.Unlock()
@@ -77,6 +78,20 @@ func (j *Shared) Since(ctx context.Context, key Key, t time.Time, list func(cont
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// keepFor is how long a listing is kept for the readers that come after
+// it was made: those of one start or catch-up come within it, and the ids
+// of a type's every entity are not held for good.
+var keepFor = time.Minute
+
+// forget drops listing l of key, unless a newer one replaced it.
+func (j *Shared) forget(key Key, l *listing) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.done[key] == l {
+		delete(j.done, key)
 	}
 }
 

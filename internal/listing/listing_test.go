@@ -104,3 +104,37 @@ func TestSinceWaitsForTheListingUnderWay(t *testing.T) {
 		t.Fatalf("%d listings for 8 readers at once, want 1", n)
 	}
 }
+
+// TestListingsAreForgotten: a listing is dropped keepFor after it was
+// made, so the ids are not held for good; a reader after that lists anew.
+func TestListingsAreForgotten(t *testing.T) {
+	defer func(d time.Duration) { keepFor = d }(keepFor)
+	keepFor = 10 * time.Millisecond
+	var j Shared
+	key := Key{Kind: "states", EntityType: "counter"}
+	var lists atomic.Int32
+	list := func(context.Context) ([]string, error) { lists.Add(1); return []string{"a"}, nil }
+	start := time.Now()
+	if _, err := j.Since(t.Context(), key, start, list); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j.mu.Lock()
+		kept := len(j.done)
+		j.mu.Unlock()
+		if kept == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the listing is still kept")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := j.Since(t.Context(), key, start, list); err != nil {
+		t.Fatal(err)
+	}
+	if n := lists.Load(); n != 2 {
+		t.Fatalf("%d listings, want 2: the forgotten one made anew", n)
+	}
+}
