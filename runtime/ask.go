@@ -14,33 +14,26 @@ import (
 // [ErrAskTimeout] and ctx's error when ctx ends first (give it a deadline);
 // a reply that comes later is a dead letter.
 //
-// The asker is about to wait, so an actor of this instance that is idle
-// handles the request at once on the asker's goroutine, as
-// [Sharding.Run] does (two hand-offs between goroutines saved: to a
-// worker and back); mail that comes meanwhile is left to the dispatcher.
-// Order, one message at a time and supervision are kept. ctx bounds the
-// wait for the reply: a Receive that blocks holds the asker until it
-// returns, as it would hold a worker.
+// With a ctx that never ends (no deadline, no cancel), the asker waits
+// for as long as the actor takes in any case, so an actor of this
+// instance that is idle handles the request at once on the asker's
+// goroutine, as [Sharding.Run] does (two hand-offs between goroutines
+// saved: to a worker and back); mail that comes meanwhile is left to the
+// dispatcher, and order, one message at a time and supervision are kept.
+// With a ctx that can end, the request always goes through the
+// dispatcher, so that the asker gives up when ctx ends even while the
+// actor's Receive blocks.
 func Ask[Req, Resp any](ctx context.Context, to Ref[Req], build func(replyTo Ref[Resp]) Req) (Resp, error) {
 	r := &replyRef[Resp]{ch: make(chan Resp, 1)}
-	switch t := to.(type) {
-	case *cell[Req]:
-		r.sys = t.sys
-		msg := build(r)
-		switch ok, mine := t.tellWaking(msg, wakeClaim); {
-		case mine:
-			t.runClaimed()
-		case !ok:
-			t.sys.deadLetter(t, msg)
-		}
-	case *entityRef[Req]:
-		r.sys = t.s.sys // no actor behind it, but a system to count dead letters
-		t.s.Run(t.id, build(r))
-	default:
-		if c := to.target(); c != nil {
-			r.sys = c.system()
-		}
+	if t := to.target(); t != nil {
+		r.sys = t.system()
+	} else if e, ok := to.(*entityRef[Req]); ok {
+		r.sys = e.s.sys // no actor behind it, but a system to count dead letters
+	}
+	if ctx.Done() != nil {
 		to.Tell(build(r))
+	} else {
+		runHere(to, build(r))
 	}
 	select {
 	case resp := <-r.ch:
@@ -53,6 +46,24 @@ func Ask[Req, Resp any](ctx context.Context, to Ref[Req], build func(replyTo Ref
 		}
 		var zero Resp
 		return zero, fmt.Errorf("ask %s: %w: %w", to.Path(), ErrAskTimeout, ctx.Err())
+	}
+}
+
+// runHere hands msg to an idle actor of this instance, or an entity here,
+// by running it on the caller's goroutine (see Ask); else it tells it.
+func runHere[T any](to Ref[T], msg T) {
+	switch t := to.(type) {
+	case *cell[T]:
+		switch ok, mine := t.tellWaking(msg, wakeClaim); {
+		case mine:
+			t.runClaimed()
+		case !ok:
+			t.sys.deadLetter(t, msg)
+		}
+	case *entityRef[T]:
+		t.s.Run(t.id, msg)
+	default:
+		to.Tell(msg)
 	}
 }
 

@@ -29,28 +29,36 @@ func goroutineStack(buf []byte) int { return goruntime.Stack(buf, false) }
 
 // hereReq is the protocol of TestAskRunsHere's actor.
 type hereReq struct {
-	op      string // "where": reply the handling goroutine's id; "block": wait for gate; "panic"
+	op      string // "where": reply the handling goroutine's id; "block": wait for gate; "panic"; "reply, then panic"
 	replyTo trt.Ref[int]
 	gate    chan struct{}
 	entered chan struct{}
 }
 
-// TestAskRunsHere pins where an Ask's request is handled: by an idle
-// local actor on the asker's goroutine; by a busy one on a worker, after
-// the message it handles; a Receive that panics there fails the actor, as
-// on a worker (the asker times out, the actor restarts and answers the
-// next ask); a stopped actor's request is a dead letter.
+// TestAskRunsHere pins where an Ask's request is handled: with a context
+// that never ends, by an idle local actor on the asker's goroutine, and
+// by a busy one on a worker, after the message it handles; with a
+// deadline, always on a worker, so that a Receive that blocks past it
+// does not hold the asker (it times out). A Receive that panics on the
+// asker's goroutine fails the actor, as on a worker (the actor restarts
+// and answers the next ask); a stopped actor's request is a dead letter.
 func TestAskRunsHere(t *testing.T) {
 	tests := []struct {
 		name string
-		// busy: the actor is blocked in a Receive when the ask is sent.
-		busy, panics, stopped bool
-		wantHere              bool // handled on the asker's goroutine
+		// deadline: the ask's context has one (else it never ends); busy:
+		// the actor is blocked in a Receive when the ask is sent; blocks:
+		// the ask's own Receive blocks until the test ends it.
+		deadline, busy, blocks, panics, stopped bool
+		wantHere                                bool // handled on the asker's goroutine
+		wantTimeout                             bool
 	}{
 		{name: "idle", wantHere: true},
+		{name: "idle, with a deadline", deadline: true},
 		{name: "busy", busy: true},
-		{name: "panic", panics: true},
-		{name: "stopped", stopped: true},
+		{name: "blocking, with a deadline", deadline: true, blocks: true, wantTimeout: true},
+		{name: "panic", panics: true, deadline: true, wantTimeout: true},
+		{name: "panic on the asker's goroutine, after the reply", panics: true, wantHere: true},
+		{name: "stopped", stopped: true, deadline: true, wantTimeout: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +72,9 @@ func TestAskRunsHere(t *testing.T) {
 						close(m.entered)
 						<-m.gate
 					case "panic":
+						panic("boom")
+					case "reply, then panic":
+						m.replyTo.Tell(goroutineID())
 						panic("boom")
 					}
 				})
@@ -86,15 +97,25 @@ func TestAskRunsHere(t *testing.T) {
 				recv(t, entered)
 			}
 			op := "where"
-			if tc.panics {
+			switch {
+			case tc.panics && tc.deadline:
 				op = "panic"
+			case tc.panics:
+				op = "reply, then panic" // a context that never ends waits for a reply
+			case tc.blocks:
+				op = "block"
 			}
-			timeout := waitLimit
-			if tc.panics || tc.stopped {
-				timeout = 20 * time.Millisecond
+			ctx := context.Background()
+			if tc.deadline {
+				timeout := waitLimit
+				if tc.wantTimeout {
+					timeout = 20 * time.Millisecond
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
+			blocked := make(chan struct{})
 			before := sys.DeadLetters()
 			type result struct {
 				id, asker int
@@ -102,7 +123,9 @@ func TestAskRunsHere(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				id, err := trt.Ask(ctx, ref, func(r trt.Ref[int]) hereReq { return hereReq{op: op, replyTo: r} })
+				id, err := trt.Ask(ctx, ref, func(r trt.Ref[int]) hereReq {
+					return hereReq{op: op, replyTo: r, gate: gate, entered: blocked}
+				})
 				done <- result{id, goroutineID(), err}
 			}()
 			if tc.busy {
@@ -110,8 +133,11 @@ func TestAskRunsHere(t *testing.T) {
 				close(gate)
 			}
 			res := recv(t, done)
+			if tc.blocks {
+				close(gate) // the Receive still blocks after the asker gave up
+			}
 			switch {
-			case tc.panics || tc.stopped:
+			case tc.wantTimeout:
 				if !errors.Is(res.err, trt.ErrAskTimeout) {
 					t.Fatalf("Ask error = %v, want ErrAskTimeout", res.err)
 				}

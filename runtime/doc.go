@@ -34,8 +34,9 @@
 // costs only its memory.
 //
 // A caller that is about to wait for the answer skips the dispatcher too:
-// [Ask] from plain Go code and [Sharding.Run] hand a request to an idle
-// actor of this instance by running it at once on the caller's goroutine.
+// [Sharding.Run], and [Ask] from plain Go code with a context that never
+// ends, hand a request to an idle actor of this instance by running it at
+// once on the caller's goroutine.
 //
 // Two opt-in shortcuts serve small actors that others keep busy, such as
 // reliable delivery's controllers. A message through a [DirectAdapter] to
