@@ -469,7 +469,7 @@ func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
 	defer r.loops.Done()
 	defer close(done)
 	var resumed [cluster.NumShards]*cluster.Fence // the fence a shard was resumed under
-	var fences [cluster.NumShards]cluster.Fence   // the fence of a shard to resume
+	var fences [cluster.NumShards]cluster.Fence   // the fence of each shard of due
 	tick := time.NewTicker(shardsEvery)
 	defer tick.Stop()
 	for {
@@ -497,7 +497,8 @@ func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
 			} else {
 				for _, shard := range due {
 					if !missed[shard] { // else looked at again at the next tick
-						resumed[shard] = &fences[shard]
+						f := fences[shard] // a copy: fences changes at the next look
+						resumed[shard] = &f
 					}
 				}
 			}

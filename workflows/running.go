@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/faulthook"
+	"github.com/trellis-go/trellis/internal/listing"
 	"github.com/trellis-go/trellis/timers"
 )
 
@@ -64,6 +65,7 @@ type Running[S any] struct {
 	clock     clockwork.Clock
 	entity    *entities.Running[record]
 	changes   entities.ChangeLog
+	listings  listing.Shared // the listings of the type's states that resume and List read
 	get       components.EntityMethod[components.Done, record]
 	operation components.EntityMethod[Operation, record]
 

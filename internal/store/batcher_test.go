@@ -86,22 +86,12 @@ func TestBatcher(t *testing.T) {
 // is queued behind a busy slot gets the context's error, and the script
 // is not sent.
 func TestBatcherDropsCancelled(t *testing.T) {
-	client := testenv.Redis(t)
-	key := "batchertest-" + rand.Text()
-	t.Cleanup(func() { client.Del(context.Background(), key) })
-	b := NewBatcher(client, 1, 0)
+	client, b, key := heldBatcher(t, 0)
 	hold := redis.NewScript(`return 1`)
-	b.mu.Lock()
-	b.busy = 1 // as if a send were in flight
-	b.mu.Unlock()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx, echo, []string{key}, "x").Err() }()
-	testenv.Eventually(t, 10*time.Second, "the script queued", func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.queue) == 1
-	})
+	waitQueued(t, b, 1)
 	cancel()
 	b.free() // the held slot frees: it sends the queue
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -121,13 +111,7 @@ func TestBatcherDropsCancelled(t *testing.T) {
 // scripts queued beyond the bound are not lost: 5 queued behind a busy
 // slot all run once, each caller with its own reply.
 func TestBatcherBoundsAPipeline(t *testing.T) {
-	client := testenv.Redis(t)
-	key := "batchertest-" + rand.Text()
-	t.Cleanup(func() { client.Del(context.Background(), key) })
-	b := NewBatcher(client, 1, 2)
-	b.mu.Lock()
-	b.busy = 1 // as if a send were in flight
-	b.mu.Unlock()
+	client, b, key := heldBatcher(t, 2)
 	replies := make(chan error, 5)
 	for i := range 5 {
 		go func() {
@@ -138,11 +122,7 @@ func TestBatcherBoundsAPipeline(t *testing.T) {
 			replies <- err
 		}()
 	}
-	testenv.Eventually(t, 10*time.Second, "5 scripts queued", func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.queue) == 5
-	})
+	waitQueued(t, b, 5)
 	b.free()
 	for range 5 {
 		if err := <-replies; err != nil {
@@ -152,4 +132,29 @@ func TestBatcherBoundsAPipeline(t *testing.T) {
 	if n, err := client.Get(t.Context(), key).Int(); err != nil || n != 5 {
 		t.Errorf("the scripts ran %d times (%v), want 5", n, err)
 	}
+}
+
+// heldBatcher is a Batcher of one slot, at most most scripts a pipeline,
+// whose slot is held as if a send were in flight (b.free lets it go), on
+// a Redis, with a key of the test's own.
+func heldBatcher(t *testing.T, most int) (*redis.Client, *Batcher, string) {
+	t.Helper()
+	client := testenv.Redis(t)
+	key := "batchertest-" + rand.Text()
+	t.Cleanup(func() { client.Del(context.Background(), key) })
+	b := NewBatcher(client, 1, most)
+	b.mu.Lock()
+	b.busy = 1
+	b.mu.Unlock()
+	return client, b, key
+}
+
+// waitQueued waits until n scripts are queued in b.
+func waitQueued(t *testing.T, b *Batcher, n int) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%d scripts queued", n), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == n
+	})
 }
