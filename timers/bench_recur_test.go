@@ -91,7 +91,7 @@ func runRecurring(b *testing.B, n int, every time.Duration, minutes int) {
 		}
 	}
 	waitUntil(t0)
-	info0, cpu0 := readRedisInfo(b, admin), testenv.ProcessCPU()
+	info0, cpu0 := testenv.ReadRedisInfo(b, admin), testenv.ProcessCPU()
 	want := n * minutes // runs scheduled in [t0, end)
 	inWindow := func() []firedSample {
 		action.mu.Lock()
@@ -106,7 +106,7 @@ func runRecurring(b *testing.B, n int, every time.Duration, minutes int) {
 	}
 	waitUntil(end)
 	waitFor2(b, 2*time.Minute, func() bool { return len(inWindow()) >= want })
-	info1, cpu1 := readRedisInfo(b, admin), testenv.ProcessCPU()
+	info1, cpu1 := testenv.ReadRedisInfo(b, admin), testenv.ProcessCPU()
 
 	samples := inWindow()
 	seen := make(map[string]int, len(samples))
@@ -136,8 +136,8 @@ func runRecurring(b *testing.B, n int, every time.Duration, minutes int) {
 	b.Logf("  lateness against the scheduled time: p50 %v, p99 %v, max %v; early %d",
 		pct(.5), pct(.99), late[len(late)-1], early)
 	b.Logf("  per run: Redis CPU %.1f µs, this process %.1f µs; Redis %s",
-		float64((info1.cpu-info0.cpu).Microseconds())/float64(runs), float64((cpu1-cpu0).Microseconds())/float64(runs),
-		info1.commandsSince(info0))
+		float64((info1.CPU-info0.CPU).Microseconds())/float64(runs), float64((cpu1-cpu0).Microseconds())/float64(runs),
+		info1.CommandsSince(info0))
 	b.ReportMetric(float64(pct(.5).Microseconds())/1000, "p50-late-ms")
 	b.ReportMetric(float64(pct(.99).Microseconds())/1000, "p99-late-ms")
 	b.ReportMetric(float64(early), "early")

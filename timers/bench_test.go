@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -212,85 +211,6 @@ func benchCall(b *testing.B, entity bool, i int, arg string) components.Deferred
 	return call
 }
 
-// redisInfo is what the benchmark reads of INFO, summed over the servers.
-type redisInfo struct {
-	usedMemory int64
-	// cpu is used_cpu_sys + used_cpu_user.
-	cpu time.Duration
-	// calls and usec are INFO commandstats per command.
-	calls, usec map[string]int64
-}
-
-// readRedisInfo reads INFO memory, cpu and commandstats of every server
-// (one Redis, or a cluster's masters) and sums them.
-func readRedisInfo(b *testing.B, c redis.UniversalClient) redisInfo {
-	info := redisInfo{calls: map[string]int64{}, usec: map[string]int64{}}
-	var mu sync.Mutex
-	read := func(ctx context.Context, m *redis.Client) error {
-		text, err := m.Info(ctx, "memory", "cpu", "commandstats").Result()
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for line := range strings.Lines(text) {
-			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-			switch {
-			case k == "used_memory":
-				n, _ := strconv.ParseInt(v, 10, 64)
-				info.usedMemory += n
-			case k == "used_cpu_sys" || k == "used_cpu_user":
-				f, _ := strconv.ParseFloat(v, 64)
-				info.cpu += time.Duration(f * float64(time.Second))
-			case strings.HasPrefix(k, "cmdstat_"):
-				// cmdstat_evalsha:calls=123,usec=4567,…
-				for field := range strings.SplitSeq(v, ",") {
-					name, n, _ := strings.Cut(field, "=")
-					x, _ := strconv.ParseInt(n, 10, 64)
-					switch name {
-					case "calls":
-						info.calls[strings.TrimPrefix(k, "cmdstat_")] += x
-					case "usec":
-						info.usec[strings.TrimPrefix(k, "cmdstat_")] += x
-					}
-				}
-			}
-		}
-		return nil
-	}
-	var err error
-	if cl, ok := c.(*redis.ClusterClient); ok {
-		err = cl.ForEachMaster(context.Background(), read)
-	} else {
-		err = read(context.Background(), c.(*redis.Client))
-	}
-	if err != nil {
-		b.Fatalf("INFO: %v", err)
-	}
-	return info
-}
-
-// commandsSince describes the commands Redis ran since before, busiest
-// first: calls, and microseconds per call.
-func (r redisInfo) commandsSince(before redisInfo) string {
-	type row struct {
-		name        string
-		calls, usec int64
-	}
-	var rows []row
-	for name, n := range r.calls {
-		if d := n - before.calls[name]; d > 0 && name != "info" {
-			rows = append(rows, row{name, d, r.usec[name] - before.usec[name]})
-		}
-	}
-	slices.SortFunc(rows, func(x, y row) int { return int(y.usec - x.usec) })
-	var parts []string
-	for _, r := range rows {
-		parts = append(parts, fmt.Sprintf("%s %d calls %.1f µs/call", r.name, r.calls, float64(r.usec)/float64(r.calls)))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // benchTracer is nil (tracing off), or with traced a tracer sampling
 // everything into a pipeline that exports to a collector in the process.
 func benchTracer(b *testing.B, traced bool) trace.Tracer {
@@ -334,7 +254,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	for range instances {
 		scheds = append(scheds, startScheduler(b, NewRedisStore(connect(), "bench"), action, Config{}))
 	}
-	before := readRedisInfo(b, admin).usedMemory
+	before := testenv.ReadRedisInfo(b, admin).UsedMemory
 
 	// Create from 16 goroutines, as concurrent endpoints would.
 	earliest := make([]time.Time, n)
@@ -370,8 +290,8 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	}
 	wg.Wait()
 	created := time.Since(start)
-	pendingInfo := readRedisInfo(b, admin)
-	pending := pendingInfo.usedMemory
+	pendingInfo := testenv.ReadRedisInfo(b, admin)
+	pending := pendingInfo.UsedMemory
 	st, _ := scheds[0].Stats(context.Background())
 	stopProfile := startFireProfile(b)
 	var mem0, mem1 goruntime.MemStats
@@ -391,7 +311,7 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	goCPU := testenv.ProcessCPU() - cpu0
 	goruntime.ReadMemStats(&mem1)
 	stopProfile()
-	doneInfo := readRedisInfo(b, admin)
+	doneInfo := testenv.ReadRedisInfo(b, admin)
 
 	action.mu.Lock()
 	samples := slices.Clone(action.samples)
@@ -432,9 +352,9 @@ func runTimerWorkloadOn(b *testing.B, connect func() redis.UniversalClient, admi
 	b.Logf("  this process from the end of creation to all done: %v CPU (%.1f µs per timer), %.1f allocations per timer",
 		goCPU.Round(time.Millisecond), float64(goCPU.Microseconds())/float64(n), float64(mem1.Mallocs-mem0.Mallocs)/float64(n))
 	b.ReportMetric(float64(goCPU.Microseconds())/float64(n), "go-cpu-us/timer")
-	redisCPU := doneInfo.cpu - pendingInfo.cpu
+	redisCPU := doneInfo.CPU - pendingInfo.CPU
 	b.Logf("  Redis from the end of creation to all done: %v CPU (%.1f µs per timer); %s",
-		redisCPU.Round(time.Millisecond), float64(redisCPU.Microseconds())/float64(n), doneInfo.commandsSince(pendingInfo))
+		redisCPU.Round(time.Millisecond), float64(redisCPU.Microseconds())/float64(n), doneInfo.CommandsSince(pendingInfo))
 	b.Logf("  lateness p50 %v, p99 %v, max %v; early fires %d; calls %d for %d timers",
 		pct(.50).Round(100*time.Microsecond), pct(.99).Round(100*time.Microsecond), late[len(late)-1].Round(100*time.Microsecond), early, len(samples), n)
 	b.ReportMetric(float64(n)/created.Seconds(), "created/s")

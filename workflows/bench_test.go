@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
 	"github.com/trellis-go/trellis/workflows"
 )
@@ -52,10 +54,10 @@ func init() {
 	})
 }
 
-// transitionsPerWorkflow is what the benchmark counts of each workflow:
-// the command's write that enters a, and the commits of a, b and c (d's
-// end is written too, and not counted).
-const transitionsPerWorkflow = 4
+// transitionsPerWorkflow is what the benchmark counts of each workflow,
+// every write of it: the command's that enters a, and the commits of a, b,
+// c and d (its end). The clock stops once every end is committed.
+const transitionsPerWorkflow = 5
 
 // benchInFlight is how many workflows run at once.
 const benchInFlight = 64
@@ -81,14 +83,40 @@ func BenchmarkWorkflowTransitions(b *testing.B) {
 	size := recordSize(b, in)
 
 	b.ResetTimer()
-	wf := timeIt(func() { _ = runHops(b, ts, n) })
-	bare := timeIt(func() { bareTransitions(b, trellistest.Redis(b), n*transitionsPerWorkflow, size) })
+	client := trellistest.Redis(b)
+	wf := measure(b, client, func() {
+		_ = runHops(b, ts, n)
+		waitEnded(b, ts, 200+n)
+	})
+	bare := measure(b, client, func() { bareTransitions(b, client, n*transitionsPerWorkflow, size) })
 	b.StopTimer()
 	transitions := float64(n * transitionsPerWorkflow)
-	b.ReportMetric(transitions/wf.Seconds(), "transitions/s")
-	b.ReportMetric(transitions/bare.Seconds(), "bare-transitions/s")
-	b.ReportMetric(bare.Seconds()/wf.Seconds(), "x-bare")
+	b.ReportMetric(transitions/wf.wall.Seconds(), "transitions/s")
+	b.ReportMetric(transitions/bare.wall.Seconds(), "bare-transitions/s")
+	b.ReportMetric(bare.wall.Seconds()/wf.wall.Seconds(), "x-bare")
 	b.ReportMetric(float64(size), "record-B")
+	// Where the time goes: CPU of this process and of Redis per counted
+	// transition, against the bare loop's per call.
+	b.ReportMetric(float64(wf.cpu.Microseconds())/transitions, "cpu-µs/transition")
+	b.ReportMetric(float64(wf.redis.Microseconds())/transitions, "redis-µs/transition")
+	b.ReportMetric(float64(bare.cpu.Microseconds())/transitions, "bare-cpu-µs/transition")
+	b.ReportMetric(float64(bare.redis.Microseconds())/transitions, "bare-redis-µs/transition")
+	b.Logf("Redis ran for the workflows: %s; for the bare loop: %s", wf.commands, bare.commands)
+}
+
+// spent is what a part of a benchmark took: its wall time, this process's
+// CPU and Redis's CPU.
+type spent struct {
+	wall, cpu, redis time.Duration
+	commands         string // what Redis ran (RedisInfo.CommandsSince)
+}
+
+// measure runs f and returns what it took.
+func measure(b *testing.B, client redis.UniversalClient, f func()) spent {
+	info0, cpu0, start := testenv.ReadRedisInfo(b, client), testenv.ProcessCPU(), time.Now()
+	f()
+	wall, cpu, info := time.Since(start), testenv.ProcessCPU()-cpu0, testenv.ReadRedisInfo(b, client)
+	return spent{wall: wall, cpu: cpu, redis: info.CPU - info0.CPU, commands: info.CommandsSince(info0)}
 }
 
 type hopsApp struct{ wf *workflows.Running[Hops] }
@@ -97,12 +125,6 @@ func (a *hopsApp) setup(h *trellis.Host, _ chi.Router) error {
 	wf, err := HopsWF.Start(h.Workflows())
 	a.wf = wf
 	return err
-}
-
-func timeIt(f func()) time.Duration {
-	start := time.Now()
-	f()
-	return time.Since(start)
 }
 
 var hopsRun atomic.Int64
@@ -134,6 +156,15 @@ func runHops(b *testing.B, ts *trellistest.Service, n int) string {
 	}
 	wg.Wait()
 	return prefix
+}
+
+// waitEnded waits until the service counts n ended hops workflows: the
+// commits of their ends, which runHops does not wait for.
+func waitEnded(b *testing.B, ts *trellistest.Service, n int) {
+	want := `trellis_workflow_ended_total{outcome="ended",workflow="hops"} ` + strconv.Itoa(n) + "\n"
+	testenv.Eventually(b, 30*time.Second, "every hops workflow's end committed", func() bool {
+		return strings.Contains(string(ts.Get(b, "/metrics").Body), want)
+	})
 }
 
 // recordSize is the size of an instance as Get reads it (the record's
