@@ -4,16 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/internal/cluster"
-	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
 
@@ -82,21 +79,27 @@ func (r *Running[S]) poke(id string) bool {
 	d.ctx, d.cancel = context.WithCancel(r.life.ctx)
 	r.active[id] = d
 	r.drives.Add(1)
-	go r.drive(id, d)
+	go r.drive(id, d, nil)
 	return true
 }
 
-// drive drives id until it neither runs here nor was woken again.
-func (r *Running[S]) drive(id string, d *drive) {
-	defer r.drives.Done()
-	defer close(d.done)
-	defer d.cancel()
+// drive drives id until it neither runs here nor was woken again. from,
+// when set, is a step run to commit first: one that ran past its timeout
+// while its handler held the goroutine that drove id before (see
+// stepLimit), which leaves the drive to this one.
+func (r *Running[S]) drive(id string, d *drive, from *ranStep) {
 	for {
-		r.driveOnce(d.ctx, id, d.kick)
+		if !r.driveOnce(d, id, from) {
+			return // handed over: another goroutine drives id now
+		}
+		from = nil
 		if r.finished(id) {
-			return
+			break
 		}
 	}
+	d.cancel()
+	close(d.done)
+	r.drives.Done()
 }
 
 // finished ends id's drive, unless it was woken meanwhile.
@@ -113,60 +116,87 @@ func (r *Running[S]) finished(id string) bool {
 }
 
 // driveOnce runs id's steps one after the other while it is running and
-// this instance serves its shard, then arms the timer of its pause.
-func (r *Running[S]) driveOnce(ctx context.Context, id string, kick <-chan struct{}) {
-	rec, err := r.read(ctx, id)
+// this instance serves its shard, then arms the timer of its pause; from
+// is a step run to commit first (nil: none). It returns false when a step
+// ran past its timeout and the drive was handed over to another goroutine.
+func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
+	ctx := d.ctx
+	var rec record
+	var err error
+	if from != nil {
+		var stop bool
+		if rec, stop, err = r.commit(ctx, id, *from); stop {
+			return true
+		}
+	} else {
+		rec, err = r.read(ctx, id)
+	}
 	for ctx.Err() == nil {
 		if err != nil {
 			if !r.serves(id) {
-				return // its shard's next owner resumes it
+				return true // its shard's next owner resumes it
 			}
 			r.log.Warn("workflows: a record could not be read or written; trying again", "id", id, "err", err.Error())
 			if r.wait(ctx, retryAfterError, nil) != waited {
-				return
+				return true
 			}
 			rec, err = r.read(ctx, id)
 			continue
 		}
 		if !r.serves(id) {
-			return // its shard's next owner resumes it
+			return true // its shard's next owner resumes it
 		}
 		if rec.Status != StatusRunning {
 			if !rec.wakeAt().IsZero() {
 				if r.crashAt(pointBeforeTimer, id, rec) {
-					return
+					return true
 				}
 				if err = r.arm(id, rec); err != nil {
 					continue
 				}
 			}
-			return
+			return true
 		}
 		if r.clock.Now().Before(rec.NotBefore) {
-			switch r.waitUntil(ctx, rec.NotBefore, kick) {
+			switch r.waitUntil(ctx, rec.NotBefore, d.kick) {
 			case stopped:
-				return
+				return true
 			case kicked: // the record changed: read it again
 				rec, err = r.read(ctx, id)
 				continue
 			}
 		}
 		if r.crashAt(pointBeforeStep, id, rec) {
-			return
+			return true
 		}
-		step := rec.Step
-		a, span, errType := r.run(ctx, id, rec)
-		if ctx.Err() != nil || r.crashAt(pointAfterStep, id, rec) {
-			tracing.End(span, errType)
-			return // stopping or handing the shard over: not committed, the next owner runs the step again
+		ran, ok := r.run(d, id, rec)
+		if !ok {
+			return false
 		}
-		rec, err = r.write(trace.ContextWithSpan(ctx, span), id, a)
-		if err != nil && errType == "" {
-			errType = "commit failed"
+		var stop bool
+		if rec, stop, err = r.commit(ctx, id, ran); stop {
+			return true
 		}
-		tracing.End(span, errType)
-		r.ran(step, a, rec, err)
 	}
+	return true
+}
+
+// commit commits a step run's outcome (unless the drive is stopping or
+// the runner crashes here: stop) and counts it; it returns the record
+// as written, or the write's error.
+func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec record, stop bool, err error) {
+	if ctx.Err() != nil || r.crashAt(pointAfterStep, id, ran.rec) {
+		tracing.End(ran.span, ran.errType)
+		return record{}, true, nil // stopping or handing the shard over: not committed, the next owner runs the step again
+	}
+	rec, err = r.write(trace.ContextWithSpan(ctx, ran.span), id, ran.a)
+	errType := ran.errType
+	if err != nil && errType == "" {
+		errType = "commit failed"
+	}
+	tracing.End(ran.span, errType)
+	r.ran(ran.rec.Step, ran.a, rec, err)
+	return rec, false, err
 }
 
 // read reads id's record, bounded by callTimeout.
@@ -271,168 +301,6 @@ func (r *Running[S]) serving(shard int) (cluster.Fence, bool) {
 		return cluster.Fence{}, true
 	}
 	return r.host.Shards.Serving(shard)
-}
-
-// stepResult is what a step's handler gave.
-type stepResult[S any] struct {
-	eff StepEffect[S]
-	err error
-	// span is the run's, left open for its commit (nil when the handler
-	// did not run); errType is what its status is to say ("" for ok).
-	span    trace.Span
-	errType string
-}
-
-// run runs rec's step once and returns its outcome, to commit, and the
-// run's span, which the caller ends with errType once the outcome is
-// committed (the commit's spans are its children).
-func (r *Running[S]) run(ctx context.Context, id string, rec record) (a commitArg, span trace.Span, errType string) {
-	started := r.clock.Now()
-	a = commitArg{Transition: rec.Transition, Started: started}
-	span = noop.Span{}
-	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
-		a.TimedOut = true
-		a.At = r.clock.Now()
-		return a, span, ""
-	}
-	res, err := r.runHandler(ctx, id, rec, started)
-	if res.span != nil {
-		span, errType = res.span, res.errType
-	}
-	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, span.SpanContext()))
-	switch {
-	case err != nil:
-		a.Error = err.Error()
-		a.Missing = r.t.step(rec.Step) == nil
-	case res.err != nil:
-		a.Error, a.Permanent = res.err.Error(), true // an input that does not decode
-	case !res.eff.set:
-		a.Error, a.Permanent = fmt.Sprintf("step %q returned no effect (the zero StepEffect)", rec.Step), true
-	case res.eff.err != nil:
-		a.Error = res.eff.err.Error()
-	default:
-		d, err := encodeMove(res.eff.update, res.eff.state, res.eff.move)
-		if err != nil {
-			a.Error, a.Permanent = err.Error(), true
-		} else {
-			a.Decision = &d
-		}
-	}
-	a.At = r.clock.Now()
-	return a, span, errType
-}
-
-// runHandler runs rec's step's handler under the step's timeout (bounded
-// by the workflow's deadline), with the run's idempotency key in its
-// context, in the run's span (left open: see run). Its error is a missing
-// step, a panic or the timeout.
-func (r *Running[S]) runHandler(ctx context.Context, id string, rec record, started time.Time) (stepResult[S], error) {
-	def := r.t.step(rec.Step)
-	if def == nil {
-		return stepResult[S]{}, fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
-	}
-	state, err := r.t.decode(id, rec)
-	if err != nil {
-		return stepResult[S]{err: err}, nil
-	}
-	timeout := def.settings.stepTimeout
-	if !rec.Deadline.IsZero() {
-		timeout = min(timeout, rec.Deadline.Sub(started))
-	}
-	// On the runner's clock (clockwork's own WithTimeout blocks in Err on
-	// a fake clock), in its book of step timeouts.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	limit := &stepLimit{cancel: cancel}
-	r.limits.Add(limit, timeout)
-	defer limit.Done.Store(true)
-	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
-	ctx, span := r.stepSpan(ctx, id, rec)
-	res, err := r.runIn(ctx, def, id, rec, state, key, timeout)
-	errType := ""
-	switch {
-	case err != nil:
-		errType = "failed"
-	case res.err != nil || !res.eff.set:
-		errType = "bad effect"
-	case res.eff.err != nil:
-		errType = "failed"
-	}
-	res.span, res.errType = span, errType
-	return res, err
-}
-
-// stepLimit is a step run's timeout in the runner's book of them
-// (Running.limits): one timer on the runner's clock for every run in
-// flight, rather than one per run.
-type stepLimit struct {
-	deadlines.Entry // Done: the run returned, or its timeout passed
-	cancel          context.CancelCauseFunc
-}
-
-// BookEntry is the timeout's place in the book.
-func (l *stepLimit) BookEntry() *deadlines.Entry { return &l.Entry }
-
-// Expire cancels the run's context with context.DeadlineExceeded, unless
-// the run returned.
-func (l *stepLimit) Expire() {
-	if l.Done.CompareAndSwap(false, true) {
-		l.cancel(context.DeadlineExceeded)
-	}
-}
-
-// stepSpan opens the span of one attempt of rec's step, linked to the
-// command that started the workflow.
-func (r *Running[S]) stepSpan(ctx context.Context, id string, rec record) (context.Context, trace.Span) {
-	if r.tracer == nil {
-		return ctx, noop.Span{}
-	}
-	opts := append(tracing.LinkTo(rec.Trace), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		tracing.AttrComponent.String(r.t.id), tracing.AttrEntityID.String(id), attrStep.String(rec.Step),
-		attrAttempt.Int(rec.Attempt+1), attrTransition.Int64(int64(rec.Transition))))
-	return r.tracer.Start(ctx, "workflow step "+r.t.id+"."+rec.Step, opts...)
-}
-
-// The attributes of a step's span.
-const (
-	attrStep       = attribute.Key("trellis.workflow.step")
-	attrAttempt    = attribute.Key("trellis.workflow.attempt")
-	attrTransition = attribute.Key("trellis.workflow.transition")
-)
-
-// runIn runs def's handler under timeout in ctx; its error is a panic or
-// the timeout.
-func (r *Running[S]) runIn(ctx context.Context, def *stepDef[S], id string, rec record, state S, key string, timeout time.Duration) (stepResult[S], error) {
-	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(ctx, key), workflowID: id, client: r.host.Entities.Client,
-		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
-	out := make(chan stepResult[S], 1)
-	panicked := make(chan any, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				panicked <- p
-			}
-		}()
-		eff, err := def.run(sctx, state, rec.Input)
-		out <- stepResult[S]{eff: eff, err: err}
-	}()
-	select {
-	case res := <-out:
-		return res, nil
-	case p := <-panicked:
-		return stepResult[S]{}, fmt.Errorf("step %q panicked: %v", rec.Step, p)
-	case <-ctx.Done():
-	}
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return stepResult[S]{}, fmt.Errorf("step %q ran past its timeout of %s", rec.Step, timeout)
-	}
-	// Stopped, or its shard handed over: the handler is waited for, so
-	// that it does not run on while the shard's next owner runs the step.
-	select {
-	case <-out:
-	case <-panicked:
-	}
-	return stepResult[S]{}, fmt.Errorf("step %q stopped: %w", rec.Step, context.Cause(ctx))
 }
 
 // TimerName is the name of the timer that wakes the paused workflow

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,5 +140,105 @@ func TestStepRemoved(t *testing.T) {
 	in := waitFor(t, v2, "e-1", "failed", status[Evolving](workflows.StatusFailed))
 	if !strings.Contains(in.Error, `at step "old", which its code no longer has`) || in.Attempt != 0 {
 		t.Errorf("failed with %q after %d attempts", in.Error, in.Attempt)
+	}
+}
+
+// Stubborn's "hold" step ignores its context: it returns only when the
+// test releases it, long past its timeout of 2s. Its "boom" step panics
+// on its first attempt and ends on its second.
+type Stubborn struct {
+	Outcome string `json:"outcome,omitempty"`
+}
+
+var (
+	Stubborns = workflows.Define("stubborn", func(string) Stubborn { return Stubborn{} })
+
+	Push = workflows.Command(Stubborns, "push",
+		func(ctx *workflows.Ctx[Stubborn, components.Done], s Stubborn, step string) workflows.Effect[Stubborn, components.Done] {
+			return ctx.TransitionTo(step, nil).ThenReply(components.Done{})
+		})
+
+	holding  = make(chan struct{}, 1)
+	release  = make(chan struct{})
+	returned = make(chan struct{}, 1)
+)
+
+func init() {
+	workflows.Step(Stubborns, "hold",
+		func(ctx *workflows.StepCtx[Stubborn], s Stubborn, _ any) workflows.StepEffect[Stubborn] {
+			holding <- struct{}{}
+			<-release
+			defer func() { returned <- struct{}{} }()
+			s.Outcome = "held to the end"
+			return ctx.UpdateState(s).End()
+		}, workflows.StepTimeout(2*time.Second), workflows.Retries(0, time.Second, time.Second), workflows.FailoverTo("after", "timed out"))
+	workflows.Step(Stubborns, "after",
+		func(ctx *workflows.StepCtx[Stubborn], s Stubborn, why string) workflows.StepEffect[Stubborn] {
+			s.Outcome = why
+			return ctx.UpdateState(s).End()
+		})
+	workflows.Step(Stubborns, "boom",
+		func(ctx *workflows.StepCtx[Stubborn], s Stubborn, _ any) workflows.StepEffect[Stubborn] {
+			if ctx.Attempt() == 1 {
+				panic("first attempt")
+			}
+			s.Outcome = "second attempt"
+			return ctx.UpdateState(s).End()
+		}, workflows.Retries(1, time.Second, time.Second))
+}
+
+// TestStepIgnoringItsTimeout: a step whose handler ignores its context
+// and runs on past its timeout does not hold its workflow: the timeout
+// is committed and the workflow goes on to its failover step while the
+// handler still runs; what the handler returns later is dropped.
+func TestStepIgnoringItsTimeout(t *testing.T) {
+	e := start(t, Stubborns, nil, nil)
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before the runner's Stop, which waits for the handler
+	ctx := context.Background()
+	if _, err := Push.Invoke(ctx, e.client, "h-1", "hold"); err != nil {
+		t.Fatal(err)
+	}
+	<-holding // its timeout's timer is set
+	e.clock.Advance(2 * time.Second)
+	in := waitFor(t, e, "h-1", "ended", status[Stubborn](workflows.StatusEnded))
+	if in.State.Outcome != "timed out" {
+		t.Fatalf("outcome %q while the handler still runs, want %q; history %+v", in.State.Outcome, "timed out", in.History)
+	}
+	letGo()
+	<-returned
+	// Get is read after what the late handler could have written: an
+	// ended workflow takes no commit, and the runner commits nothing for
+	// a run it handed over.
+	if err := e.wf.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := e.wf.Get(ctx, "h-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State.Outcome != "timed out" || len(after.History) != len(in.History) {
+		t.Errorf("after the late return: outcome %q, %d history entries (before %d): %+v",
+			after.State.Outcome, len(after.History), len(in.History), after.History)
+	}
+}
+
+// TestStepPanics: a step whose handler panics fails that attempt with
+// the panic as its error, and is retried.
+func TestStepPanics(t *testing.T) {
+	e := start(t, Stubborns, nil, nil)
+	ctx := context.Background()
+	if _, err := Push.Invoke(ctx, e.client, "b-1", "boom"); err != nil {
+		t.Fatal(err)
+	}
+	in := waitFor(t, e, "b-1", "retrying", func(in workflows.Instance[Stubborn]) bool { return in.Attempt == 1 })
+	if !strings.Contains(in.Error, `step "boom" panicked: first attempt`) {
+		t.Errorf("error %q, want the panic", in.Error)
+	}
+	e.clock.Advance(time.Second)
+	in = waitFor(t, e, "b-1", "ended", status[Stubborn](workflows.StatusEnded))
+	if in.State.Outcome != "second attempt" {
+		t.Errorf("outcome %q, want %q; history %+v", in.State.Outcome, "second attempt", in.History)
 	}
 }

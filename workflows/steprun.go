@@ -1,0 +1,176 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/deadlines"
+	"github.com/trellis-go/trellis/internal/tracing"
+)
+
+// One run of a step. Its handler runs on the goroutine that drives the
+// workflow, under the step's timeout. A handler that returns in time costs
+// no other goroutine; one that runs past its timeout has its context
+// cancelled, and the drive goes on without it on a new goroutine, which
+// commits the timeout (stepLimit.Expire), while the handler keeps the old
+// one until it returns: what it returns then is dropped. A stop or a
+// shard's hand-over waits for the handler, so that it does not run on
+// while the shard's next owner runs the step.
+
+// ranStep is a step run, ready to commit: the record it ran on, its
+// outcome a, and its span, which the commit ends with errType (the
+// commit's spans are its children).
+type ranStep struct {
+	rec     record
+	a       commitArg
+	span    trace.Span
+	errType string
+}
+
+// stepResult is what a step's handler gave: its effect, or err when its
+// input did not decode; panicked is what it panicked with.
+type stepResult[S any] struct {
+	eff      StepEffect[S]
+	err      error
+	panicked any
+}
+
+// run runs rec's step once on this goroutine and returns its outcome, to
+// commit. False: the run went past its timeout and d was handed over to
+// another goroutine; the caller leaves d alone.
+func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
+	ctx := d.ctx
+	started := r.clock.Now()
+	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
+		a := commitArg{Transition: rec.Transition, Started: started, TimedOut: true, At: r.clock.Now()}
+		return ranStep{rec: rec, a: a, span: noop.Span{}}, true
+	}
+	def := r.t.step(rec.Step)
+	if def == nil {
+		err := fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
+		return r.outcome(ctx, rec, started, noop.Span{}, stepResult[S]{}, err), true
+	}
+	state, err := r.t.decode(id, rec)
+	if err != nil {
+		return r.outcome(ctx, rec, started, noop.Span{}, stepResult[S]{err: err}, nil), true
+	}
+	timeout := def.settings.stepTimeout
+	if !rec.Deadline.IsZero() {
+		timeout = min(timeout, rec.Deadline.Sub(started))
+	}
+	// On the runner's clock (clockwork's own WithTimeout blocks in Err on
+	// a fake clock), in its book of step timeouts.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, span := r.stepSpan(runCtx, id, rec)
+	limit := &stepLimit{cancel: cancel, handOver: func() {
+		late := fmt.Errorf("step %q ran past its timeout of %s", rec.Step, timeout)
+		go r.drive(id, d, new(r.outcome(ctx, rec, started, span, stepResult[S]{}, late)))
+	}}
+	r.limits.Add(limit, timeout)
+	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
+	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
+		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
+	res := call(def, sctx, state, rec.Input)
+	if !limit.Done.CompareAndSwap(false, true) {
+		return ranStep{}, false // timed out: Expire handed the drive over
+	}
+	switch {
+	case res.panicked != nil:
+		err = fmt.Errorf("step %q panicked: %v", rec.Step, res.panicked)
+	case ctx.Err() != nil:
+		err = fmt.Errorf("step %q stopped: %w", rec.Step, context.Cause(ctx))
+	}
+	return r.outcome(ctx, rec, started, span, res, err), true
+}
+
+// call runs def's handler, recovering a panic.
+func call[S any](def *stepDef[S], sctx *StepCtx[S], state S, input []byte) (res stepResult[S]) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = stepResult[S]{panicked: p}
+		}
+	}()
+	eff, err := def.run(sctx, state, input)
+	return stepResult[S]{eff: eff, err: err}
+}
+
+// outcome is the commit of rec's run that started at started, in span:
+// err is a missing step, a panic, the timeout or a stop; else res's effect
+// (an input that did not decode, a zero effect or an effect's encoding
+// fail the run for good).
+func (r *Running[S]) outcome(ctx context.Context, rec record, started time.Time, span trace.Span, res stepResult[S], err error) ranStep {
+	a := commitArg{Transition: rec.Transition, Started: started}
+	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, span.SpanContext()))
+	errType := ""
+	switch {
+	case err != nil:
+		a.Error, errType = err.Error(), "failed"
+		a.Missing = r.t.step(rec.Step) == nil
+	case res.err != nil:
+		a.Error, a.Permanent, errType = res.err.Error(), true, "bad effect"
+	case !res.eff.set:
+		a.Error, a.Permanent, errType = fmt.Sprintf("step %q returned no effect (the zero StepEffect)", rec.Step), true, "bad effect"
+	case res.eff.err != nil:
+		a.Error, errType = res.eff.err.Error(), "failed"
+	default:
+		d, err := encodeMove(res.eff.update, res.eff.state, res.eff.move)
+		if err != nil {
+			a.Error, a.Permanent = err.Error(), true
+		} else {
+			a.Decision = &d
+		}
+	}
+	a.At = r.clock.Now()
+	return ranStep{rec: rec, a: a, span: span, errType: errType}
+}
+
+// stepLimit is a step run's timeout in the runner's book of them
+// (Running.limits): one timer on the runner's clock for every run in
+// flight, rather than one per run.
+type stepLimit struct {
+	deadlines.Entry // Done: the run returned, or its timeout passed
+	cancel          context.CancelCauseFunc
+	// handOver goes on with the drive on another goroutine, committing
+	// the timeout, while the handler holds the run's.
+	handOver func()
+}
+
+// BookEntry is the timeout's place in the book.
+func (l *stepLimit) BookEntry() *deadlines.Entry { return &l.Entry }
+
+// Expire cancels the run's context with context.DeadlineExceeded and
+// hands the drive over, unless the run returned.
+func (l *stepLimit) Expire() {
+	if l.Done.CompareAndSwap(false, true) {
+		l.cancel(context.DeadlineExceeded)
+		l.handOver()
+	}
+}
+
+var _ deadlines.Wait = (*stepLimit)(nil)
+
+// stepSpan opens the span of one attempt of rec's step, linked to the
+// command that started the workflow.
+func (r *Running[S]) stepSpan(ctx context.Context, id string, rec record) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, noop.Span{}
+	}
+	opts := append(tracing.LinkTo(rec.Trace), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		tracing.AttrComponent.String(r.t.id), tracing.AttrEntityID.String(id), attrStep.String(rec.Step),
+		attrAttempt.Int(rec.Attempt+1), attrTransition.Int64(int64(rec.Transition))))
+	return r.tracer.Start(ctx, "workflow step "+r.t.id+"."+rec.Step, opts...)
+}
+
+// The attributes of a step's span.
+const (
+	attrStep       = attribute.Key("trellis.workflow.step")
+	attrAttempt    = attribute.Key("trellis.workflow.attempt")
+	attrTransition = attribute.Key("trellis.workflow.transition")
+)
