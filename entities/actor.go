@@ -2,7 +2,6 @@ package entities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -148,7 +147,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			}
 			return eff.reply, nil
 		case updateThenReply:
-			data, err := json.Marshal(eff.state)
+			data, err := encode(&eff.state)
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}

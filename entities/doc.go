@@ -3,7 +3,8 @@
 // delete then reply, reply, or a refusal with a kind: Error, NotFound,
 // Conflict, Invalid), the entity actor that runs them one at a time per id
 // on the runtime's local sharding, the state store (memory, Redis) that
-// keeps each entity's state as JSON, and the unit test kits (Try for one
+// keeps each entity's state as JSON (encoding/json's, or the state's own
+// when *S is a StateAppender), and the unit test kits (Try for one
 // command, TestKit for commands in a row).
 //
 // A key-value entity is defined once, next to its commands:

@@ -94,6 +94,25 @@ func (t *Type[S]) decode(entityID string, rev uint64, data []byte) (S, error) {
 	return state, nil
 }
 
+// StateAppender is a state type that writes its own JSON: an entity type
+// whose *S has it stores the bytes AppendJSON appends, rather than
+// json.Marshal's, on every write (encoding/json's reflection is a large
+// part of a write's cost for a big state). They must be JSON that
+// json.Unmarshal reads back into the same state; the bytes json.Marshal
+// writes for it are best (stores and consumers see the same JSON either
+// way).
+type StateAppender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+// encode is the stored form of *state: its AppendJSON, else json.Marshal.
+func encode[S any](state *S) ([]byte, error) {
+	if a, ok := any(state).(StateAppender); ok {
+		return a.AppendJSON(nil)
+	}
+	return json.Marshal(state)
+}
+
 // command is one command, with its argument type erased.
 type command[S any] = components.Method[call[S], effect[S]]
 

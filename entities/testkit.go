@@ -2,7 +2,6 @@ package entities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/trellis-go/trellis/components"
@@ -62,7 +61,7 @@ func Try[S, A, R any](t *Type[S], m components.EntityMethod[A, R], entityID stri
 // copyState is state as the entity would hand it to a handler after
 // storing it: encoded, then decoded over t's empty state.
 func copyState[S any](t *Type[S], entityID string, state S) (S, error) {
-	data, err := json.Marshal(state)
+	data, err := encode(&state)
 	if err != nil {
 		return state, fmt.Errorf("encode the state: %w", err)
 	}

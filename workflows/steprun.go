@@ -69,10 +69,7 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runCtx, span := r.stepSpan(runCtx, id, rec)
-	limit := &stepLimit{cancel: cancel, handOver: func() {
-		late := fmt.Errorf("step %q ran past its timeout of %s", rec.Step, timeout)
-		go r.drive(id, d, new(r.outcome(ctx, rec, started, span, stepResult[S]{}, late)))
-	}}
+	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, rec: rec, started: started, span: span, timeout: timeout}
 	r.limits.Add(limit, timeout)
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
 	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
@@ -133,28 +130,38 @@ func (r *Running[S]) outcome(ctx context.Context, rec record, started time.Time,
 
 // stepLimit is a step run's timeout in the runner's book of them
 // (Running.limits): one timer on the runner's clock for every run in
-// flight, rather than one per run.
-type stepLimit struct {
+// flight, rather than one per run. It holds what the drive needs to go on
+// without the run when it expires.
+type stepLimit[S any] struct {
 	deadlines.Entry // Done: the run returned, or its timeout passed
 	cancel          context.CancelCauseFunc
-	// handOver goes on with the drive on another goroutine, committing
-	// the timeout, while the handler holds the run's.
-	handOver func()
+	r               *Running[S]
+	d               *drive
+	id              string
+	rec             record
+	started         time.Time
+	span            trace.Span
+	timeout         time.Duration
 }
 
 // BookEntry is the timeout's place in the book.
-func (l *stepLimit) BookEntry() *deadlines.Entry { return &l.Entry }
+func (l *stepLimit[S]) BookEntry() *deadlines.Entry { return &l.Entry }
 
-// Expire cancels the run's context with context.DeadlineExceeded and
-// hands the drive over, unless the run returned.
-func (l *stepLimit) Expire() {
-	if l.Done.CompareAndSwap(false, true) {
-		l.cancel(context.DeadlineExceeded)
-		l.handOver()
+// Expire cancels the run's context with context.DeadlineExceeded, unless
+// the run returned, and hands the drive over to a new goroutine, which
+// commits the timeout as the run's outcome and goes on, while the handler
+// holds the run's.
+func (l *stepLimit[S]) Expire() {
+	if !l.Done.CompareAndSwap(false, true) {
+		return
 	}
+	l.cancel(context.DeadlineExceeded)
+	late := fmt.Errorf("step %q ran past its timeout of %s", l.rec.Step, l.timeout)
+	ran := l.r.outcome(l.d.ctx, l.rec, l.started, l.span, stepResult[S]{}, late)
+	go l.r.drive(l.id, l.d, &ran)
 }
 
-var _ deadlines.Wait = (*stepLimit)(nil)
+var _ deadlines.Wait = (*stepLimit[int])(nil)
 
 // stepSpan opens the span of one attempt of rec's step, linked to the
 // command that started the workflow.
