@@ -38,9 +38,13 @@ type entityActor[S any] struct {
 	state  S      // data decoded (or as written), when the type holds it
 	rev    uint64
 	loaded bool
-	fence  Fence                               // with a Host.Cluster: the fence the state was loaded under
-	legacy legacyNote                          // what the load learned of the legacy key (ShardedRedisStore)
-	queued entityrun.Queue[call[S], effect[S]] // runQueued's
+	// assumed: the state was not read but assumed absent (a type that
+	// expects new entities: entityhook.ExpectNew); only a write made on
+	// that assumption, refused unless the entity is absent, proves it.
+	assumed bool
+	fence   Fence                               // with a Host.Cluster: the fence the state was loaded under
+	legacy  legacyNote                          // what the load learned of the legacy key (ShardedRedisStore)
+	queued  entityrun.Queue[call[S], effect[S]] // runQueued's
 }
 
 // Receive runs a command, and with it the commands queued behind it when
@@ -79,6 +83,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 	// op names the command in errors; made only when there is one, since
 	// this is every command's path.
 	op := func() string { return a.op(env) }
+	verify := false // an assumption failed: read the state
 	for conflicts := 0; ; conflicts++ {
 		if conflicts > r.host.MaxConflicts {
 			return nil, fmt.Errorf("%s: %d write conflicts in a row: %w", op(), conflicts-1, ErrConflict)
@@ -99,7 +104,9 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			a.loaded = false // the shard moved and came back: another owner may have written
 		}
 		if !a.loaded {
-			if err := a.load(ctx); err != nil {
+			if r.t.expectNew && !verify {
+				a.assumeAbsent()
+			} else if err := a.load(ctx); err != nil {
 				return nil, fmt.Errorf("%s: %w", op(), err)
 			}
 			a.fence = fence
@@ -111,6 +118,13 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		eff, err := env.Cmd.Run(call[S]{ctx: ctx, client: r.host.Client, entityID: a.id, state: state}, env.Arg)
 		if err != nil {
 			return nil, err
+		}
+		if a.assumed && eff.kind != updateThenReply {
+			// Only a write checks the assumption: anything else is
+			// answered from the state as stored.
+			a.loaded, a.assumed, verify = false, false, true
+			conflicts--
+			continue
 		}
 		applied, err := a.applied(env, eff)
 		if err != nil {
@@ -152,6 +166,13 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}
 			rev, err := a.save(withApplied(ctx, applied), data)
+			if a.assumed {
+				// Written: the entity was absent. Else it is read next.
+				a.assumed = false
+				if err != nil {
+					a.loaded, verify = false, true
+				}
+			}
 			if ok, first := replayed(err); ok {
 				a.loaded = false // written by a first attempt this entity may not hold
 				return first.Value, first.Err
@@ -233,7 +254,16 @@ func (a *entityActor[S]) serving() (Fence, bool) {
 // drop forgets the state: the shard is no longer this instance's.
 func (a *entityActor[S]) drop() {
 	var zero S
-	a.data, a.state, a.rev, a.loaded, a.fence, a.legacy = nil, zero, 0, false, Fence{}, legacyNote{}
+	a.data, a.state, a.rev, a.loaded, a.assumed, a.fence, a.legacy = nil, zero, 0, false, false, Fence{}, legacyNote{}
+}
+
+// assumeAbsent holds the empty state without reading the store, for a
+// type that expects new entities: as a load that found nothing, here or
+// under the legacy key (such a type is never there).
+func (a *entityActor[S]) assumeAbsent() {
+	a.legacy = legacyNote{known: true}
+	_ = a.keep(nil, 0) // revision 0 is the empty state: nothing to decode, nothing to fail
+	a.loaded, a.assumed = true, true
 }
 
 // save writes data over revision a.rev: under the fence with a cluster.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/entityhook"
 )
 
 // Type is the definition of a key-value entity: its component id, its empty
@@ -20,7 +21,16 @@ type Type[S any] struct {
 	flat bool
 	// keepDecoded: see KeepDecoded.
 	keepDecoded bool
+	// expectNew: see entityhook.ExpectNew.
+	expectNew bool
 }
+
+func init() {
+	entityhook.ExpectNew = func(t any) { t.(interface{ setExpectNew() }).setExpectNew() }
+}
+
+// setExpectNew is entityhook.ExpectNew for t.
+func (t *Type[S]) setExpectNew() { t.expectNew = true }
 
 // KeepDecoded declares that t's command handlers change nothing in place
 // in the state they are given — no element of its slices (an append to

@@ -17,6 +17,7 @@ import (
 	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/deadlines"
+	"github.com/trellis-go/trellis/internal/entityhook"
 	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/listing"
 	"github.com/trellis-go/trellis/timers"
@@ -128,7 +129,11 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	}
 	// Its handlers build every change anew (see record.note), and what
 	// leaves the workflow is detached: the entity holds the record decoded.
+	// A record is made by the command that starts its workflow, and only
+	// in the cluster mode or the embedded store (never the legacy layout):
+	// a record not in memory is assumed new until a write says otherwise.
 	et := entities.Define(t.id, func(string) record { return record{} }).KeepDecoded()
+	entityhook.ExpectNew(et)
 	t.mu.Lock()
 	for _, add := range t.commands {
 		add(et, r)
