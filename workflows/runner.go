@@ -79,8 +79,45 @@ func (r *Running[S]) poke(id string) bool {
 	d.ctx, d.cancel = context.WithCancel(r.life.ctx)
 	r.active[id] = d
 	r.drives.Add(1)
-	go r.drive(id, d, nil)
+	select {
+	case r.idle <- driveJob{id: id, d: d}:
+	default:
+		r.drivers.Add(1)
+		go r.driver(driveJob{id: id, d: d})
+	}
 	return true
+}
+
+// maxIdleDrivers bounds the goroutines that wait for a drive.
+const maxIdleDrivers = 64
+
+// driveJob is a drive for a driver to run.
+type driveJob struct {
+	id string
+	d  *drive
+}
+
+// driver runs drives: j, then those it is handed while it waits (up to
+// maxIdleDrivers wait at once; the rest leave), until the runner stops.
+// A drive runs deep (a step's handler, its commit through the record's
+// entity and the store's client): on a goroutine that ran one before,
+// its stack has grown already, where a new goroutine's grows by copies.
+func (r *Running[S]) driver(j driveJob) {
+	defer r.drivers.Done()
+	for {
+		r.drive(j.id, j.d, nil)
+		if r.idlers.Add(1) > maxIdleDrivers {
+			r.idlers.Add(-1)
+			return
+		}
+		select {
+		case j = <-r.idle:
+			r.idlers.Add(-1)
+		case <-r.ctx.Done():
+			r.idlers.Add(-1)
+			return
+		}
+	}
 }
 
 // drive drives id until it neither runs here nor was woken again. from,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,10 @@ type Running[S any] struct {
 	crashed bool
 	missed  map[string]bool
 	drives  sync.WaitGroup
+	// drivers run the drives; idlers of them wait for one on idle.
+	drivers sync.WaitGroup
+	idle    chan driveJob
+	idlers  atomic.Int32
 	loops   sync.WaitGroup // the shard watches, and a crash's resume
 }
 
@@ -118,7 +123,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		clock: h.Entities.System.Clock(), changes: changes, limits: deadlines.New(h.Entities.System.Clock()),
 		get:       components.NewEntityMethod[components.Done, record](t.id, getMethod),
 		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
-		active:    make(map[string]*drive), releasing: make(map[int]cluster.Fence), missed: make(map[string]bool)}
+		active:    make(map[string]*drive), idle: make(chan driveJob), releasing: make(map[int]cluster.Fence), missed: make(map[string]bool)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.tracer = h.Entities.Client.Tracer()
 	if h.Runners != nil {
@@ -175,6 +180,7 @@ func (r *Running[S]) Stop(ctx context.Context) error {
 	go func() {
 		r.loops.Wait()
 		r.drives.Wait()
+		r.drivers.Wait()
 		r.limits.Abandon() // no run left to time out
 		close(done)
 	}()
