@@ -108,7 +108,25 @@ func (b *Batcher) drop(q *queued) bool {
 // goroutine of its own (the caller that held it has its reply), or is
 // free again.
 func (b *Batcher) free() {
+	if batch := b.next(); batch != nil {
+		go b.sendAll(batch)
+	}
+}
+
+// sendAll sends batch, then what queued meanwhile, until nothing has: a
+// slot under steady load keeps one goroutine.
+func (b *Batcher) sendAll(batch []*queued) {
+	for batch != nil {
+		b.send(batch)
+		batch = b.next()
+	}
+}
+
+// next takes the scripts queued for a slot whose send ended, up to most;
+// nil when none queued, and the slot is free again.
+func (b *Batcher) next() []*queued {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	batch := b.queue
 	if b.most > 0 && len(batch) > b.most {
 		batch = batch[:b.most:b.most]
@@ -118,14 +136,9 @@ func (b *Batcher) free() {
 	}
 	if len(batch) == 0 {
 		b.busy--
-		b.mu.Unlock()
-		return
+		return nil
 	}
-	b.mu.Unlock()
-	go func() {
-		b.send(batch)
-		b.free()
-	}()
+	return batch
 }
 
 // send sends batch as one pipeline and hands each caller its reply.
