@@ -16,7 +16,7 @@ import (
 )
 
 // envelope is one command for an entity actor.
-type envelope[S any] = entityrun.Envelope[call[S], effect[S]]
+type envelope[S any] = entityrun.Envelope[*call[S], effect[S]]
 
 // outcome is a command's answer.
 type outcome = entityrun.Outcome
@@ -42,9 +42,10 @@ type entityActor[S any] struct {
 	// expects new entities: entityhook.ExpectNew); only a write made on
 	// that assumption, refused unless the entity is absent, proves it.
 	assumed bool
-	fence   Fence                               // with a Host.Cluster: the fence the state was loaded under
-	legacy  legacyNote                          // what the load learned of the legacy key (ShardedRedisStore)
-	queued  entityrun.Queue[call[S], effect[S]] // runQueued's
+	fence   Fence                                // with a Host.Cluster: the fence the state was loaded under
+	legacy  legacyNote                           // what the load learned of the legacy key (ShardedRedisStore)
+	queued  entityrun.Queue[*call[S], effect[S]] // runQueued's
+	call    call[S]                              // what a command runs with (run), kept to spare an allocation a command
 }
 
 // Receive runs a command, and with it the commands queued behind it when
@@ -58,6 +59,15 @@ func (a *entityActor[S]) Receive(ctx *runtime.Context[envelope[S]], env envelope
 
 // receive runs one command and replies.
 func (a *entityActor[S]) receive(env envelope[S]) { entityrun.Answer(env, a.handle) }
+
+// run runs env's command on state, the entity's call struct holding what
+// it runs with (a command runs on the entity's goroutine, one at a time),
+// cleared after so that it holds nothing while the entity idles.
+func (a *entityActor[S]) run(env envelope[S], state S) (effect[S], error) {
+	a.call = call[S]{ctx: env.Ctx, client: a.r.host.Client, entityID: a.id, state: state}
+	defer func() { a.call = call[S]{} }()
+	return env.Cmd.Run(&a.call, env.Arg)
+}
 
 // op names a command on the entity in errors.
 func (a *entityActor[S]) op(env envelope[S]) string {
@@ -115,7 +125,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op(), err)
 		}
-		eff, err := env.Cmd.Run(call[S]{ctx: ctx, client: r.host.Client, entityID: a.id, state: state}, env.Arg)
+		eff, err := a.run(env, state)
 		if err != nil {
 			return nil, err
 		}

@@ -114,7 +114,7 @@ func (a *entityActor[S]) runOn(b *batch[S], env envelope[S]) (effect[S], error) 
 			return effect[S]{}, fmt.Errorf("%s: %w", a.op(env), err)
 		}
 	}
-	return env.Cmd.Run(call[S]{ctx: env.Ctx, client: a.r.host.Client, entityID: a.id, state: state}, env.Arg)
+	return a.run(env, state)
 }
 
 // update makes state b's and queues its write.

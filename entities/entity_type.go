@@ -14,7 +14,7 @@ import (
 // state and its commands. It holds no running state, so one definition can
 // be started in several services (or test servers) at once.
 type Type[S any] struct {
-	commands *components.MethodSet[call[S], effect[S]]
+	commands *components.MethodSet[*call[S], effect[S]]
 	empty    func(entityID string) S
 	// flat: S holds no pointer, slice, map, interface, channel or function,
 	// so a plain assignment copies all of it and shares nothing.
@@ -53,7 +53,7 @@ func (t *Type[S]) holdsDecoded() bool { return t.flat || t.keepDecoded }
 // empty state of an entity that has never been written (or was deleted).
 func Define[S any](componentID string, empty func(entityID string) S) *Type[S] {
 	return &Type[S]{
-		commands: components.NewMethodSet[call[S], effect[S]](components.KindKeyValueEntity, componentID),
+		commands: components.NewMethodSet[*call[S], effect[S]](components.KindKeyValueEntity, componentID),
 		empty:    empty,
 		flat:     IsFlat(reflect.TypeFor[S]()),
 	}
@@ -124,7 +124,7 @@ func encode[S any](state *S) ([]byte, error) {
 }
 
 // command is one command, with its argument type erased.
-type command[S any] = components.Method[call[S], effect[S]]
+type command[S any] = components.Method[*call[S], effect[S]]
 
 // call is what a command's handler is run with, besides its argument.
 type call[S any] struct {
@@ -149,7 +149,7 @@ type effect[S any] struct {
 // a programming error found at start-up.
 func Command[S, A, R any](t *Type[S], name string, handler func(ctx *Ctx[S, R], state S, arg A) Effect[S, R]) components.EntityMethod[A, R] {
 	id := t.ComponentID()
-	t.commands.Add(components.NewMethod(id, name, func(c call[S], a A) (effect[S], error) {
+	t.commands.Add(components.NewMethod(id, name, func(c *call[S], a A) (effect[S], error) {
 		e := handler(&Ctx[S, R]{ctx: c.ctx, entityID: c.entityID, client: c.client}, c.state, a)
 		if e.kind == 0 {
 			return effect[S]{}, fmt.Errorf("%s.%s on %q returned no effect (the zero Effect)", id, name, c.entityID)

@@ -38,7 +38,7 @@ func Try[S, A, R any](t *Type[S], m components.EntityMethod[A, R], entityID stri
 		out.Err = err
 		return out
 	}
-	eff, err := cmd.Run(call[S]{ctx: context.Background(), client: client, entityID: entityID, state: own}, arg)
+	eff, err := cmd.Run(&call[S]{ctx: context.Background(), client: client, entityID: entityID, state: own}, arg)
 	if err != nil {
 		out.Err = err
 		return out

@@ -60,13 +60,13 @@ func (r *Running[S]) live() {
 	go r.watchShards(ctx, r.life.loop)
 }
 
-// crashAt passes crash point where of id's run of rec; true: the runner
+// crashAt passes crash point where of id's run at; true: the runner
 // crashes there, and the caller must return at once.
-func (r *Running[S]) crashAt(where, id string, rec record) bool {
+func (r *Running[S]) crashAt(where, id string, at attempt) bool {
 	if r.crashes == nil {
 		return false
 	}
-	p := faulthook.WorkflowPoint{Workflow: r.t.id, ID: id, Where: where, Step: rec.Step, Transition: rec.Transition, Attempt: rec.Attempt + 1}
+	p := faulthook.WorkflowPoint{Workflow: r.t.id, ID: id, Where: where, Step: at.step, Transition: at.transition, Attempt: at.number}
 	if where == pointBeforeTimer {
 		p.Attempt = 0
 	}

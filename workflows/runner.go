@@ -185,7 +185,7 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 		}
 		if rec.Status != StatusRunning {
 			if !rec.wakeAt().IsZero() {
-				if r.crashAt(pointBeforeTimer, id, rec) {
+				if r.crashAt(pointBeforeTimer, id, rec.attempt()) {
 					return true
 				}
 				if err = r.arm(id, rec); err != nil {
@@ -203,7 +203,7 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 				continue
 			}
 		}
-		if r.crashAt(pointBeforeStep, id, rec) {
+		if r.crashAt(pointBeforeStep, id, rec.attempt()) {
 			return true
 		}
 		ran, ok := r.run(d, id, rec)
@@ -222,7 +222,7 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 // the runner crashes here: stop) and counts it; it returns the record
 // as written, or the write's error.
 func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec record, stop bool, err error) {
-	if ctx.Err() != nil || r.crashAt(pointAfterStep, id, ran.rec) {
+	if ctx.Err() != nil || r.crashAt(pointAfterStep, id, ran.at) {
 		tracing.End(ran.span, ran.errType)
 		return record{}, true, nil // stopping or handing the shard over: not committed, the next owner runs the step again
 	}
@@ -232,7 +232,7 @@ func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec re
 		errType = "commit failed"
 	}
 	tracing.End(ran.span, errType)
-	r.ran(ran.rec.Step, ran.a, rec, err)
+	r.ran(ran.at.step, ran.a, rec, err)
 	return rec, false, err
 }
 

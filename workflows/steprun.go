@@ -23,14 +23,27 @@ import (
 // shard's hand-over waits for the handler, so that it does not run on
 // while the shard's next owner runs the step.
 
-// ranStep is a step run, ready to commit: the record it ran on, its
-// outcome a, and its span, which the commit ends with errType (the
-// commit's spans are its children).
+// ranStep is a step run, ready to commit: which run it was, its outcome
+// a, and its span, which the commit ends with errType (the commit's spans
+// are its children).
 type ranStep struct {
-	rec     record
+	at      attempt
 	a       commitArg
 	span    trace.Span
 	errType string
+}
+
+// attempt names a run of a step: the step, the transition it runs under
+// and its attempt's number (from 1).
+type attempt struct {
+	step       string
+	transition uint64
+	number     int
+}
+
+// attempt is the run of rec's step that comes next.
+func (rec *record) attempt() attempt {
+	return attempt{step: rec.Step, transition: rec.Transition, number: rec.Attempt + 1}
 }
 
 // stepResult is what a step's handler gave: its effect, or err when its
@@ -49,16 +62,16 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	started := r.clock.Now()
 	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
 		a := commitArg{Transition: rec.Transition, Started: started, TimedOut: true, At: r.clock.Now()}
-		return ranStep{rec: rec, a: a, span: noop.Span{}}, true
+		return ranStep{at: rec.attempt(), a: a, span: noop.Span{}}, true
 	}
 	def := r.t.step(rec.Step)
 	if def == nil {
 		err := fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
-		return r.outcome(ctx, rec, started, noop.Span{}, stepResult[S]{}, err), true
+		return r.outcome(ctx, rec.attempt(), started, noop.Span{}, stepResult[S]{}, err), true
 	}
 	state, err := r.t.decode(id, rec)
 	if err != nil {
-		return r.outcome(ctx, rec, started, noop.Span{}, stepResult[S]{err: err}, nil), true
+		return r.outcome(ctx, rec.attempt(), started, noop.Span{}, stepResult[S]{err: err}, nil), true
 	}
 	timeout := def.settings.stepTimeout
 	if !rec.Deadline.IsZero() {
@@ -69,7 +82,7 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runCtx, span := r.stepSpan(runCtx, id, rec)
-	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, rec: rec, started: started, span: span, timeout: timeout}
+	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, at: rec.attempt(), started: started, span: span, timeout: timeout}
 	r.limits.Add(limit, timeout)
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
 	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
@@ -84,7 +97,7 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("step %q stopped: %w", rec.Step, context.Cause(ctx))
 	}
-	return r.outcome(ctx, rec, started, span, res, err), true
+	return r.outcome(ctx, rec.attempt(), started, span, res, err), true
 }
 
 // call runs def's handler, recovering a panic.
@@ -98,22 +111,22 @@ func call[S any](def *stepDef[S], sctx *StepCtx[S], state S, input []byte) (res 
 	return stepResult[S]{eff: eff, err: err}
 }
 
-// outcome is the commit of rec's run that started at started, in span:
+// outcome is the commit of run at, which started at started, in span:
 // err is a missing step, a panic, the timeout or a stop; else res's effect
 // (an input that did not decode, a zero effect or an effect's encoding
 // fail the run for good).
-func (r *Running[S]) outcome(ctx context.Context, rec record, started time.Time, span trace.Span, res stepResult[S], err error) ranStep {
-	a := commitArg{Transition: rec.Transition, Started: started}
+func (r *Running[S]) outcome(ctx context.Context, at attempt, started time.Time, span trace.Span, res stepResult[S], err error) ranStep {
+	a := commitArg{Transition: at.transition, Started: started}
 	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, span.SpanContext()))
 	errType := ""
 	switch {
 	case err != nil:
 		a.Error, errType = err.Error(), "failed"
-		a.Missing = r.t.step(rec.Step) == nil
+		a.Missing = r.t.step(at.step) == nil
 	case res.err != nil:
 		a.Error, a.Permanent, errType = res.err.Error(), true, "bad effect"
 	case !res.eff.set:
-		a.Error, a.Permanent, errType = fmt.Sprintf("step %q returned no effect (the zero StepEffect)", rec.Step), true, "bad effect"
+		a.Error, a.Permanent, errType = fmt.Sprintf("step %q returned no effect (the zero StepEffect)", at.step), true, "bad effect"
 	case res.eff.err != nil:
 		a.Error, errType = res.eff.err.Error(), "failed"
 	default:
@@ -125,7 +138,7 @@ func (r *Running[S]) outcome(ctx context.Context, rec record, started time.Time,
 		}
 	}
 	a.At = r.clock.Now()
-	return ranStep{rec: rec, a: a, span: span, errType: errType}
+	return ranStep{at: at, a: a, span: span, errType: errType}
 }
 
 // stepLimit is a step run's timeout in the runner's book of them
@@ -138,7 +151,7 @@ type stepLimit[S any] struct {
 	r               *Running[S]
 	d               *drive
 	id              string
-	rec             record
+	at              attempt
 	started         time.Time
 	span            trace.Span
 	timeout         time.Duration
@@ -156,8 +169,8 @@ func (l *stepLimit[S]) Expire() {
 		return
 	}
 	l.cancel(context.DeadlineExceeded)
-	late := fmt.Errorf("step %q ran past its timeout of %s", l.rec.Step, l.timeout)
-	ran := l.r.outcome(l.d.ctx, l.rec, l.started, l.span, stepResult[S]{}, late)
+	late := fmt.Errorf("step %q ran past its timeout of %s", l.at.step, l.timeout)
+	ran := l.r.outcome(l.d.ctx, l.at, l.started, l.span, stepResult[S]{}, late)
 	go l.r.drive(l.id, l.d, &ran)
 }
 
