@@ -16,6 +16,7 @@ import (
 // The platform's commands on a workflow's record.
 const (
 	getMethod    = internalPrefix + "get"    // the record
+	readMethod   = internalPrefix + "read"   // the record without its history, shared with the entity: the runner's, which only reads it
 	commitMethod = internalPrefix + "commit" // a step's outcome; its reply is the record without its history
 	lapseMethod  = internalPrefix + "lapse"  // a pause lapsed or the workflow timed out (its timer)
 )
@@ -60,6 +61,9 @@ type lapseArg struct {
 func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 	entities.Command(et, getMethod, func(ctx *entities.Ctx[record, record], rec record, _ components.Done) entities.Effect[record, record] {
 		return ctx.Reply(rec.detached())
+	})
+	entities.Command(et, readMethod, func(ctx *entities.Ctx[record, record], rec record, _ components.Done) entities.Effect[record, record] {
+		return ctx.Reply(rec.withoutHistory())
 	})
 	entities.Command(et, commitMethod, func(ctx *entities.Ctx[record, record], rec record, a commitArg) entities.Effect[record, record] {
 		next, deleted, changed := r.committed(ctx.EntityID(), rec, a)

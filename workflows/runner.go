@@ -238,7 +238,7 @@ func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec re
 
 // read reads id's record, bounded by callTimeout.
 func (r *Running[S]) read(ctx context.Context, id string) (record, error) {
-	return r.here(ctx, id, getMethod, components.Done{})
+	return r.here(ctx, id, readMethod, components.Done{})
 }
 
 // write commits a step's outcome a to id's record, bounded by
