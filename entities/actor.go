@@ -126,15 +126,15 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			return nil, fmt.Errorf("%s: %w", op(), err)
 		}
 		eff, err := a.run(env, state)
-		if err != nil {
-			return nil, err
-		}
-		if a.assumed && eff.kind != updateThenReply {
-			// Only a write checks the assumption: anything else is
-			// answered from the state as stored.
+		if a.assumed && (err != nil || eff.kind != updateThenReply) {
+			// Only a write checks the assumption: anything else (a
+			// handler's failure too) is answered from the state as stored.
 			a.loaded, a.assumed, verify = false, false, true
 			conflicts--
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		applied, err := a.applied(env, eff)
 		if err != nil {

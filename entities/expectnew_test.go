@@ -39,6 +39,16 @@ var (
 			a.Balance -= n
 			return ctx.UpdateState(a).ThenReply(a)
 		})
+	// Halve fails (panics) on an empty ledger, as a handler may on the
+	// empty state it was never meant to see.
+	Halve = entities.Command(Ledgers, "halve",
+		func(ctx *entities.Ctx[Acct, Acct], a Acct, _ components.Done) entities.Effect[Acct, Acct] {
+			if a.Balance == 0 {
+				panic("no balance to halve")
+			}
+			a.Balance /= 2
+			return ctx.UpdateState(a).ThenReply(a)
+		})
 	CloseLedger = entities.Command(Ledgers, "close",
 		func(ctx *entities.Ctx[Acct, int], a Acct, _ components.Done) entities.Effect[Acct, int] {
 			return ctx.DeleteEntity().ThenReply(a.Balance)
@@ -62,8 +72,8 @@ func startLedgers(t *testing.T, store entities.Store) *components.Client {
 // TestExpectNew: a command on an entity not in memory of a type that
 // expects new entities runs on the empty state with no read of the store
 // when the entity is new; when it exists, every effect is the one its
-// stored state gives — a write's conflict, a reply, a refusal and a
-// delete each read it and run the command again.
+// stored state gives — a write's conflict, a reply, a refusal, a delete
+// and a handler's failure each read it and run the command again.
 func TestExpectNew(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -83,6 +93,8 @@ func TestExpectNew(t *testing.T) {
 			components.Conflict, 1, 5},
 		{"delete", func(c *components.Client) (any, error) { return CloseLedger.Invoke(ctx, c, "l-1", done) },
 			5, 1, -1},
+		{"a handler that fails on the empty state", func(c *components.Client) (any, error) { return Halve.Invoke(ctx, c, "l-1", done) },
+			Acct{ID: "l-1", Balance: 2}, 1, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
