@@ -71,13 +71,14 @@ func appliedIn(ctx context.Context) *Applied {
 	return a
 }
 
-// appliedArgs are a's key, answer and retention in milliseconds as the
-// Redis scripts take them (applied.lua): "" for no record.
-func appliedArgs(a *Applied) []any {
+// appendApplied appends a's key, answer and retention in milliseconds
+// to a script's arguments, as the Redis scripts take them (applied.lua):
+// "" for no record.
+func appendApplied(args []any, a *Applied) []any {
 	if a == nil {
-		return []any{"", "", 0}
+		return append(args, "", "", 0)
 	}
-	return []any{a.Key, a.Answer, a.Retention.Milliseconds()}
+	return append(args, a.Key, a.Answer, a.Retention.Milliseconds())
 }
 
 // alreadyApplied is the error of a write whose record was kept already,

@@ -156,7 +156,7 @@ func appendJournal(ctx context.Context, batch *store.Batcher, keys []string, f F
 	}
 	args = append(args, entityType, id, limit, tc, len(w.Applied))
 	for i := range w.Applied {
-		args = append(args, appliedArgs(&w.Applied[i])...)
+		args = appendApplied(args, &w.Applied[i])
 	}
 	for _, e := range w.Events {
 		if !ValidEventName(e.Name) {

@@ -81,7 +81,7 @@ func (s *RedisStore) key(entityType, id string) string {
 // the stored revision is not the expected one.
 var (
 	// saveIfRevision: KEYS[1] document; ARGV[1] expected revision ("0":
-	// absent), ARGV[2] data, ARGV[3..5] the applied record (appliedArgs;
+	// absent), ARGV[2] data, ARGV[3..5] the applied record (appendApplied;
 	// {2, first answer} when it is kept already). The new revision is one more than the live
 	// document's, or than the tombstone's, or 1.
 	saveIfRevision = redis.NewScript(appliedLua + `
@@ -194,7 +194,7 @@ func (s *RedisStore) Revision(ctx context.Context, entityType, id string) (uint6
 func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byte, expected uint64) (uint64, error) {
 	// go-redis writes data to the connection before Run returns, so the
 	// caller may reuse the buffer afterwards.
-	args := append([]any{strconv.FormatUint(expected, 10), data}, appliedArgs(appliedIn(ctx))...)
+	args := appendApplied([]any{strconv.FormatUint(expected, 10), data}, appliedIn(ctx))
 	res, err := s.batch.Run(ctx, saveIfRevision, []string{s.key(entityType, id)}, args...).Slice()
 	if err != nil {
 		return 0, redisWriteErr(s.client, "save", entityType, id, err)
@@ -214,7 +214,7 @@ func (s *RedisStore) Save(ctx context.Context, entityType, id string, data []byt
 
 // Delete implements [Store] with the deleteIfRevision script.
 func (s *RedisStore) Delete(ctx context.Context, entityType, id string, expected uint64) error {
-	args := append([]any{strconv.FormatUint(expected, 10)}, appliedArgs(appliedIn(ctx))...)
+	args := appendApplied([]any{strconv.FormatUint(expected, 10)}, appliedIn(ctx))
 	res, err := s.batch.Run(ctx, deleteIfRevision, []string{s.key(entityType, id)}, args...).Slice()
 	if err != nil {
 		return redisWriteErr(s.client, "delete", entityType, id, err)

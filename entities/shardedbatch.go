@@ -59,7 +59,7 @@ func (s *ShardedRedisStore) SaveFencedBatch(ctx context.Context, f Fence, entity
 	args = append(args, strconv.FormatUint(expected, 10), entityType, id, s.limit)
 	for _, u := range updates {
 		args = append(args, u.Data, u.TraceContext)
-		args = append(args, appliedArgs(u.Applied)...)
+		args = appendApplied(args, u.Applied)
 	}
 	res, err := s.batch.Run(ctx, shardedSaveBatch, keys, args...).Slice()
 	if err != nil {

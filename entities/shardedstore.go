@@ -248,7 +248,7 @@ func (s *ShardedRedisStore) Record(ctx context.Context, entityType, id string, e
 // it returns the revision found.
 func runRecord(ctx context.Context, client redis.UniversalClient, key, entityType, id string, expected uint64, a Applied) (uint64, error) {
 	const op = "record"
-	args := append([]any{strconv.FormatUint(expected, 10)}, appliedArgs(&a)...)
+	args := appendApplied([]any{strconv.FormatUint(expected, 10)}, &a)
 	res, err := recordScript.Run(ctx, client, []string{key}, args...).Slice()
 	if err != nil {
 		return 0, redisWriteErr(client, op, entityType, id, err)
@@ -404,12 +404,13 @@ type scriptReply struct {
 // {code, revision[, seq, at]} reply.
 func (s *ShardedRedisStore) run(ctx context.Context, script *redis.Script, keys []string, f Fence,
 	entityType, id string, expected uint64, data []byte, floor, traceCtx string) (scriptReply, error) {
-	args := append(f.AppendArgs(make([]any, 0, 9)), strconv.FormatUint(expected, 10))
+	// The fence (2), the revision, the data, 5 more and the applied record (3).
+	args := append(f.AppendArgs(make([]any, 0, 12)), strconv.FormatUint(expected, 10))
 	if script == shardedSave {
 		args = append(args, data)
 	}
 	args = append(args, floor, entityType, id, s.limit, traceCtx)
-	args = append(args, appliedArgs(appliedIn(ctx))...)
+	args = appendApplied(args, appliedIn(ctx))
 	res, err := s.batch.Run(ctx, script, keys, args...).Slice()
 	if err != nil {
 		return scriptReply{}, err
