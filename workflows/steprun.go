@@ -117,7 +117,9 @@ func call[S any](def *stepDef[S], sctx *StepCtx[S], state S, input []byte) (res 
 // fail the run for good).
 func (r *Running[S]) outcome(ctx context.Context, at attempt, started time.Time, span trace.Span, res stepResult[S], err error) ranStep {
 	a := commitArg{Transition: at.transition, Started: started}
-	a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, span.SpanContext()))
+	if sc := span.SpanContext(); sc.IsSampled() { // else CaptureForLink is "": spare the context
+		a.Span = tracing.CaptureForLink(trace.ContextWithSpanContext(ctx, sc))
+	}
 	errType := ""
 	switch {
 	case err != nil:
