@@ -41,10 +41,7 @@ func (rec *record) appendJSON(b []byte) ([]byte, bool) {
 	w.str("run", rec.Run)
 	w.str("step", rec.Step)
 	w.raw("input", rec.Input)
-	if rec.Attempt != 0 {
-		w.key("attempt")
-		w.b = jsonappend.Int(w.b, rec.Attempt)
-	}
+	w.int("attempt", rec.Attempt)
 	w.uint("transition", rec.Transition)
 	w.uint("entered", rec.Entered)
 	if rec.Suspended {
@@ -76,10 +73,7 @@ func (rec *record) appendJSON(b []byte) ([]byte, bool) {
 			w.key("transition")
 			w.b = jsonappend.Uint(w.b, e.Transition)
 			w.str("step", e.Step)
-			if e.Attempt != 0 {
-				w.key("attempt")
-				w.b = jsonappend.Int(w.b, e.Attempt)
-			}
+			w.int("attempt", e.Attempt)
 			w.key("outcome")
 			w.b = jsonappend.String(w.b, e.Outcome)
 			w.str("error", e.Error)
@@ -133,6 +127,14 @@ func (w *objectWriter) str(name, s string) {
 	if s != "" {
 		w.key(name)
 		w.b = jsonappend.String(w.b, s)
+	}
+}
+
+// int appends an omitempty int field.
+func (w *objectWriter) int(name string, n int) {
+	if n != 0 {
+		w.key(name)
+		w.b = jsonappend.Int(w.b, n)
 	}
 }
 

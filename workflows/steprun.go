@@ -58,20 +58,20 @@ type stepResult[S any] struct {
 // commit. False: the run went past its timeout and d was handed over to
 // another goroutine; the caller leaves d alone.
 func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
-	ctx := d.ctx
+	ctx, at := d.ctx, rec.attempt()
 	started := r.clock.Now()
 	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
 		a := commitArg{Transition: rec.Transition, Started: started, TimedOut: true, At: r.clock.Now()}
-		return ranStep{at: rec.attempt(), a: a, span: noop.Span{}}, true
+		return ranStep{at: at, a: a, span: noop.Span{}}, true
 	}
 	def := r.t.step(rec.Step)
 	if def == nil {
 		err := fmt.Errorf("workflow %s/%s is at step %q, which its code no longer has", r.t.id, id, rec.Step)
-		return r.outcome(ctx, rec.attempt(), started, noop.Span{}, stepResult[S]{}, err), true
+		return r.outcome(ctx, at, started, noop.Span{}, stepResult[S]{}, err), true
 	}
 	state, err := r.t.decode(id, rec)
 	if err != nil {
-		return r.outcome(ctx, rec.attempt(), started, noop.Span{}, stepResult[S]{err: err}, nil), true
+		return r.outcome(ctx, at, started, noop.Span{}, stepResult[S]{err: err}, nil), true
 	}
 	timeout := def.settings.stepTimeout
 	if !rec.Deadline.IsZero() {
@@ -82,11 +82,11 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runCtx, span := r.stepSpan(runCtx, id, rec)
-	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, at: rec.attempt(), started: started, span: span, timeout: timeout}
+	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, at: at, started: started, span: span, timeout: timeout}
 	r.limits.Add(limit, timeout)
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
 	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
-		step: rec.Step, attempt: rec.Attempt + 1, transition: rec.Transition, key: key}
+		step: rec.Step, attempt: at.number, transition: rec.Transition, key: key}
 	res := call(def, sctx, state, rec.Input)
 	if !limit.Done.CompareAndSwap(false, true) {
 		return ranStep{}, false // timed out: Expire handed the drive over
@@ -97,7 +97,7 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("step %q stopped: %w", rec.Step, context.Cause(ctx))
 	}
-	return r.outcome(ctx, rec.attempt(), started, span, res, err), true
+	return r.outcome(ctx, at, started, span, res, err), true
 }
 
 // call runs def's handler, recovering a panic.
