@@ -46,6 +46,7 @@ type entityActor[S any] struct {
 	legacy  legacyNote                           // what the load learned of the legacy key (ShardedRedisStore)
 	queued  entityrun.Queue[*call[S], effect[S]] // runQueued's
 	call    call[S]                              // what a command runs with (run), kept to spare an allocation a command
+	writing S                                    // the state encode encodes, held here to spare an allocation a write
 }
 
 // Receive runs a command, and with it the commands queued behind it when
@@ -171,7 +172,7 @@ func (a *entityActor[S]) handle(env envelope[S]) (any, error) {
 			}
 			return eff.reply, nil
 		case updateThenReply:
-			data, err := encode(&eff.state)
+			data, err := a.encode(eff.state)
 			if err != nil {
 				return nil, fmt.Errorf("%s: encode the state: %w", op(), err)
 			}
@@ -345,6 +346,16 @@ func (a *entityActor[S]) keepWritten(data []byte, rev uint64, state S) error {
 	}
 	a.data, a.rev, a.state = data, rev, state
 	return nil
+}
+
+// encode is the stored form of state. It encodes the actor's own copy:
+// encode's pointer escapes (a StateAppender is called through an
+// interface), so a pointer to a local would move it to the heap on every
+// write, where the actor is already.
+func (a *entityActor[S]) encode(state S) ([]byte, error) {
+	a.writing = state
+	defer func() { var zero S; a.writing = zero }()
+	return encode(&a.writing)
 }
 
 // fresh is the state a command's handler gets: its own, sharing nothing

@@ -119,7 +119,7 @@ func (a *entityActor[S]) runOn(b *batch[S], env envelope[S]) (effect[S], error) 
 
 // update makes state b's and queues its write.
 func (a *entityActor[S]) update(b *batch[S], env envelope[S], state S, applied *Applied) error {
-	data, err := encode(&state)
+	data, err := a.encode(state)
 	if err != nil {
 		return fmt.Errorf("%s: encode the state: %w", a.op(env), err)
 	}

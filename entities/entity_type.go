@@ -94,10 +94,10 @@ func (t *Type[S]) Decode(entityID string, rev uint64, data []byte) (S, error) {
 // shares no slice or map with another, so a handler can change the one it
 // is given without changing what the entity holds.
 func (t *Type[S]) decode(entityID string, rev uint64, data []byte) (S, error) {
-	state := t.empty(entityID)
 	if rev == 0 {
-		return state, nil
+		return t.empty(entityID), nil // not the variable below, which Unmarshal moves to the heap
 	}
+	state := t.empty(entityID)
 	if err := json.Unmarshal(data, &state); err != nil {
 		return state, fmt.Errorf("decode the stored state (revision %d): %w", rev, err)
 	}

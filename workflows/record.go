@@ -166,20 +166,32 @@ func encodeMove[S any](update bool, state S, m move) (decision, error) {
 		d.State = b
 	}
 	if m.kind == transition {
-		b, err := json.Marshal(m.input)
+		b, err := encodeInput(m.input)
 		if err != nil {
 			return decision{}, fmt.Errorf("encode the input of step %q: %w", m.step, err)
 		}
 		d.Input = b
 	}
 	if m.lapse != "" {
-		b, err := json.Marshal(m.lapseInput)
+		b, err := encodeInput(m.lapseInput)
 		if err != nil {
 			return decision{}, fmt.Errorf("encode the input of step %q: %w", m.lapse, err)
 		}
 		d.Lapse = &Target{Step: m.lapse, Input: b}
 	}
 	return d, nil
+}
+
+// nullInput is a step's input when it is given none (nil). Shared, it is
+// only ever read.
+var nullInput = json.RawMessage("null")
+
+// encodeInput is the stored form of a step's input.
+func encodeInput(input any) (json.RawMessage, error) {
+	if input == nil {
+		return nullInput, nil
+	}
+	return json.Marshal(input)
 }
 
 // move is a move as an effect holds it, before it is encoded.

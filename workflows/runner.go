@@ -226,7 +226,11 @@ func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec re
 		tracing.End(ran.span, ran.errType)
 		return record{}, true, nil // stopping or handing the shard over: not committed, the next owner runs the step again
 	}
-	rec, err = r.write(trace.ContextWithSpan(ctx, ran.span), id, ran.a)
+	wctx := ctx
+	if ran.span.SpanContext().IsValid() {
+		wctx = trace.ContextWithSpan(ctx, ran.span) // else ctx has no span either (the drive's carries none)
+	}
+	rec, err = r.write(wctx, id, ran.a)
 	errType := ran.errType
 	if err != nil && errType == "" {
 		errType = "commit failed"

@@ -85,9 +85,9 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, at: at, started: started, span: span, timeout: timeout}
 	r.limits.Add(limit, timeout)
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
-	sctx := &StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
+	limit.sctx = StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
 		step: rec.Step, attempt: at.number, transition: rec.Transition, key: key}
-	res := call(def, sctx, state, rec.Input)
+	res := call(def, &limit.sctx, state, rec.Input)
 	if !limit.Done.CompareAndSwap(false, true) {
 		return ranStep{}, false // timed out: Expire handed the drive over
 	}
@@ -157,6 +157,7 @@ type stepLimit[S any] struct {
 	started         time.Time
 	span            trace.Span
 	timeout         time.Duration
+	sctx            StepCtx[S] // the run's, here to share the limit's allocation
 }
 
 // BookEntry is the timeout's place in the book.

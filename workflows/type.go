@@ -130,7 +130,7 @@ func Step[S, I any](t *Type[S], name string, handler func(ctx *StepCtx[S], state
 	t.steps[name] = &stepDef[S]{name: name, settings: s,
 		run: func(ctx *StepCtx[S], state S, raw json.RawMessage) (StepEffect[S], error) {
 			var input I
-			if len(raw) > 0 {
+			if len(raw) > 0 && string(raw) != "null" { // null leaves input zero: no decoder needed
 				if err := json.Unmarshal(raw, &input); err != nil {
 					return StepEffect[S]{}, fmt.Errorf("decode the input of step %q: %w", name, err)
 				}
