@@ -1,3 +1,13 @@
+-- incr_decimal(key): INCR key and return the new value as a decimal
+-- string. INCR's reply reaches Lua as a double, exact below 2^53, where
+-- string.format('%d') writes it exactly (tostring and .. would write
+-- 1e+14 from 10^14 on); past it, the stored string is read back.
+local function incr_decimal(key)
+	local n = redis.call('INCR', key)
+	if n < 9007199254740992 then return string.format('%d', n) end
+	return redis.call('GET', key)
+end
+
 -- record_change(keys, type, id, rev, data, limit, tc): append a change to
 -- the shard's log if a consumer registered there (its checkpoints hash
 -- exists). keys = {checkpoints hash, change counter, log stream}; data is
@@ -9,7 +19,7 @@
 -- consumer registered (nothing recorded).
 local function record_change(keys, type, id, rev, data, limit, tc)
 	if redis.call('EXISTS', keys[1]) == 0 then return end
-	local seq = redis.call('INCR', keys[2])
+	local seq = incr_decimal(keys[2])
 	local t = redis.call('TIME')
 	local at = t[1] .. string.format('%06d', t[2])
 	local args = {'XADD', keys[3], 'MAXLEN', '~', limit, seq .. '-0', 't', type, 'i', id, 'r', rev, 'a', at}
@@ -20,5 +30,5 @@ local function record_change(keys, type, id, rev, data, limit, tc)
 		args[#args + 1], args[#args + 2] = 'c', tc
 	end
 	redis.call(unpack(args))
-	return tostring(seq), at
+	return seq, at
 end

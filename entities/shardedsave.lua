@@ -12,7 +12,7 @@
 -- Returns {0, ''} fenced, {4, answer} applied already (nothing written), {1, rev} written ({1, rev, seq, at} when the
 -- change was recorded), {2, found} conflict, {3, '0'}
 -- absent here (the caller checks the legacy key). Revisions stay decimal
--- strings: GET after INCR, never a Lua number.
+-- strings (incr_decimal), never a Lua number.
 if not fence_holds(KEYS[1], ARGV[1], ARGV[2]) then
 	return {0, ''}
 end
@@ -28,8 +28,7 @@ else
 	if found ~= '0' then return {2, found} end
 	raise_counter(KEYS[3], ARGV[5])
 end
-redis.call('INCR', KEYS[3])
-local rev = redis.call('GET', KEYS[3])
+local rev = incr_decimal(KEYS[3])
 if found == '0' then redis.call('PERSIST', KEYS[2]) end
 redis.call('HSET', KEYS[2], 'data', ARGV[4], 'rev', rev)
 if now then applied_record(KEYS[2], ARGV[10], ARGV[11], ARGV[12], now) end

@@ -29,8 +29,7 @@ local rev, data
 for i = 7, #ARGV, 5 do
 	data = ARGV[i]
 	if ARGV[i + 2] ~= '' then applied_record(KEYS[2], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now) end
-	redis.call('INCR', KEYS[3])
-	rev = redis.call('GET', KEYS[3])
+	rev = incr_decimal(KEYS[3])
 	local seq, at = record_change({KEYS[4], KEYS[5], KEYS[6]}, ARGV[4], ARGV[5], rev, data, ARGV[6], ARGV[i + 1])
 	local n = #out
 	out[n + 1], out[n + 2], out[n + 3] = rev, seq or '', at or ''

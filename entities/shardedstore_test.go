@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +110,56 @@ func TestShardedRedisStoreKeyLayout(t *testing.T) {
 	keys := client.Keys(ctx, prefix+":entity:*").Val()
 	if len(keys) != 1 || keys[0] != counter {
 		t.Fatalf("entity keys after the delete = %v, want only the counter %s", keys, counter)
+	}
+}
+
+// TestShardedRedisStoreLargeCounters: revisions and change seqs are
+// exact however large the shard's counters are: past 10^14, where Lua
+// writes a number as 1e+14, and past 2^53, where a Lua number is no longer
+// exact; by a single write and by a batch.
+func TestShardedRedisStoreLargeCounters(t *testing.T) {
+	ctx := t.Context()
+	client := testenv.Redis(t)
+	for _, before := range []uint64{99_999_999_999_998, 1<<53 - 2, 1<<53 + 9, math.MaxInt64 - 3} {
+		t.Run(strconv.FormatUint(before, 10), func(t *testing.T) {
+			prefix := newTestPrefix()
+			s := newTestShardedStore(t, client, prefix)
+			owner := joinOwner(t, client, prefix, "owner")
+			shard := cluster.ShardOf("counter", "c-1")
+			tag := "{" + cluster.ShardTag(shard) + "}"
+			for _, counter := range []string{"revs", "changes:seq"} {
+				if err := client.Set(ctx, prefix+":entity:"+tag+":"+counter, before, 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Register(ctx, "reader", shard); err != nil {
+				t.Fatal(err)
+			}
+			f := owner.fence(t, shard)
+			rev, err := s.SaveFenced(ctx, f, "counter", "c-1", []byte(`{"n":1}`), 0)
+			if err != nil || rev != before+1 {
+				t.Fatalf("SaveFenced = %d, %v; want revision %d", rev, err, before+1)
+			}
+			revs, err := s.SaveFencedBatch(ctx, f, "counter", "c-1",
+				[]entities.Update{{Data: []byte(`{"n":2}`)}, {Data: []byte(`{"n":3}`)}}, rev)
+			if err != nil || !slices.Equal(revs, []uint64{before + 2, before + 3}) {
+				t.Fatalf("SaveFencedBatch = %v, %v; want revisions %d and %d", revs, err, before+2, before+3)
+			}
+			wantRecord(t, ctx, s, "counter", "c-1", `{"n":3}`, before+3)
+			changes, head, _, err := s.Changes(ctx, shard, before, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range changes {
+				got = append(got, fmt.Sprintf("%d r%d", c.Seq, c.Revision))
+			}
+			want := []string{fmt.Sprintf("%d r%d", before+1, before+1), fmt.Sprintf("%d r%d", before+2, before+2),
+				fmt.Sprintf("%d r%d", before+3, before+3)}
+			if !slices.Equal(got, want) || head != before+3 {
+				t.Fatalf("Changes = %q head %d, want %q head %d", got, head, want, before+3)
+			}
+		})
 	}
 }
 
