@@ -189,16 +189,15 @@ func (l *loop) run() {
 		if wait < 0 || wait > l.cfg.IdleCheck {
 			wait = l.cfg.IdleCheck
 		}
-		// The store measured wait when it claimed; time has passed since.
-		// Waking a little early is harmless (the store decides due-ness,
-		// so nothing runs early); waking late is not.
-		wait -= clk.Since(started)
-		if wait <= 0 {
-			continue
-		}
-		wake := clk.Now().Add(wait)
+		// The store measured wait when it claimed, after started: waking
+		// at started+wait is early by the claim's duration at most, which
+		// is harmless (the store decides due-ness, so nothing runs early);
+		// waking late is not. The wake-up is fixed on the clock here, not
+		// counted from a later reading of it, so that a fake clock a test
+		// advances meanwhile cannot push it past the due time.
+		wake := started.Add(wait)
 		l.deadline.Store(wake.UnixNano())
-		timer, passed := armTimer(clk, wake, wait)
+		timer, passed := armTimer(clk, wake)
 		if passed {
 			continue
 		}
@@ -242,20 +241,29 @@ func (l *loop) prune(now time.Time) time.Time {
 	return now.Add(deadPruneEvery)
 }
 
-// armTimer arms a timer for wait, meant to fire at wake. When the clock has
-// reached wake by the time the timer is armed (a fake clock advanced by a
-// test between reading the clock and arming), the timer would fire a whole
-// wait late; then passed is true and the timer is stopped, so the caller
-// looks at once instead. (A move of part of the wait in that instant still
-// makes the timer late by the move: clockwork's timers are relative, and
-// only a test's clock can move that way.)
-func armTimer(clk clockwork.Clock, wake time.Time, wait time.Duration) (t clockwork.Timer, passed bool) {
-	t = clk.NewTimer(wait)
-	if clk.Now().Before(wake) {
-		return t, false
+// armSlack is how far the clock may move while a timer is armed without
+// arming it again: the timer fires late by that move at most, which is
+// less than the stores' resolution of a millisecond.
+const armSlack = time.Millisecond
+
+// armTimer arms a timer that fires when the clock reaches wake. A timer
+// counts its wait from the clock's reading when it is armed, so a clock
+// that moves in that instant (a fake clock a test advances from another
+// goroutine) would leave it late by the move: then it is stopped and armed
+// again from the new reading. When the clock has reached wake, passed is
+// true and no timer is left armed, so the caller looks at once instead.
+func armTimer(clk clockwork.Clock, wake time.Time) (t clockwork.Timer, passed bool) {
+	for {
+		now := clk.Now()
+		if !now.Before(wake) {
+			return nil, true
+		}
+		t = clk.NewTimer(wake.Sub(now))
+		if clk.Since(now) < armSlack {
+			return t, false
+		}
+		t.Stop()
 	}
-	t.Stop()
-	return nil, true
 }
 
 // releaseQueued runs when the loop stops: timers claimed but not yet taken

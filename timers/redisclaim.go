@@ -252,9 +252,6 @@ func (s *RedisStore) fail(ctx context.Context, fails []failure) (_ []failOutcome
 		fs[i] = f.firing
 	}
 	now := s.clock().Now()
-	for _, f := range fails {
-		s.plan.expect(partitionOf(f.firing.Name), now.Add(f.retryAfter))
-	}
 	res, err := s.settleEach(ctx, rescheduleFailedTimers, fs, []any{s.now(false)}, func(a []any, i int) []any {
 		f := fails[i]
 		after := int64(-1)
@@ -263,6 +260,11 @@ func (s *RedisStore) fail(ctx context.Context, fails []failure) (_ []failOutcome
 		}
 		return append(a, f.firing.Name, f.firing.Generation, f.firing.Attempt, after, truncateError(f.err))
 	})
+	// After the write, and even after an error (it may have happened):
+	// see claimPlan.
+	for _, f := range fails {
+		s.plan.expect(partitionOf(f.firing.Name), now.Add(f.retryAfter))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rescheduleFailedTimers: %w", err)
 	}
@@ -275,12 +277,14 @@ func (s *RedisStore) fail(ctx context.Context, fails []failure) (_ []failOutcome
 
 func (s *RedisStore) release(ctx context.Context, fs []Firing) (err error) {
 	defer markUnavailable(&err)
-	for _, f := range fs {
-		s.plan.touch(partitionOf(f.Name))
-	}
 	_, err = s.settleEach(ctx, releaseTimers, fs, []any{s.now(false)}, func(a []any, i int) []any {
 		return append(a, fs[i].Name, fs[i].Generation, fs[i].Attempt)
 	})
+	// After the write, and even after an error (it may have happened):
+	// see claimPlan.
+	for _, f := range fs {
+		s.plan.touch(partitionOf(f.Name))
+	}
 	if err != nil {
 		return fmt.Errorf("releaseTimers: %w", err)
 	}

@@ -24,7 +24,11 @@ const fullClaimEvery = DefaultIdleCheck
 // a claim), this store's creates, reschedules and releases, and other
 // instances' creates through the wake channel, whose message names the
 // partition. A touch that comes while a claim of that partition is under
-// way wins over the claim's report, which may predate it.
+// way wins over the claim's report, which may predate it. So a write
+// touches the plan once it is made (even after an error: it may have
+// been): a touch made before the write could be taken by a claim that
+// read the partition before the write too, and then that claim's report,
+// which knows nothing of the write, would stand until the next full round.
 type claimPlan struct {
 	mu       sync.Mutex
 	next     []time.Time // zero: ask at once; far: nothing known due

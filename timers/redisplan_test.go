@@ -1,9 +1,16 @@
 package timers
 
 import (
+	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // TestClaimPlan pins what a claim asks: every partition in a full round,
@@ -57,5 +64,63 @@ func TestClaimPlan(t *testing.T) {
 	}
 	if w := q.wait(t0); w >= 0 {
 		t.Errorf("wait of an empty store = %v, want negative", w)
+	}
+}
+
+// claimBeforeAdvance is a Redis hook that runs a claim of store just
+// before the first pipeline of the advance script goes out: a claim round
+// of the loop's that reads the partition of a recurring timer while its
+// run is being advanced, after the store planned the next run and before
+// the write of it.
+type claimBeforeAdvance struct {
+	store   *RedisStore
+	done    *atomic.Bool
+	claimed *atomic.Int64 // the timers that claim took
+}
+
+func (h claimBeforeAdvance) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h claimBeforeAdvance) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+
+func (h claimBeforeAdvance) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			args := c.Args()
+			if len(args) > 1 && (args[1] == advanceRecurringTimers.Hash() || args[1] == luaPrelude+advanceSrc) &&
+				h.done.CompareAndSwap(false, true) {
+				b, _ := h.store.claim(ctx, 10, time.Minute)
+				h.claimed.Add(int64(len(b.timers)))
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisPlanNotStaleAfterAdvance: a claim that reads a recurring
+// timer's partition while its run is advanced to a next run that is
+// already due (a catch-up) does not hide that run from the plan: it is
+// claimed without the clock moving, not after the next full round.
+func TestRedisPlanNotStaleAfterAdvance(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(epoch)
+	client := testenv.Redis(t)
+	store := newRedisStoreOn(t, client, newTestPrefix(), clk)
+	var done atomic.Bool
+	var claimed atomic.Int64
+	client.AddHook(claimBeforeAdvance{store: store, done: &done, claimed: &claimed})
+	rec := newRecorder(clk)
+	s := newScheduler(t, store, rec, Config{})
+	// Three runs missed (minutes 1 to 3), all caught up one after another.
+	sc := Schedule{Every: time.Minute, Start: epoch.Add(time.Minute), CatchUp: CatchUpAll, CatchUpWindow: 5 * time.Minute}
+	mustRecur(t, s, "r", sc)
+	clk.Advance(3*time.Minute + 30*time.Second)
+	startScheduler(t, store, rec, Config{})
+	waitFor(t, "the three missed runs", func() bool { return rec.len() == 3 })
+	if !done.Load() {
+		t.Fatal("no claim ran before an advance")
+	}
+	if n := claimed.Load(); n != 0 {
+		t.Fatalf("the claim before the advance took %d timers, want none (only the timer being advanced exists)", n)
 	}
 }

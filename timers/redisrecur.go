@@ -12,9 +12,6 @@ func (s *RedisStore) advance(ctx context.Context, as []advanceRequest) (_ []adva
 	fs := make([]Firing, len(as))
 	for i, a := range as {
 		fs[i] = a.firing
-		if a.next != nil {
-			s.plan.expect(partitionOf(a.firing.Name), a.due)
-		}
 	}
 	res, err := s.settleEach(ctx, advanceRecurringTimers, fs, []any{s.now(false)}, func(args []any, i int) []any {
 		a := as[i]
@@ -27,6 +24,13 @@ func (s *RedisStore) advance(ctx context.Context, as []advanceRequest) (_ []adva
 		}
 		return append(args, a.firing.Name, a.firing.Generation, attempt, due, spec, a.dead, truncateError(a.err))
 	})
+	// After the write, and even after an error (it may have happened):
+	// see claimPlan.
+	for _, a := range as {
+		if a.next != nil {
+			s.plan.expect(partitionOf(a.firing.Name), a.due)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("advanceRecurringTimers: %w", err)
 	}
