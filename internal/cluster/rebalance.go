@@ -69,8 +69,9 @@ type Rebalancer struct {
 
 	mu      sync.Mutex
 	table   [NumShards]Ownership
-	owned   map[int]Fence // shards the member acts for while its lease is valid
-	leaving bool          // no more acquisitions
+	owned   map[int]Fence   // shards the member acts for while its lease is valid
+	moving  [NumShards]bool // see Moving
+	leaving bool            // no more acquisitions
 
 	ctx       context.Context // cancelled by Shutdown
 	cancel    context.CancelFunc
@@ -160,6 +161,26 @@ func (r *Rebalancer) Serving(shard int) (Fence, bool) {
 func (r *Rebalancer) servingLocked(shard int, now time.Time) (Fence, bool) {
 	f, ok := r.owned[shard]
 	return f, ok && r.m.lease.Valid(now)
+}
+
+// Moving reports whether shard is between this member's record and its
+// serving: released but its record not yet freed (the others' tables still
+// name this member), or its record being taken but not yet served. A
+// command sent here meanwhile is to wait for the move to end, not be
+// turned away to a table that would send it back. Hooks.OnMoved, or
+// Hooks.OnChange, follows the end of a move that succeeded; a move that
+// failed ends silently.
+func (r *Rebalancer) Moving(shard int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.moving[shard]
+}
+
+// setMoving marks shard as moving, or no longer.
+func (r *Rebalancer) setMoving(shard int, on bool) {
+	r.mu.Lock()
+	r.moving[shard] = on
+	r.mu.Unlock()
 }
 
 // Refresh reads the members and every record and updates the local table
@@ -347,22 +368,28 @@ func (r *Rebalancer) release(ctx context.Context, shard int) error {
 	}
 	r.mu.Lock()
 	delete(r.owned, shard) // stop serving before the record is free
+	r.moving[shard] = true
 	r.mu.Unlock()
 	if err := r.m.Release(ctx, f); err != nil {
+		r.setMoving(shard, false)
 		r.log.Warn("cluster: release failed", "shard", shard, "epoch", f.Epoch, "err", err.Error())
 		return err
 	}
 	r.log.Debug("cluster: shard released", "shard", shard, "epoch", f.Epoch)
 	r.m.announce(ctx)
+	changed := r.setEntry(Ownership{Shard: shard, Epoch: f.Epoch})
+	r.setMoving(shard, false) // before the hooks, which wake the commands that wait for it
 	r.moved(shard, false)
-	r.notify(r.setEntry(Ownership{Shard: shard, Epoch: f.Epoch}))
+	r.notify(changed)
 	return nil
 }
 
 // acquire takes shard and starts serving it; false if it could not.
 func (r *Rebalancer) acquire(ctx context.Context, shard int) bool {
+	r.setMoving(shard, true)
 	f, err := r.m.Acquire(ctx, shard)
 	if err != nil {
+		r.setMoving(shard, false)
 		if !errors.Is(err, ErrOwned) && !errors.Is(err, ErrChanged) && ctx.Err() == nil {
 			r.log.Warn("cluster: acquire failed", "shard", shard, "err", err.Error())
 		}
@@ -370,6 +397,7 @@ func (r *Rebalancer) acquire(ctx context.Context, shard int) bool {
 	}
 	r.mu.Lock()
 	r.owned[shard] = f
+	r.moving[shard] = false
 	r.mu.Unlock()
 	r.served(f)
 	r.log.Debug("cluster: shard acquired", "shard", shard, "epoch", f.Epoch)

@@ -69,6 +69,9 @@ type instance struct {
 	paused    *pausable    // the Cluster its entities run with
 	storeCmds atomic.Int64 // commands the store's Redis client sent
 	fault     storeFault   // of the store's Redis client
+	prefix    string
+	hold      holdShard    // of the membership's Redis client
+	waits     atomic.Int64 // waits for a shard's owner its peer calls began
 }
 
 // startCluster starts n instances on the test Redis under a prefix of
@@ -90,10 +93,13 @@ func startCluster(t *testing.T, n int) []*instance {
 // startInstance starts instance id and stops it when the test ends.
 func startInstance(t *testing.T, url, prefix, id string) *instance {
 	t.Helper()
-	inst := &instance{id: id}
+	inst := &instance{id: id, prefix: prefix}
 	var handler atomic.Pointer[entityhost.Host]
+	countWaits := cluster.WaitHook(func(int) func() { inst.waits.Add(1); return func() {} })
 	srv, err := peer.NewServer(peer.ServerConfig{Secret: testSecret, Logger: discard,
-		Handler: func(ctx context.Context, c peer.Call) (peer.Reply, error) { return handler.Load().Handle(ctx, c) }})
+		Handler: func(ctx context.Context, c peer.Call) (peer.Reply, error) {
+			return handler.Load().Handle(cluster.WithWaitHook(ctx, countWaits), c)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +110,7 @@ func startInstance(t *testing.T, url, prefix, id string) *instance {
 	memberClient := redisClient(t, url)
 	inst.cut = &renewalCut{key: keyspace.Must(prefix).Tagged("cluster", "members", "member:"+id)}
 	memberClient.AddHook(inst.cut)
+	memberClient.AddHook(&inst.hold)
 	m, err := cluster.Join(t.Context(), cluster.Config{Client: memberClient, Prefix: prefix, ID: id,
 		Addr: srv.Addr(), Lease: testLease, Margin: 100 * time.Millisecond, Logger: discard})
 	if err != nil {

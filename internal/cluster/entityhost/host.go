@@ -171,8 +171,10 @@ func (h *Host) Route(ctx context.Context, entityType, id string) (string, func()
 }
 
 // Admit implements entities.Cluster: a forwarded command is admitted, or
-// waits while this instance hands its shard over and then is refused with
-// entities.ErrMoved; it is never sent on.
+// waits while this instance hands its shard over (or is taking it: the
+// rebalancer's Moving) and then is refused with entities.ErrMoved; it is
+// never sent on. Were it refused at once while the shard's record still
+// names this instance, the caller's table would send it back here.
 func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error) {
 	shard := cluster.ShardOf(entityType, id)
 	for {
@@ -180,10 +182,13 @@ func (h *Host) Admit(ctx context.Context, entityType, id string) (func(), error)
 		if done, ok := h.gate.admit(shard); ok {
 			return done, nil
 		}
-		if !h.gate.draining(shard) {
+		if !h.gate.draining(shard) && !h.reb.Moving(shard) {
 			return nil, fmt.Errorf("shard %d is not served by %s: %w", shard, h.cfg.Member.ID(), entities.ErrMoved)
 		}
-		if err := h.pause(ctx, wake); errors.Is(err, ErrLost) {
+		end := cluster.Waiting(ctx, shard)
+		err := h.pause(ctx, wake)
+		end()
+		if errors.Is(err, ErrLost) {
 			return nil, fmt.Errorf("shard %d is not served by %s (%w): %w", shard, h.cfg.Member.ID(), err, entities.ErrMoved)
 		} else if err != nil {
 			return nil, fmt.Errorf("entityhost: wait for the hand-over of shard %d: %w", shard, err)
