@@ -20,6 +20,10 @@ const StoreUnavailableDetail = "the state store is not available; retry later"
 // reached.
 const OwnerUnreachableDetail = "the instance that owns the entity could not be reached, and nothing was changed; retry later"
 
+// ShardMovingDetail is the detail of the 503 that answers a request whose
+// entity's shard moved between instances each time it was routed.
+const ShardMovingDetail = "the entity is moving between instances of the cluster, and nothing was changed; retry later"
+
 // ProblemTypeOutcomeUnknown is the problem type of a 504 whose request
 // may or may not have taken effect: a write reached the state store and
 // its answer was lost. It differs from a 503, which promises that nothing
@@ -106,6 +110,9 @@ func InvalidField(field, message string) error {
 //   - components.ErrOwnerUnreachable (in a cluster, the instance that
 //     owns the entity could not be reached, and nothing was changed):
 //     503 naming that cause;
+//   - components.ErrShardMoving (in a cluster, the entity's shard moved
+//     each time the call was routed, and nothing was changed): 503
+//     naming that cause;
 //   - components.ErrUnavailable, the state store unavailable (unreachable,
 //     or answering that it cannot serve now), from an entity, a timer or
 //     the component client: 503 "the state store is not available", its
@@ -163,6 +170,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, components.ErrOwnerUnreachable):
 		logAt(r, slog.LevelWarn, "entity owner unreachable", err)
 		WriteProblem(w, r, http.StatusServiceUnavailable, OwnerUnreachableDetail)
+		return
+	case errors.Is(err, components.ErrShardMoving):
+		logAt(r, slog.LevelWarn, "entity's shard kept moving", err)
+		WriteProblem(w, r, http.StatusServiceUnavailable, ShardMovingDetail)
 		return
 	case errors.Is(err, components.ErrUnavailable):
 		logAt(r, slog.LevelWarn, "state store unavailable", err)

@@ -47,6 +47,7 @@ func TestWriteErrorStatuses(t *testing.T) {
 		{name: "store pool exhausted", err: fmt.Errorf("get: %w", store.Classify(redis.ErrPoolTimeout)), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "store unavailable", err: fmt.Errorf("get: %w", components.ErrUnavailable), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "entity owner unreachable", err: fmt.Errorf("forward: %w: %w", components.ErrOwnerUnreachable, components.ErrUnavailable), status: 503, detail: api.OwnerUnreachableDetail},
+		{name: "entity's shard kept moving", err: fmt.Errorf("route: %w: %w", components.ErrShardMoving, components.ErrUnavailable), status: 503, detail: api.ShardMovingDetail},
 		{name: "write's reply lost", err: fmt.Errorf("save: %w", store.ClassifyWrite(io.EOF)), status: 504, detail: api.OutcomeUnknownDetail},
 		{name: "write refused before sending", err: fmt.Errorf("save: %w", store.ClassifyWrite(redis.ErrPoolTimeout)), status: 503, detail: api.StoreUnavailableDetail},
 		{name: "outcome unknown", err: fmt.Errorf("save: %w", components.ErrOutcomeUnknown), status: 504, detail: api.OutcomeUnknownDetail},

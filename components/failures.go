@@ -38,4 +38,10 @@ var (
 	// together with ErrUnavailable (retrying later may succeed, HTTP
 	// 503), so that the answer names this cause and not the store.
 	ErrOwnerUnreachable = errors.New("the instance that owns the entity could not be reached")
+	// ErrShardMoving: in a cluster, the call was routed to the owner of
+	// the entity's shard as many times as it may be, and the shard had
+	// moved each time (it is being handed over, or the instances disagree
+	// on its owner); the call did not run. Wrapped together with
+	// ErrUnavailable (HTTP 503), like ErrOwnerUnreachable.
+	ErrShardMoving = errors.New("the entity's shard moved each time the call was routed")
 )

@@ -110,8 +110,8 @@ func Route(ctx context.Context, c Cluster, componentID, entityID, method string,
 		moved = err
 	}
 	return nil, fmt.Errorf("%s.%s on %q: its shard moved each time it was routed, %d times "+
-		"(owners tried in turn: %s; the shard is being handed over, or the members disagree on its owner); it did not run: %w: %w",
-		componentID, method, entityID, maxRoutes, strings.Join(owners, ", "), components.ErrUnavailable, moved)
+		"(owners tried in turn: %s; the shard is being handed over, or the members disagree on its owner); it did not run: %w: %w: %w",
+		componentID, method, entityID, maxRoutes, strings.Join(owners, ", "), components.ErrShardMoving, components.ErrUnavailable, moved)
 }
 
 // forward sends a command to the instance at addr. Its reply comes back

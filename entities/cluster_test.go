@@ -224,14 +224,14 @@ func TestClusterNotServingReroutes(t *testing.T) {
 }
 
 // TestClusterMovedEveryTime: a command refused as moved each time it is
-// routed fails with ErrMoved and ErrUnavailable, having been sent
-// MaxRoutes times, not more.
+// routed fails with ErrMoved, ErrShardMoving and ErrUnavailable, having
+// been sent MaxRoutes times, not more.
 func TestClusterMovedEveryTime(t *testing.T) {
 	c := &fakeCluster{routes: []string{"127.0.0.1:9"}, fwdErr: fmt.Errorf("peer: %w", entities.ErrMoved)}
 	n := startClusterNode(t, c, newFencedMemory(fence1))
 	_, err := Deposit.Invoke(t.Context(), n.client, "a", 5)
-	if !errors.Is(err, entities.ErrMoved) || !errors.Is(err, components.ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrMoved and ErrUnavailable", err)
+	if !errors.Is(err, entities.ErrMoved) || !errors.Is(err, components.ErrShardMoving) || !errors.Is(err, components.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrMoved, ErrShardMoving and ErrUnavailable", err)
 	}
 	if len(c.forwards) != entities.MaxRoutes {
 		t.Fatalf("forwarded %d times, want %d", len(c.forwards), entities.MaxRoutes)
