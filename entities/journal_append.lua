@@ -55,6 +55,8 @@ for i = 15, 14 + 3 * records, 3 do
 	applied_record(KEYS[1], ARGV[i], ARGV[i + 1], ARGV[i + 2], now)
 end
 if ARGV[6] ~= '0' then
-	redis.call('XTRIM', KEYS[2], 'MINID', (tonumber(ARGV[6]) + 1) .. '-0')
+	-- Ids are <seq>-0: MINID <through>-1 trims through it, with no
+	-- arithmetic on a Lua number (inexact past 2^53, written 1e+14 from 10^14).
+	redis.call('XTRIM', KEYS[2], 'MINID', ARGV[6] .. '-1')
 end
 return out

@@ -163,6 +163,31 @@ func TestShardedRedisStoreLargeCounters(t *testing.T) {
 	}
 }
 
+// TestShardedJournalLargeSeqs: a journal's trim is exact however large
+// its seqs are (past 10^14, where Lua writes a number as 1e+14).
+func TestShardedJournalLargeSeqs(t *testing.T) {
+	ctx := t.Context()
+	client := testenv.Redis(t)
+	prefix := newTestPrefix()
+	s := newTestShardedStore(t, client, prefix)
+	owner := joinOwner(t, client, prefix, "owner")
+	const typ, id, before = "wallet", "w-1", uint64(99_999_999_999_998)
+	tag := "{" + cluster.ShardTag(cluster.ShardOf(typ, id)) + "}"
+	head := prefix + ":journal:" + tag + ":" + strconv.Itoa(len(typ)) + ":" + typ + ":" + id
+	if err := client.HSet(ctx, head, "seq", before).Err(); err != nil {
+		t.Fatal(err)
+	}
+	snap := &entities.Snapshot{Seq: before + 2, Data: []byte(`{}`), At: time.UnixMilli(1_700_000_000_000)}
+	f := owner.fence(t, cluster.ShardOf(typ, id))
+	if err := s.Append(ctx, f, typ, id, entities.JournalWrite{Expected: before, Events: evs(before+1, before+2), Snapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, f, typ, id, entities.JournalWrite{Expected: before + 2, Events: evs(before+3, before+4), TrimThrough: before + 1}); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, ctx, s, typ, id, 0, 100, evs(before+2, before+4))
+}
+
 // TestShardedRedisStoreUpgrade: states of RedisStore's layout are read,
 // moved to the new layout by the next write (the legacy key deleted
 // after), and deleted with it; tombstones read as absent and their

@@ -11,4 +11,4 @@ if inc ~= ARGV[1] or epoch ~= ARGV[2] then
 end
 local next = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'inc', ARGV[4])
-return {'1', tostring(next)}
+return {'1', string.format('%d', next)}
