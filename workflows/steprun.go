@@ -82,11 +82,11 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runCtx, span := r.stepSpan(runCtx, id, rec)
-	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, at: at, started: started, span: span, timeout: timeout}
-	r.limits.Add(limit, timeout)
 	key := StepKey(r.t.id, id, rec.Run, rec.Step, rec.entered())
-	limit.sctx = StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
-		step: rec.Step, attempt: at.number, transition: rec.Transition, key: key}
+	limit := &stepLimit[S]{cancel: cancel, r: r, d: d, id: id, at: at, started: started, span: span, timeout: timeout,
+		sctx: StepCtx[S]{ctx: components.WithIdempotencyKey(runCtx, key), workflowID: id, client: r.host.Entities.Client,
+			step: rec.Step, attempt: at.number, transition: rec.Transition, key: key}}
+	r.limits.Add(limit, timeout) // whole before the book's timer goroutine may see it
 	res := call(def, &limit.sctx, state, rec.Input)
 	if !limit.Done.CompareAndSwap(false, true) {
 		return ranStep{}, false // timed out: Expire handed the drive over
