@@ -3,6 +3,7 @@ package timers
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -209,6 +210,16 @@ func testCall(arg string) components.DeferredCall {
 
 // jsonString returns a JSON string value exactly n bytes long (n ≥ 2).
 func jsonString(n int) string { return `"` + strings.Repeat("x", n-2) + `"` }
+
+// base64String returns a JSON string value of about n bytes of base64
+// text, which is stored with the shared Huffman table.
+func base64String(n int) string {
+	raw := make([]byte, n*3/4)
+	for i := range raw {
+		raw[i] = byte(i*7919 + i*i*31)
+	}
+	return `"` + base64.StdEncoding.EncodeToString(raw) + `"`
+}
 
 func mustCreate(t testing.TB, s *Scheduler, name string, delay time.Duration, call components.DeferredCall, opts ...CreateOption) Timer {
 	t.Helper()

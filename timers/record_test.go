@@ -88,6 +88,11 @@ func TestStoredCallCorrupt(t *testing.T) {
 		return string(binary.AppendUvarint([]byte{huffTag}, n)) + string(good[1+k:])
 	}
 	noComponent := append([]byte{0, 1, 'm', 0}, arg...)
+	shared, ok := sharedPack(append([]byte{1, 'c', 1, 'm', 0}, strings.Repeat("QUJD", 100)...))
+	if !ok {
+		t.Fatal("base64 text does not code with the shared table")
+	}
+	sharedCut := string(shared[:len(shared)-10])
 	for _, tc := range []struct {
 		// name says what is wrong with stored.
 		name   string
@@ -99,6 +104,9 @@ func TestStoredCallCorrupt(t *testing.T) {
 		{"a length beyond any call", withLength(1 << 40)},
 		{"a length the streams do not have", withLength(uint64(len(arg)))},
 		{"only the tag", string([]byte{huffTag})},
+		{"only the shared table's tag", string([]byte{sharedHuffTag})},
+		{"shared-table streams cut short", sharedCut},
+		{"streams of the shared table read with their own", string(huffTag) + sharedCut[1:]},
 		{"not JSON", "{nope"},
 		{"DEFLATE that is not", string([]byte{deflateTag, 1, 2, 3})},
 	} {
@@ -111,7 +119,7 @@ func TestStoredCallCorrupt(t *testing.T) {
 // FuzzDecodeCall: no stored form makes decodeCall panic, and what it
 // decodes encodes to a form that decodes to the same call.
 func FuzzDecodeCall(f *testing.F) {
-	for _, arg := range []string{`1`, `"` + strings.Repeat("abc", 200) + `"`} {
+	for _, arg := range []string{`1`, `"` + strings.Repeat("abc", 200) + `"`, `"` + strings.Repeat("QUJDRA9z", 100) + `"`} {
 		b, err := encodeCall(components.DeferredCall{ComponentID: "c", Method: "m", EntityID: "e", Argument: json.RawMessage(arg)})
 		if err != nil {
 			f.Fatal(err)

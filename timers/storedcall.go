@@ -18,7 +18,9 @@ import (
 // The stored form of a call in Redis: its JSON, or — when that is longer
 // than compressAbove bytes and Huffman coding makes the call shorter —
 // huffTag, the length of the call's binary form as a uvarint, and that
-// binary form Huffman-coded (huff0, four streams). The binary form is
+// binary form Huffman-coded (huff0, four streams) with a table of its own
+// written before the streams, or, starting with sharedHuffTag, with the
+// table every call may share (sharedtable.go). The binary form is
 // componentId, method and entityId, each a uvarint length and its bytes,
 // then the argument's JSON. (deflateTag and the DEFLATE of the JSON, the
 // legacy form, decode too.)
@@ -73,6 +75,9 @@ func encodeCall(call components.DeferredCall) ([]byte, error) {
 	}
 	bin = append(bin, call.Argument...)
 	out, ok := huffPack(bin)
+	if shared, sok := sharedPack(bin); sok && (!ok || len(shared) <= len(out)+len(out)/sharedSlack) {
+		out, ok = shared, true
+	}
 	if !ok || len(out) >= len(j) {
 		return j, nil
 	}
@@ -91,10 +96,7 @@ func huffPack(bin []byte) (out []byte, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	out = make([]byte, 0, 1+binary.MaxVarintLen64+len(packed))
-	out = append(out, huffTag)
-	out = binary.AppendUvarint(out, uint64(len(bin)))
-	return append(out, packed...), true
+	return frame(huffTag, bin, packed), true
 }
 
 // decodeCall reads a stored form written by encodeCall, or by
@@ -109,30 +111,36 @@ func decodeCall(stored string) (components.DeferredCall, error) {
 	}
 	switch {
 	case stored != "" && stored[0] == huffTag:
-		return decodeHuffCall(stored[1:])
+		return decodeHuffCall(stored[1:], false)
+	case stored != "" && stored[0] == sharedHuffTag:
+		return decodeHuffCall(stored[1:], true)
 	case stored != "" && stored[0] == deflateTag:
 		return decodeDeflateCall(stored[1:])
 	}
 	return components.UnmarshalDeferredCall([]byte(stored))
 }
 
-// decodeHuffCall reads what follows huffTag.
-func decodeHuffCall(stored string) (components.DeferredCall, error) {
+// decodeHuffCall reads what follows huffTag, or sharedHuffTag when shared.
+func decodeHuffCall(stored string, shared bool) (components.DeferredCall, error) {
 	n, k := binary.Uvarint([]byte(stored[:min(len(stored), binary.MaxVarintLen64)]))
 	if k <= 0 || n > huff0.BlockSizeMax {
 		return components.DeferredCall{}, errors.New("decode deferred call: corrupt length of the compressed form")
 	}
-	s := huffScratch.Get().(*huff0.Scratch)
-	defer huffScratch.Put(s)
 	in := packedIn.Get().(*[]byte)
 	defer packedIn.Put(in)
 	*in = append((*in)[:0], stored[k:]...)
-	s, packed, err := huff0.ReadTable(*in, s)
-	if err != nil {
-		return components.DeferredCall{}, fmt.Errorf("decode deferred call: huffman table: %w", err)
+	packed, dec := *in, sharedDecoder
+	if !shared {
+		s := huffScratch.Get().(*huff0.Scratch)
+		defer huffScratch.Put(s)
+		var err error
+		if s, packed, err = huff0.ReadTable(packed, s); err != nil {
+			return components.DeferredCall{}, fmt.Errorf("decode deferred call: huffman table: %w", err)
+		}
+		dec = s.Decoder()
 	}
 	// The argument is a slice of bin: the call owns it.
-	bin, err := s.Decoder().Decompress4X(make([]byte, 0, n), packed)
+	bin, err := dec.Decompress4X(make([]byte, 0, n), packed)
 	if err != nil || uint64(len(bin)) != n {
 		return components.DeferredCall{}, fmt.Errorf("decode deferred call: huffman streams (%d of %d bytes): %v", len(bin), n, err)
 	}

@@ -41,6 +41,9 @@ func TestStoredFormKeepsTheTraceContext(t *testing.T) {
 		{name: "recurring, traced", recur: recur, call: testCall(`{"a":1}`), trace: tc},
 		{name: "plain JSON, untraced", call: testCall(`{"a":1}`)},
 		{name: "compressed, untraced", call: testCall(jsonString(900))},
+		{name: "shared table, traced", call: testCall(base64String(900)), trace: tc},
+		{name: "shared table, untraced", call: testCall(base64String(900))},
+		{name: "recurring, shared table, traced", recur: recur, call: testCall(base64String(900)), trace: tc},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := encodeStored(c.recur, c.call, c.trace)
