@@ -33,10 +33,9 @@ local function applied_first(h, key)
 	return now, applied_find(h, key, now)
 end
 
--- applied_trim: drop up to max of class c's expired records, oldest first.
-local function applied_trim(h, c, now, max)
-	local head = tonumber(redis.call('HGET', h, 'q' .. c .. '<') or '0')
-	local tail = tonumber(redis.call('HGET', h, 'q' .. c .. '>') or '0')
+-- applied_trim: drop up to max of class c's expired records, oldest
+-- first, from the queue's head to its tail; returns the new head.
+local function applied_trim(h, c, head, tail, now, max)
 	local n = 0
 	while head < tail and n < max do
 		local qf = 'q' .. c .. ':' .. (head + 1)
@@ -49,18 +48,26 @@ local function applied_trim(h, c, now, max)
 		end
 		head, n = head + 1, n + 1
 	end
-	if n > 0 then redis.call('HSET', h, 'q' .. c .. '<', head) end
+	return head
 end
 
 -- applied_record: record key's answer in hash h for ttl ms, trimming a
 -- few of its class's expired records first (more than one per record, so
--- trimming keeps up).
+-- trimming keeps up). The queue's ends are read in one call and written
+-- with the record in another.
 local function applied_record(h, key, answer, ttl, now)
 	local c = string.sub(key, 1, 1)
-	applied_trim(h, c, now, 3)
-	local tail = redis.call('HINCRBY', h, 'q' .. c .. '>', 1)
+	local ends = redis.call('HMGET', h, 'q' .. c .. '<', 'q' .. c .. '>')
+	local head, tail = tonumber(ends[1] or '0'), tonumber(ends[2] or '0')
+	local trimmed = applied_trim(h, c, head, tail, now, 3)
+	tail = tail + 1
 	local expires = now + tonumber(ttl)
-	redis.call('HSET', h, 'a:' .. key, expires .. '|' .. answer, 'q' .. c .. ':' .. tail, key, 'q' .. c .. '$', expires)
+	local fields = {'a:' .. key, expires .. '|' .. answer, 'q' .. c .. ':' .. tail, key,
+		'q' .. c .. '$', expires, 'q' .. c .. '>', tail}
+	if trimmed ~= head then
+		fields[#fields + 1], fields[#fields + 2] = 'q' .. c .. '<', trimmed
+	end
+	redis.call('HSET', h, unpack(fields))
 end
 
 -- applied_linger: after the state left hash h, keep the hash as long as
