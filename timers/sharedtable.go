@@ -30,8 +30,8 @@ const sharedSlack = 16
 // sharedTable is the shared code as huff0 writes a table (the Zstandard
 // Huffman table format). Its weights come from sharedTraining's counts
 // (sharedtable_test.go checks that they still do): every byte value has a
-// code, base64's 64 symbols about 6 bits, JSON's punctuation and space
-// 7–8 bits, other printable ASCII 10, every other byte 11. Calls stored
+// code, base64's 64 symbols 6–7 bits, JSON's punctuation and space 8
+// bits, other printable ASCII 10–11, every other byte 11. Calls stored
 // with it decode with it for as long as they are kept, so it never
 // changes; another table would need a tag of its own.
 const sharedTable = "3\x10\xb0\x80v\xff\xfc\xf3\xcf?\xff\xfc\xf3\x0f\xe8\xc510000000`\x81Dj\r\x95\r\x12H \x81\x04\xd2\n/\x87\x05\x12!Zf\xef\xff\xaf\xf3\xb7\xcf7"
