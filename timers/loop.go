@@ -38,10 +38,11 @@ type loop struct {
 	inFlight atomic.Int64
 	// freed signals (coalescing) that a worker finished a call.
 	freed chan struct{}
-	// claims counts claim rounds and unsettled the outcomes not yet
-	// written to the store: together they tell tests that the loop has
-	// gone round and everything it started is recorded.
-	claims, unsettled atomic.Int64
+	// rounds counts claim rounds begun, claims those ended, and unsettled
+	// the outcomes not yet written to the store: together they tell tests
+	// that the loop has gone round since they moved the clock and that
+	// everything it started is recorded (Settle).
+	rounds, claims, unsettled atomic.Int64
 
 	jobs    chan job
 	results chan result
@@ -154,6 +155,7 @@ func (l *loop) run() {
 		}
 		want := min(free, l.cfg.MaxBatch)
 		l.deadline.Store(math.MaxInt64)
+		l.rounds.Add(1) // before the round reads any clock
 		started := clk.Now()
 		acks := l.s.acks.Load()
 		ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)

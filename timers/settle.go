@@ -29,11 +29,14 @@ func (s *Scheduler) Settle(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("settle timers: %w", errNotRunning)
 	}
-	c0 := l.claims.Load()
+	// A round begun before this read may have read the clock before the
+	// caller moved it: only one begun after it, and so ended once claims
+	// pass it, sees everything due by now.
+	begun := l.rounds.Load()
 	l.poke()
 	tick := time.NewTicker(settlePoll)
 	defer tick.Stop()
-	for !(l.claims.Load() > c0 && l.inFlight.Load() == 0 && l.unsettled.Load() == 0 &&
+	for !(l.claims.Load() > begun && l.inFlight.Load() == 0 && l.unsettled.Load() == 0 &&
 		l.deadline.Load() != math.MaxInt64) {
 		select {
 		case <-ctx.Done():

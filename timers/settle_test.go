@@ -3,6 +3,7 @@ package timers
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,5 +45,76 @@ func TestSettleRefuses(t *testing.T) {
 	}
 	if n := rec.len(); n != 1 {
 		t.Errorf("%d calls made, want the one that blocks", n)
+	}
+}
+
+// heldStore is a store that can hold the loop at two points: a claim
+// that has read the store (a round that read the clock before a test
+// moved it, still under way), and the dead-letter pruning that opens the
+// loop's next round, before that round begins.
+type heldStore struct {
+	Store
+	holdClaim, holdPrune atomic.Bool
+	held                 chan string // "claim" or "prune": the loop waits there
+	resume               chan struct{}
+}
+
+func (s *heldStore) claim(ctx context.Context, max int, lease time.Duration) (claimBatch, error) {
+	b, err := s.Store.claim(ctx, max, lease)
+	if s.holdClaim.CompareAndSwap(true, false) {
+		s.held <- "claim"
+		<-s.resume
+	}
+	return b, err
+}
+
+func (s *heldStore) prune(ctx context.Context, retention time.Duration, batch int) (int, bool, error) {
+	if s.holdPrune.CompareAndSwap(true, false) {
+		s.held <- "prune"
+		<-s.resume
+	}
+	return s.Store.prune(ctx, retention, batch)
+}
+
+// settleGrace is how long TestSettleAfterARoundUnderWay gives Settle to
+// return early (it did within a millisecond, polling, before the fix).
+const settleGrace = 200 * time.Millisecond
+
+// TestSettleAfterARoundUnderWay: a claim round that read the store before
+// the clock moved, and ends after Settle began, does not settle it: while
+// the loop stands between that round and the next, Settle waits, and it
+// returns only once a round that saw the moved clock has run what it made
+// due.
+func TestSettleAfterARoundUnderWay(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond))
+	store := &heldStore{Store: NewMemoryStore(clk), held: make(chan string), resume: make(chan struct{})}
+	rec := newRecorder(clk)
+	s := startScheduler(t, store, rec, Config{})
+	t.Cleanup(func() { close(store.resume) }) // before the shutdown: let a held loop go
+	quiesce(t, s)
+	store.holdClaim.Store(true)
+	mustCreate(t, s, "due", time.Minute, testCall(`1`)) // pokes the loop: a round reads the store
+	if at := <-store.held; at != "claim" {
+		t.Fatalf("held at %s, want the claim", at)
+	}
+	clk.Advance(time.Minute) // the timer is due, and so is the next pruning
+	settled := make(chan error, 1)
+	go func() { settled <- s.Settle(context.Background()) }()
+	store.holdPrune.Store(true)
+	store.resume <- struct{}{} // the round ends; the loop holds before the next
+	if at := <-store.held; at != "prune" {
+		t.Fatalf("held at %s, want the pruning", at)
+	}
+	select {
+	case err := <-settled:
+		t.Fatalf("Settle returned (%v) between a round that read the clock before it moved and the next, with %d calls", err, rec.len())
+	case <-time.After(settleGrace):
+	}
+	store.resume <- struct{}{}
+	if err := <-settled; err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.len(); n != 1 {
+		t.Fatalf("Settle returned with %d calls of the timer due, want 1", n)
 	}
 }
