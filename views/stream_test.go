@@ -10,7 +10,6 @@ import (
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/internal/testkit/testenv"
 	"github.com/trellis-go/trellis/trellistest"
-	"github.com/trellis-go/trellis/views"
 )
 
 // TestViewStream follows a query over HTTP with an SSE client: the rows
@@ -76,7 +75,7 @@ func TestViewStream(t *testing.T) {
 			// shard's first build after that would be a reset.
 			caughtUp(t, ts, positions...)
 			trellistest.Eventually(t, waitLong, "the view built on every shard", func() bool {
-				built, err := views.BuiltEverywhere(t.Context(), ts.Host().Views(), orderView.Name())
+				built, err := ts.Host().Views().Built(t.Context(), orderView.Name())
 				if err != nil {
 					t.Fatal(err)
 				}
