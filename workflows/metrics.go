@@ -67,6 +67,52 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// stepSeries keeps a workflow type's series of each step (its run's
+// duration by outcome, its retries), each made on its first use, so that
+// a run counts without the vectors' lookup by labels.
+type stepSeries struct {
+	mu     sync.Mutex
+	byStep map[stepSeriesKey]prometheus.Observer // a Counter's Inc is its Add(1)
+}
+
+type stepSeriesKey struct {
+	step   string
+	series seriesOf
+}
+
+// seriesOf names one of a step's series.
+type seriesOf uint8
+
+const (
+	stepOK      seriesOf = iota // trellis_workflow_step_seconds, outcome ok
+	stepFailed                  // trellis_workflow_step_seconds, outcome failed
+	stepRetries                 // trellis_workflow_step_retries_total
+)
+
+// of is step's series of workflow in m.
+func (b *stepSeries) of(m *metrics, workflow, step string, series seriesOf) prometheus.Observer {
+	k := stepSeriesKey{step, series}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o := b.byStep[k]; o != nil {
+		return o
+	}
+	if b.byStep == nil {
+		b.byStep = make(map[stepSeriesKey]prometheus.Observer)
+	}
+	var o prometheus.Observer
+	switch series {
+	case stepOK:
+		o = m.steps.WithLabelValues(workflow, step, "ok")
+	case stepFailed:
+		o = m.steps.WithLabelValues(workflow, step, "failed")
+	default:
+		o = prometheus.ObserverFunc(m.retries.WithLabelValues(workflow, step).Add)
+	}
+	b.byStep[k] = o
+	return o
+}
+
 // counted is a runner that counts its shards' running and paused
 // instances.
 type counted interface{ counts() (running, paused int) }

@@ -273,13 +273,13 @@ func (r *Running[S]) here(ctx context.Context, id, method string, arg any) (reco
 // ran counts a run of step whose outcome a was committed as next: its
 // duration, and a retry when the step is to run again.
 func (r *Running[S]) ran(step string, a commitArg, next record, err error) {
-	outcome := "ok"
+	outcome := stepOK
 	if a.Decision == nil {
-		outcome = "failed"
+		outcome = stepFailed
 	}
-	r.metrics.steps.WithLabelValues(r.t.id, step, outcome).Observe(a.At.Sub(a.Started).Seconds())
+	r.series.of(r.metrics, r.t.id, step, outcome).Observe(a.At.Sub(a.Started).Seconds())
 	if err == nil && a.Decision == nil && next.Status == StatusRunning && next.Transition == a.Transition {
-		r.metrics.retries.WithLabelValues(r.t.id, step).Inc()
+		r.series.of(r.metrics, r.t.id, step, stepRetries).Observe(1)
 	}
 }
 

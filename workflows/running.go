@@ -72,7 +72,8 @@ type Running[S any] struct {
 	operation components.EntityMethod[Operation, record]
 
 	metrics  *metrics
-	statuses statuses // the gauges' counts
+	series   stepSeries // metrics' series of each step, as first used
+	statuses statuses   // the gauges' counts
 	tracer   trace.Tracer
 	limits   *deadlines.Book // the timeouts of the step runs in flight
 

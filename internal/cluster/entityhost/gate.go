@@ -33,10 +33,12 @@ func (g *gate) admit(shard int) (done func(), ok bool) {
 		once.Do(func() {
 			g.mu.Lock()
 			g.inflight[shard]--
-			idle := g.inflight[shard] == 0
+			// Only a hand-over waits for a shard's last command: one that
+			// was never asked for the shard has nobody to wake.
+			wake := g.inflight[shard] == 0 && g.handover[shard] != (cluster.Fence{})
 			g.mu.Unlock()
-			if idle {
-				g.changes.notify() // a hand-over may be waiting for it
+			if wake {
+				g.changes.notify()
 			}
 		})
 	}, true
