@@ -88,6 +88,7 @@ func refusedAs(err error, kind components.ErrorKind) bool {
 // retried from its first attempt under the same key and ends; skip moves
 // a job to a named step; cancel ends one; and each refusal is its kind.
 func TestOperatorActions(t *testing.T) {
+	workKeys.Clear() // a run before (-count) ran its jobs under the same ids
 	opFail.Store(true)
 	t.Cleanup(func() { opFail.Store(false) })
 	e := start(t, Jobs, nil, nil)

@@ -192,6 +192,8 @@ func init() {
 // is committed and the workflow goes on to its failover step while the
 // handler still runs; what the handler returns later is dropped.
 func TestStepIgnoringItsTimeout(t *testing.T) {
+	// A run before (-count) closed release; nothing runs the step now.
+	holding, release, returned = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
 	e := start(t, Stubborns, nil, nil)
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(release) }) }
