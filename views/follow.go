@@ -217,8 +217,12 @@ func (f *Follower) stale(feeds []shardFeed) bool {
 }
 
 // sendRows sends every row of the result, then "ready" with the cursor:
-// each shard's position the rows were read at.
+// each shard's position the rows were read at. It first waits for the
+// shards still being built (awaitBuilt).
 func (f *Follower) sendRows(ctx context.Context, emit func([]Event) error) error {
+	if err := f.awaitBuilt(ctx); err != nil {
+		return err
+	}
 	var tok *token
 	var cursor []uint64 // each shard's position the first page was read at
 	count := 0

@@ -170,23 +170,6 @@ func (r *Runner) trySwap(ctx context.Context, d *viewDef) error {
 	return nil
 }
 
-// Built reports whether view's own generation is built on every shard.
-// Until then a shard not yet built answers with the rows its build has
-// written so far, and a stream that read them is reset once the build
-// ends; after, only a rebuild or a feed's trim resets a stream.
-func (r *Runner) Built(ctx context.Context, view string) (bool, error) {
-	d, err := r.view(view)
-	if err != nil {
-		return false, err
-	}
-	for shard := range numShards {
-		if _, built, err := r.cfg.Store.position(ctx, d.gen, shard); err != nil || !built {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
 // Rebuilt reports whether view's own generation answers its queries (it
 // is built on every shard, and swapped in).
 func (r *Runner) Rebuilt(ctx context.Context, view string) (bool, error) {

@@ -94,6 +94,20 @@ func (s *memoryStore) position(ctx context.Context, view string, shard int) (uin
 	return v.pos[shard], v.built[shard], ctx.Err()
 }
 
+func (s *memoryStore) builtShards(ctx context.Context, view string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	if v := s.views[view]; v != nil {
+		for _, built := range v.built {
+			if built {
+				n++
+			}
+		}
+	}
+	return n, ctx.Err()
+}
+
 func (s *memoryStore) positions(ctx context.Context, view string) ([]uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -97,6 +97,14 @@ func (s *redisStore) position(ctx context.Context, view string, shard int) (uint
 	return pos, err == nil, err
 }
 
+func (s *redisStore) builtShards(ctx context.Context, view string) (int, error) {
+	n, err := s.client.HLen(ctx, s.key(view, "pos")).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read how many shards of view %s are built: %w", view, store.Classify(err))
+	}
+	return int(n), nil
+}
+
 func (s *redisStore) positions(ctx context.Context, view string) ([]uint64, error) {
 	all, err := s.client.HGetAll(ctx, s.key(view, "pos")).Result()
 	if err != nil {

@@ -73,6 +73,7 @@ type Runner struct {
 
 	gens     generations
 	swapDone chan struct{}
+	built    builtGens // see builtEverywhere
 
 	keyMu sync.Mutex
 	key   []byte // see sealKey

@@ -21,6 +21,9 @@ type Store interface {
 	// positions is every shard's position of view (0: never built), by
 	// shard, read together.
 	positions(ctx context.Context, view string) ([]uint64, error)
+	// builtShards is how many shards of view (a generation's key) were
+	// built.
+	builtShards(ctx context.Context, view string) (int, error)
 	// open is position for the projector of shard under f: from then on,
 	// apply refuses the batches of an owner of the shard with a lower
 	// epoch than f's (with entities.ErrFenced; an empty fence is not
