@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -38,6 +39,31 @@ type drive struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// callMu guards the context of the drive's reads and commits (see
+	// callCtx), which ends at callEnds.
+	callMu     sync.Mutex
+	call       context.Context
+	callCancel context.CancelFunc
+	callEnds   time.Time
+}
+
+// callCtx is the context of a read or a commit of d's record: a child of
+// d's that ends between callTimeout/2 and callTimeout from now. The calls
+// of half a callTimeout share it, so that a call does not pay for a timer
+// of its own; the drive's end cancels it.
+func (d *drive) callCtx() context.Context {
+	d.callMu.Lock()
+	defer d.callMu.Unlock()
+	now := time.Now()
+	if d.call == nil || d.callEnds.Sub(now) < callTimeout/2 {
+		if d.callCancel != nil {
+			d.callCancel() // its calls ended: a drive's calls are made one after the other
+		}
+		d.callEnds = now.Add(callTimeout)
+		d.call, d.callCancel = context.WithDeadline(d.ctx, d.callEnds)
+	}
+	return d.call
 }
 
 // wake has the runner look at instance id, once the write that made rec
@@ -162,11 +188,11 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 	var err error
 	if from != nil {
 		var stop bool
-		if rec, stop, err = r.commit(ctx, id, *from); stop {
+		if rec, stop, err = r.commit(d, id, *from); stop {
 			return true
 		}
 	} else {
-		rec, err = r.read(ctx, id)
+		rec, err = r.read(d, id)
 	}
 	for ctx.Err() == nil {
 		if err != nil {
@@ -177,7 +203,7 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 			if r.wait(ctx, retryAfterError, nil) != waited {
 				return true
 			}
-			rec, err = r.read(ctx, id)
+			rec, err = r.read(d, id)
 			continue
 		}
 		if !r.serves(id) {
@@ -199,7 +225,7 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 			case stopped:
 				return true
 			case kicked: // the record changed: read it again
-				rec, err = r.read(ctx, id)
+				rec, err = r.read(d, id)
 				continue
 			}
 		}
@@ -211,7 +237,7 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 			return false
 		}
 		var stop bool
-		if rec, stop, err = r.commit(ctx, id, ran); stop {
+		if rec, stop, err = r.commit(d, id, ran); stop {
 			return true
 		}
 	}
@@ -221,16 +247,16 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 // commit commits a step run's outcome (unless the drive is stopping or
 // the runner crashes here: stop) and counts it; it returns the record
 // as written, or the write's error.
-func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec record, stop bool, err error) {
-	if ctx.Err() != nil || r.crashAt(pointAfterStep, id, ran.at) {
+func (r *Running[S]) commit(d *drive, id string, ran ranStep) (rec record, stop bool, err error) {
+	if d.ctx.Err() != nil || r.crashAt(pointAfterStep, id, ran.at) {
 		tracing.End(ran.span, ran.errType)
 		return record{}, true, nil // stopping or handing the shard over: not committed, the next owner runs the step again
 	}
-	wctx := ctx
+	ctx := d.callCtx()
 	if ran.span.SpanContext().IsValid() {
-		wctx = trace.ContextWithSpan(ctx, ran.span) // else ctx has no span either (the drive's carries none)
+		ctx = trace.ContextWithSpan(ctx, ran.span) // else ctx has no span either (the drive's carries none)
 	}
-	rec, err = r.write(wctx, id, ran.a)
+	rec, err = r.here(ctx, id, commitMethod, ran.a)
 	errType := ran.errType
 	if err != nil && errType == "" {
 		errType = "commit failed"
@@ -240,25 +266,19 @@ func (r *Running[S]) commit(ctx context.Context, id string, ran ranStep) (rec re
 	return rec, false, err
 }
 
-// read reads id's record, bounded by callTimeout.
-func (r *Running[S]) read(ctx context.Context, id string) (record, error) {
-	return r.here(ctx, id, readMethod, components.Done{})
-}
-
-// write commits a step's outcome a to id's record, bounded by
-// callTimeout (past it the outcome is unknown: the record is read again).
-func (r *Running[S]) write(ctx context.Context, id string, a commitArg) (record, error) {
-	return r.here(ctx, id, commitMethod, a)
+// read reads id's record, bounded by callTimeout (drive.callCtx).
+func (r *Running[S]) read(d *drive, id string) (record, error) {
+	return r.here(d.callCtx(), id, readMethod, components.Done{})
 }
 
 // here runs the record command method on id's entity on this instance
 // (entities.Running.InvokeLocal: the runner runs only the workflows of the
-// shards this instance serves), bounded by callTimeout: on an idle entity,
-// on this goroutine. A commit needs no command id to be applied once: one
-// made again finds the transition it ran under gone, and changes nothing.
+// shards this instance serves), bounded by ctx (a drive's callCtx: past
+// it the outcome of a commit is unknown, and the record is read again):
+// on an idle entity, on this goroutine. A commit needs no command id to
+// be applied once: one made again finds the transition it ran under gone,
+// and changes nothing.
 func (r *Running[S]) here(ctx context.Context, id, method string, arg any) (record, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	v, err := r.entity.InvokeLocal(ctx, id, method, arg)
 	if err != nil {
 		return record{}, err
