@@ -31,8 +31,8 @@ type builtGens struct {
 
 // Built reports whether view's own generation is built on every shard.
 // Until then a shard not yet built answers with the rows its build has
-// written so far; a stream waits for the builds before it sends its rows
-// (up to buildWait).
+// written so far; a stream waits for the builds, up to 5 s, before it
+// sends its rows.
 func (r *Runner) Built(ctx context.Context, view string) (bool, error) {
 	d, err := r.view(view)
 	if err != nil {
@@ -73,12 +73,8 @@ func (f *Follower) awaitBuilt(ctx context.Context) error {
 		if err != nil || built || !time.Now().Before(deadline) {
 			return err
 		}
-		t := time.NewTimer(buildPoll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !f.pause(ctx, buildPoll, nil) {
 			return ctx.Err()
-		case <-t.C:
 		}
 	}
 }

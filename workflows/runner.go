@@ -23,8 +23,8 @@ const (
 	// retryAfterError is the wait after a read or a commit of a record
 	// failed (the store out of reach, the shard moving).
 	retryAfterError = time.Second
-	// callTimeout bounds a read or a commit of a record: one forwarded to
-	// an owner that died may otherwise wait for good.
+	// callTimeout bounds a read or a commit of a record (drive.callCtx):
+	// one may wait to be admitted while no owner of its shard is known.
 	callTimeout = 10 * time.Second
 )
 
