@@ -21,7 +21,8 @@ const (
 	lapseMethod  = internalPrefix + "lapse"  // a pause lapsed or the workflow timed out (its timer)
 )
 
-// MaxRecordBytes bounds a workflow's stored state plus its step's input.
+// MaxRecordBytes bounds a workflow's stored state plus its step's input
+// (and, while it is paused, the input of the step its pause lapses to).
 const MaxRecordBytes = 1 << 20
 
 // errBadMove is wrapped by a move that cannot be made: to a step that
@@ -44,6 +45,9 @@ type commitArg struct {
 	Error     string `json:"error,omitempty"`
 	Permanent bool   `json:"permanent,omitempty"`
 	Missing   bool   `json:"missing,omitempty"`
+	// Stale: the step was not run, for its keys may have expired
+	// (staleKeys); like Missing, the workflow fails for an operator.
+	Stale bool `json:"stale,omitempty"`
 	// TimedOut: the workflow's deadline passed before the run.
 	TimedOut bool `json:"timedOut,omitempty"`
 	// Span is the run's span (tracing.CaptureForLink: "" unless
@@ -90,7 +94,7 @@ func (r *Running[S]) internalCommands(et *entities.Type[record]) {
 			rec = r.timedOut(ctx.EntityID(), rec, entry)
 		case !rec.PauseUntil.IsZero() && !now.Before(rec.PauseUntil) && rec.OnLapse != nil:
 			entry.Outcome = "lapsed to " + rec.OnLapse.Step
-			rec.enter(rec.OnLapse.Step, rec.OnLapse.Input)
+			rec.enter(rec.OnLapse.Step, rec.OnLapse.Input, now)
 			rec.note(entry)
 		default: // early (another clock): wait again
 			r.wake(ctx.EntityID(), rec)
@@ -159,22 +163,25 @@ func (r *Running[S]) apply(rec record, d decision, now time.Time, entry Entry) (
 		if r.t.step(d.Step) == nil {
 			return rec, false, fmt.Errorf("%w: transition to step %q, which workflow %s does not have", errBadMove, d.Step, r.t.id)
 		}
-		rec.enter(d.Step, d.Input)
+		rec.enter(d.Step, d.Input, now)
 	case pause:
-		if d.PauseFor > 0 && (d.Lapse == nil || r.t.step(d.Lapse.Step) == nil) {
+		timed := d.PauseFor != 0 || d.Lapse != nil
+		if timed && (d.Lapse == nil || r.t.step(d.Lapse.Step) == nil) {
 			return rec, false, fmt.Errorf("%w: a pause lapses to step %q, which workflow %s does not have", errBadMove, d.lapseStep(), r.t.id)
 		}
 		rec.leave(StatusPaused)
-		if d.PauseFor > 0 {
-			rec.PauseUntil, rec.OnLapse = now.Add(d.PauseFor), d.Lapse
+		if timed {
+			// A pause of no time, or less (one counted to a moment that
+			// has passed), lapses at once.
+			rec.PauseUntil, rec.OnLapse = now.Add(max(d.PauseFor, 0)), d.Lapse
 		}
 	case end:
 		rec.leave(StatusEnded)
 	case endDelete:
 		return rec, true, nil
 	}
-	if n := len(rec.State) + len(rec.Input); n > MaxRecordBytes {
-		return rec, false, fmt.Errorf("%w: the state and the step's input are %d bytes, over the limit of %d: %w",
+	if n := rec.inputBytes(); n > MaxRecordBytes {
+		return rec, false, fmt.Errorf("%w: the state and the steps' inputs are %d bytes, over the limit of %d: %w",
 			errBadMove, n, MaxRecordBytes, components.ErrLimit)
 	}
 	if d.Move != stay {
@@ -212,6 +219,11 @@ func (r *Running[S]) committed(id string, rec record, a commitArg) (next record,
 		}
 		a.Error, a.Permanent = err.Error(), true
 	}
+	if !a.Missing && !a.Stale && !rec.Deadline.IsZero() && !a.At.Before(rec.Deadline) {
+		// Failed at the workflow's deadline (its timeout cut the run
+		// short) or past it: the workflow timed out; no retry is left.
+		return r.timedOut(id, rec, entry), false, true
+	}
 	return r.failed(id, rec, a, entry), false, true
 }
 
@@ -224,17 +236,17 @@ func (r *Running[S]) failed(id string, rec record, a commitArg, entry Entry) rec
 	}
 	entry.Error = a.Error
 	attempts := rec.Attempt + 1
-	if !a.Permanent && !a.Missing && attempts <= set.maxRetries {
+	if !a.Permanent && !a.Missing && !a.Stale && attempts <= set.maxRetries {
 		rec.Attempt, rec.Error = attempts, a.Error
 		rec.NotBefore = a.At.Add(set.retryAfter(attempts))
 		entry.Outcome = "retry"
 		rec.note(entry)
 		return rec
 	}
-	if set.failover != nil && !a.Missing {
+	if set.failover != nil && !a.Missing && !a.Stale {
 		if input, err := json.Marshal(set.failover.input); err == nil && r.t.step(set.failover.step) != nil {
 			entry.Outcome = "failover to " + set.failover.step
-			rec.enter(set.failover.step, input)
+			rec.enter(set.failover.step, input, a.At)
 			rec.Error = a.Error
 			rec.note(entry)
 			return rec
@@ -255,7 +267,7 @@ func (r *Running[S]) timedOut(id string, rec record, entry Entry) record {
 	if f := r.t.settings.onTimeout; f != nil {
 		if input, err := json.Marshal(f.input); err == nil && r.t.step(f.step) != nil {
 			entry.Outcome = "timed out: to " + f.step
-			rec.enter(f.step, input)
+			rec.enter(f.step, input, entry.At)
 			rec.note(entry)
 			return rec
 		}

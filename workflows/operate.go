@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/trellis-go/trellis/components"
@@ -100,7 +101,7 @@ func (r *Running[S]) operate(id string, rec record, op Operation) (record, error
 			entry.Outcome = "resumed"
 		case rec.Status == StatusPaused && rec.OnLapse != nil:
 			entry.Outcome = "resumed: to " + rec.OnLapse.Step
-			rec.enter(rec.OnLapse.Step, rec.OnLapse.Input)
+			rec.enter(rec.OnLapse.Step, rec.OnLapse.Input, entry.At)
 		default:
 			return rec, refusal(components.Conflict, "workflow %s is %s and not suspended: skip it to a step instead", name, rec.Status)
 		}
@@ -116,6 +117,11 @@ func (r *Running[S]) operate(id string, rec record, op Operation) (record, error
 			rec.NotBefore = time.Time{}
 			entry.Outcome = "retry now"
 		default:
+			if strings.HasPrefix(rec.Error, staleKeysPrefix) {
+				// The operator runs it again knowing its keys may have
+				// expired: they count from now.
+				rec.EnteredAt = entry.At
+			}
 			r.rerun(&rec)
 			rec.Attempt = 0
 			entry.Outcome = "retried"
@@ -124,11 +130,14 @@ func (r *Running[S]) operate(id string, rec record, op Operation) (record, error
 		if r.t.step(op.Step) == nil {
 			return rec, refusal(components.Invalid, "step: workflow %s has no step %q (its steps: %v)", r.t.id, op.Step, r.t.Steps())
 		}
+		if len(op.Input) > 0 && !json.Valid(op.Input) {
+			return rec, refusal(components.Invalid, "input: not JSON")
+		}
 		if n := len(rec.State) + len(op.Input); n > MaxRecordBytes {
 			return rec, refusal(components.Invalid, "input: the state and the step's input are %d bytes, over the limit of %d", n, MaxRecordBytes)
 		}
 		entry.Outcome = "skipped to " + op.Step
-		rec.enter(op.Step, op.Input)
+		rec.enter(op.Step, op.Input, entry.At)
 	default:
 		return rec, refusal(components.Invalid, "action: %q is not one of suspend, resume, cancel, retry, skip", op.Action)
 	}

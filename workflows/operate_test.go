@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -151,22 +152,28 @@ func TestOperatorActions(t *testing.T) {
 		id     string
 		action workflows.Action
 		step   string
+		input  string
 		kind   components.ErrorKind
+		names  string // what the refusal names
 	}{
-		{"unknown step", "j-2", workflows.Skip, "nowhere", components.Invalid},
-		{"unknown action", "j-2", "jump", "", components.Invalid},
-		{"not started", "j-none", workflows.Cancel, "", components.NotFound},
-		{"resume of a failed job", "j-2", workflows.Resume, "", components.Conflict},
+		{"unknown step", "j-2", workflows.Skip, "nowhere", "", components.Invalid, "nowhere"},
+		{"input not JSON", "j-2", workflows.Skip, "after", `{bad`, components.Invalid, "input"},
+		{"unknown action", "j-2", "jump", "", "", components.Invalid, "jump"},
+		{"not started", "j-none", workflows.Cancel, "", "", components.NotFound, "j-none"},
+		{"resume of a failed job", "j-2", workflows.Resume, "", "", components.Conflict, "failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := op(c.id, c.action, c.step)
+			_, err := e.wf.Operate(ctx, c.id, workflows.Operation{Action: c.action, Step: c.step, Input: json.RawMessage(c.input)})
 			if !refusedAs(err, c.kind) {
 				t.Errorf("%s: %v, want a refusal of kind %v", c.action, err, c.kind)
 			}
-			if err != nil && c.step != "" && !strings.Contains(err.Error(), c.step) {
-				t.Errorf("%v does not name the step %q", err, c.step)
+			if err != nil && !strings.Contains(err.Error(), c.names) {
+				t.Errorf("%v does not name %q", err, c.names)
 			}
 		})
+	}
+	if _, _, err := e.wf.List(ctx, "", 10); err != nil {
+		t.Errorf("list after the refusals: %v", err) // nothing they refused was written
 	}
 
 	if _, err := op("j-2", workflows.Skip, "after"); err != nil {

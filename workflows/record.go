@@ -57,6 +57,11 @@ type record struct {
 	// entity commands stay applied once across them (0 in records written
 	// before it was kept: Transition is the key then).
 	Entered uint64 `json:"entered,omitempty"`
+	// EnteredAt is when the current step was entered (the runner's clock;
+	// zero in records written before it was kept): its entity commands'
+	// answers were recorded after it, so they are kept at least until
+	// EnteredAt plus the entities' key retention (staleKeys).
+	EnteredAt time.Time `json:"enteredAt,omitzero"`
 	// Suspended: an operator suspended the running step (the status is
 	// paused); a resume runs it again under the same key.
 	Suspended bool `json:"suspended,omitempty"`
@@ -204,9 +209,10 @@ type move struct {
 	lapseInput any
 }
 
-// enter moves rec into step with input: a new transition, a fresh attempt.
-func (rec *record) enter(step string, input json.RawMessage) {
-	rec.Status, rec.Step, rec.Input = StatusRunning, step, input
+// enter moves rec into step with input at time at: a new transition, a
+// fresh attempt.
+func (rec *record) enter(step string, input json.RawMessage, at time.Time) {
+	rec.Status, rec.Step, rec.Input, rec.EnteredAt = StatusRunning, step, input, at
 	rec.Attempt, rec.NotBefore, rec.Error = 0, time.Time{}, ""
 	rec.PauseUntil, rec.OnLapse = time.Time{}, nil
 	rec.Suspended, rec.PausedBy = false, ""
@@ -243,6 +249,16 @@ func (rec *record) fail(why string) {
 	}
 }
 
+// inputBytes is what MaxRecordBytes bounds: the state and the inputs of
+// the step the record is at and of the step its pause lapses to.
+func (rec *record) inputBytes() int {
+	n := len(rec.State) + len(rec.Input)
+	if rec.OnLapse != nil {
+		n += len(rec.OnLapse.Input)
+	}
+	return n
+}
+
 // note adds e to the history, dropping the oldest past historyLength,
 // in a new slice: the one rec had may be shared with the record its
 // entity holds (see detached).
@@ -271,6 +287,16 @@ func (rec record) detached() record {
 	}
 	rec.History = slices.Clone(rec.History)
 	return rec
+}
+
+// runsAt is when a running workflow's step runs next: after its retry's
+// backoff, or at its deadline if that comes first (the run then times the
+// workflow out).
+func (rec *record) runsAt() time.Time {
+	if !rec.Deadline.IsZero() && rec.Deadline.Before(rec.NotBefore) {
+		return rec.Deadline
+	}
+	return rec.NotBefore
 }
 
 // wakeAt is when a paused workflow must be woken (its pause lapses or it

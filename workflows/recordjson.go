@@ -44,6 +44,7 @@ func (rec *record) appendJSON(b []byte) ([]byte, bool) {
 	w.int("attempt", rec.Attempt)
 	w.uint("transition", rec.Transition)
 	w.uint("entered", rec.Entered)
+	w.time("enteredAt", rec.EnteredAt, false)
 	if rec.Suspended {
 		w.key("suspended")
 		w.b = append(w.b, "true"...)

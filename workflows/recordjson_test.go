@@ -16,7 +16,7 @@ func fullRecord() record {
 	return record{
 		State: json.RawMessage(`{"n":3,"name":"a b","q":"say \"hi\""}`), Status: StatusPaused,
 		Run: "0192d7a0-3c4f", Step: "approve", Input: json.RawMessage(`[1,{"x":null}]`), Attempt: 2,
-		Transition: 9, Entered: 7, Suspended: true, NotBefore: at, PauseUntil: at.In(zone).Add(time.Hour),
+		Transition: 9, Entered: 7, EnteredAt: at.Add(-time.Minute), Suspended: true, NotBefore: at, PauseUntil: at.In(zone).Add(time.Hour),
 		OnLapse:  &Target{Step: "expire", Input: json.RawMessage(`"late"`)},
 		Deadline: at.Add(24 * time.Hour), Error: `step "charge" panicked: <nil> & more`,
 		Trace: "00-abc-def-01", PausedBy: "00-123-456-01",

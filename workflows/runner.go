@@ -220,8 +220,8 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 			}
 			return true
 		}
-		if r.clock.Now().Before(rec.NotBefore) {
-			switch r.waitUntil(ctx, rec.NotBefore, d.kick) {
+		if until := rec.runsAt(); r.clock.Now().Before(until) {
+			switch r.waitUntil(ctx, until, d.kick) {
 			case stopped:
 				return true
 			case kicked: // the record changed: read it again

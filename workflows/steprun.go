@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/entities"
 	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
@@ -63,6 +64,10 @@ func (r *Running[S]) run(d *drive, id string, rec record) (ranStep, bool) {
 	if !rec.Deadline.IsZero() && !started.Before(rec.Deadline) {
 		a := commitArg{Transition: rec.Transition, Started: started, TimedOut: true, At: r.clock.Now()}
 		return ranStep{at: at, a: a, span: noop.Span{}}, true
+	}
+	if why := r.staleKeys(id, rec, started); why != "" {
+		a := commitArg{Transition: rec.Transition, Started: started, At: started, Error: why, Stale: true}
+		return ranStep{at: at, a: a, span: noop.Span{}, errType: "failed"}, true
 	}
 	def := r.t.step(rec.Step)
 	if def == nil {
@@ -197,3 +202,28 @@ const (
 	attrAttempt    = attribute.Key("trellis.workflow.attempt")
 	attrTransition = attribute.Key("trellis.workflow.transition")
 )
+
+// staleKeysPrefix starts the error of a step not run because its keys may
+// have expired: an operator's retry of it runs it anyway.
+const staleKeysPrefix = "not run: the answers its entity commands recorded may have expired"
+
+// staleKeys is why rec's step must not run now, "" when it may: it was
+// entered longer ago than the entities keep the answers of commands with
+// an idempotency key (Host.KeyRetention, less a margin for the clocks of
+// the instances and the store), so a command its earlier runs applied
+// might be applied again. The workflow then fails, for an operator to
+// skip the step or retry it knowingly.
+func (r *Running[S]) staleKeys(id string, rec record, now time.Time) string {
+	if rec.EnteredAt.IsZero() {
+		return ""
+	}
+	retention := r.host.Entities.KeyRetention
+	if retention <= 0 {
+		retention = entities.DefaultKeyRetention
+	}
+	if now.Sub(rec.EnteredAt) < retention-min(time.Minute, retention/10) {
+		return ""
+	}
+	return fmt.Sprintf("%s (step %q of %s/%s entered %s, kept %s): skip it, or retry it if running it again is safe",
+		staleKeysPrefix, rec.Step, r.t.id, id, rec.EnteredAt.Format(time.RFC3339), retention)
+}

@@ -14,7 +14,9 @@ import (
 // Slow's "sleep" step waits for its context's end: it always runs past
 // its timeout of 2s, is not retried, and fails over to "after". Its
 // workflow times out after a minute, to "giveup"; "idle" pauses with no
-// timeout of its own.
+// timeout of its own. "failing" fails at once and "blocking" waits for its
+// context's end, each with retries an hour apart, so that the workflow's
+// timeout comes during a retry's backoff or cuts a run short.
 type Slow struct {
 	Outcome string `json:"outcome,omitempty"`
 }
@@ -47,6 +49,16 @@ func init() {
 		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
 			return ctx.Pause()
 		})
+	workflows.Step(Slows, "failing",
+		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
+			return ctx.Fail("not yet")
+		}, workflows.Retries(3, time.Hour, time.Hour))
+	workflows.Step(Slows, "blocking",
+		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
+			sleeping <- struct{}{}
+			<-ctx.Context().Done()
+			return ctx.Fail("woken")
+		}, workflows.StepTimeout(time.Hour), workflows.Retries(3, time.Hour, time.Hour))
 	workflows.Step(Slows, "giveup",
 		func(ctx *workflows.StepCtx[Slow], s Slow, _ any) workflows.StepEffect[Slow] {
 			s.Outcome = "gave up"
@@ -56,7 +68,9 @@ func init() {
 
 // TestTimeouts: a step that runs past its timeout (on the fake clock)
 // fails, and with no retries goes to its failover step; a workflow paused
-// past its own timeout is woken by its timer and goes to its timeout step.
+// past its own timeout is woken by its timer and goes to its timeout step,
+// as one waiting for a retry does at its deadline, not after the backoff,
+// and one whose run its deadline cuts short does, not to a retry.
 func TestTimeouts(t *testing.T) {
 	cases := []struct {
 		name, step string
@@ -65,6 +79,8 @@ func TestTimeouts(t *testing.T) {
 	}{
 		{"step timeout", "sleep", 2 * time.Second, "timed out"},
 		{"workflow timeout", "idle", time.Minute, "gave up"},
+		{"workflow timeout in a retry's backoff", "failing", time.Minute, "gave up"},
+		{"workflow timeout cutting a run short", "blocking", time.Minute, "gave up"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,9 +89,12 @@ func TestTimeouts(t *testing.T) {
 			if _, err := Go.Invoke(ctx, e.client, "s-1", c.step); err != nil {
 				t.Fatal(err)
 			}
-			if c.step == "sleep" {
+			switch c.step {
+			case "sleep", "blocking":
 				<-sleeping // its timeout's timer is set
-			} else {
+			case "failing":
+				waitFor(t, e, "s-1", "a retry an hour away", func(in workflows.Instance[Slow]) bool { return in.Attempt == 1 })
+			default:
 				waitFor(t, e, "s-1", "paused", status[Slow](workflows.StatusPaused))
 				waitTimer(t, e, "s-1")
 			}
