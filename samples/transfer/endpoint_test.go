@@ -1,9 +1,8 @@
 package transfer_test
 
 import (
-	"context"
 	"log/slog"
-	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,47 +12,32 @@ import (
 )
 
 // TestHTTPWalkthrough runs the walkthrough of docs/workflows.md ("Over
-// HTTP") on the embedded store: a transfer started with POST
-// /transfers/{id} runs to its end, read with GET; a large one waits for
-// its approval and ends once approved; and each bad request is answered
-// with its error, naming what is wrong.
+// HTTP") as it is written, on the embedded store: each line of its block
+// in bash, with curl, against the sample's routes (its localhost:9000
+// pointed at the test's server), answered with the status its comment
+// gives (a line whose comment says "once" is asked again until it is, and
+// its body then holds the JSON the comment shows). Then each bad request
+// is answered with its error, naming what is wrong.
 func TestHTTPWalkthrough(t *testing.T) {
 	app := &transfer.App{}
 	ts := trellistest.Start(t, app.Setup, trellistest.WithLogger(slog.New(slog.DiscardHandler)))
-	ctx := context.Background()
-	for _, w := range []string{"alice", "carol"} {
-		if _, err := transfer.Deposit.Invoke(ctx, ts.Client, w, 5000); err != nil {
-			t.Fatal(err)
+	for _, tool := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the walkthrough needs %s: %v", tool, err)
 		}
 	}
-	outcome := func(id string) string {
-		var got transfer.Transfer
-		trellistest.Eventually(t, 10*time.Second, "transfer "+id+" ends", func() bool {
-			resp := ts.Get(t, "/transfers/"+id)
-			if resp.Status != http.StatusOK {
-				return false
-			}
-			resp.JSON(t, &got)
-			return got.Outcome != ""
-		})
-		return got.Outcome
-	}
-
-	if resp := ts.Post(t, "/transfers/t-1", `{"from":"alice","to":"bob","amount":30}`); resp.Status != http.StatusCreated {
-		t.Fatalf("POST /transfers/t-1: %d %s", resp.Status, resp.Body)
-	}
-	if got := outcome("t-1"); got != "done" {
-		t.Errorf("t-1: %q, want done", got)
-	}
-	if resp := ts.Post(t, "/transfers/t-2", `{"from":"carol","to":"bob","amount":2000}`); resp.Status != http.StatusCreated {
-		t.Fatalf("POST /transfers/t-2: %d %s", resp.Status, resp.Body)
-	}
-	trellistest.WaitWorkflow(t, app.Transfers, "t-2", 10*time.Second, "paused")
-	if resp := ts.Post(t, "/transfers/t-2/approve", nil); resp.Status != http.StatusNoContent {
-		t.Fatalf("approve t-2: %d %s", resp.Status, resp.Body)
-	}
-	if got := outcome("t-2"); got != "done" {
-		t.Errorf("t-2: %q, want done", got)
+	prelude, lines := walkthrough(t)
+	for _, line := range lines {
+		if strings.Contains(line.comment, "once") {
+			trellistest.Eventually(t, 10*time.Second, line.command+" # "+line.comment, func() bool {
+				status, body := line.run(t, prelude, ts.URL)
+				return status == line.status && line.holds(t, body)
+			})
+			continue
+		}
+		if status, body := line.run(t, prelude, ts.URL); status != line.status {
+			t.Errorf("%s: %d %s, want %d (%s)", line.command, status, body, line.status, line.comment)
+		}
 	}
 
 	for _, c := range []struct {
