@@ -1,6 +1,7 @@
 package trellistest
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/faulthook"
 )
 
@@ -83,6 +85,13 @@ func runCrashing[O any](t *testing.T, setup trellis.Setup, scenario func(t testi
 	if !ok {
 		t.Fatalf("CrashWorkflows: the service's store keeps no change log (Redis needs the cluster mode)")
 	}
+	// A shard records its changes, which Watch hears, once a consumer is
+	// registered there: this one reads none, it only makes every write heard.
+	for shard := range cluster.NumShards {
+		if _, err := changes.Register(context.Background(), crashWritesConsumer, shard); err != nil {
+			t.Fatalf("CrashWorkflows: record the changes of shard %d: %v", shard, err)
+		}
+	}
 	var mu sync.Mutex
 	writes := make(map[string]int)
 	stop := changes.Watch(func(_ int, c entities.Change) {
@@ -99,6 +108,10 @@ func runCrashing[O any](t *testing.T, setup trellis.Setup, scenario func(t testi
 	}
 	return crashOutcome[O]{outcome: out, writes: writes}
 }
+
+// crashWritesConsumer is the consumer CrashWorkflows registers on every
+// shard so that each write is recorded, and counted.
+const crashWritesConsumer = "trellistest-crash-writes"
 
 // crashRun is one run's crash points: those it passed, and the one it
 // crashes at ("" for none), once.
