@@ -12,11 +12,13 @@ import (
 	"github.com/trellis-go/trellis/timers"
 )
 
-// Consumer is the definition of a consumer: its id, the entity type whose
-// changes it gets, and its handler. It holds no running state.
+// Consumer is the definition of a consumer: its id, the entity type (or
+// workflow type) whose changes it gets, and its handler. It holds no
+// running state.
 type Consumer[S any] struct {
 	id      string
-	entity  *entities.Type[S]
+	source  string // the component id of the entity or workflow type
+	decode  func(id string, rev uint64, data []byte) (S, error)
 	handler func(ctx *Ctx, c Change[S]) Effect
 	opts    options
 }
@@ -72,11 +74,51 @@ func WithHandlerTimeout(d time.Duration) Option {
 // starts a new one). handler may be a method value of a value that holds
 // the consumer's dependencies (see the package doc).
 func Define[S any](id string, entity *entities.Type[S], handler func(ctx *Ctx, c Change[S]) Effect, opts ...Option) *Consumer[S] {
+	c := define(id, handler, opts)
+	if entity != nil {
+		c.source, c.decode = entity.ComponentID(), entity.Decode
+	}
+	return c
+}
+
+// WorkflowSource is a workflow type (workflows.Type) as a consumer's
+// source: its component id, and how a stored record of one of its
+// instances reads as the instance (workflows.Instance: its state, status
+// and step).
+type WorkflowSource[I any] interface {
+	ComponentID() string
+	DecodeInstance(id string, record []byte) (I, error)
+}
+
+// DefineWorkflow defines a consumer of the changes of a workflow type's
+// instances: each transition, step outcome and operator's move of an
+// instance is a change (Change.State the instance as stored after it;
+// for a deletion, Deleted with the zero instance), in order, as Define's
+// consumers get an entity's. A workflow's record is an entity's state,
+// written with its change in the shard's change log, so the consumer
+// sees what Define's see, when they see it, with the same options.
+func DefineWorkflow[I any](id string, source WorkflowSource[I], handler func(ctx *Ctx, c Change[I]) Effect, opts ...Option) *Consumer[I] {
+	c := define(id, handler, opts)
+	if source != nil {
+		c.source = source.ComponentID()
+		c.decode = func(id string, rev uint64, data []byte) (I, error) {
+			if rev == 0 {
+				var deleted I
+				return deleted, nil
+			}
+			return source.DecodeInstance(id, data)
+		}
+	}
+	return c
+}
+
+// define is a consumer with its options, and no source yet.
+func define[S any](id string, handler func(ctx *Ctx, c Change[S]) Effect, opts []Option) *Consumer[S] {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Consumer[S]{id: id, entity: entity, handler: handler, opts: o}
+	return &Consumer[S]{id: id, handler: handler, opts: o}
 }
 
 // ID is the consumer's id.
@@ -147,10 +189,10 @@ func (c *Ctx) Error(format string, args ...any) Effect {
 // service's store keeps no change log, or when a consumer with the same
 // id was added already.
 func (c *Consumer[S]) Start(r *Runner) (*Running, error) {
-	if c.id == "" || c.entity == nil || c.handler == nil {
-		return nil, errors.New("consumers: Define needs an id, an entity type and a handler")
+	if c.id == "" || c.decode == nil || c.handler == nil {
+		return nil, errors.New("consumers: Define needs an id, an entity type (DefineWorkflow a workflow type) and a handler")
 	}
-	return r.add(&consumer{id: c.id, entityType: c.entity.ComponentID(), maxRetries: c.opts.maxRetries,
+	return r.add(&consumer{id: c.id, entityType: c.source, maxRetries: c.opts.maxRetries,
 		coalesce: c.opts.coalesce, timeout: c.opts.timeout, handle: c.handle})
 }
 
@@ -166,7 +208,7 @@ func (c *Consumer[S]) handle(ctx context.Context, deps handlerDeps, ch change) (
 	if ch.Deleted {
 		rev = 0
 	}
-	state, err := c.entity.Decode(ch.EntityID, rev, ch.Data)
+	state, err := c.decode(ch.EntityID, rev, ch.Data)
 	if err != nil {
 		return false, fmt.Errorf("consumer %s: %w", c.id, err)
 	}
