@@ -92,15 +92,24 @@ func (r *Running[S]) Inspect(ctx context.Context, id string) (Record, error) {
 // List reads the instances of every shard from the store (one listing
 // of the type's states: eachRecord), those of status, or every one when
 // status is "", sorted by id; more reports that there were more than
-// limit.
+// limit. An instance that has not started (a command changed its state
+// without moving it) is not listed; a record that does not decode is
+// listed as failed, its Error saying why.
 func (r *Running[S]) List(ctx context.Context, status Status, limit int) ([]Record, bool, error) {
 	var out []Record
 	err := r.eachRecord(ctx, allShards, func(_ int, id string, rec record) error {
-		if status == "" || rec.Status == status {
+		if rec.Status != StatusNotStarted && (status == "" || rec.Status == status) {
 			out = append(out, rec.public(r.t.id, id))
 		}
 		return nil
-	}, func(_ string, err error) error { return err })
+	}, func(id string, err error) error {
+		// Listed as failed, with why: one record that does not decode
+		// hides none of the others.
+		if status == "" || status == StatusFailed {
+			out = append(out, Record{Type: r.t.id, ID: id, Status: StatusFailed, Error: err.Error()})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list workflows %s: %w", r.t.id, err)
 	}
