@@ -22,9 +22,10 @@ import (
 )
 
 // Sizes of TestBinaryKill9: CI's by default; more for a long run
-// (-transfer.transfers=1000 -transfer.kills=20).
+// (-transfer.transfers=1000 -transfer.wallets=100 -transfer.kills=20).
 var (
 	killTransfers = flag.Int("transfer.transfers", 60, "transfers of TestBinaryKill9")
+	killWallets   = flag.Int("transfer.wallets", 10, "wallets of TestBinaryKill9 (at least 2)")
 	killKills     = flag.Int("transfer.kills", 3, "kill -9s of TestBinaryKill9")
 )
 
@@ -34,7 +35,8 @@ var (
 // starts another. Afterwards every transfer has ended (done, refused for
 // want of money, or compensated), and each wallet holds exactly its funds
 // plus what the done transfers moved in, minus what they moved out — so
-// the money is conserved and no withdrawal or deposit was applied twice.
+// the money is conserved — and counts exactly the deposits and withdrawals
+// those transfers made (Wallet.Ops): none was applied twice.
 func TestBinaryKill9(t *testing.T) {
 	trellistest.Long(t)
 	bin := trellistest.BuildBinary(t, "github.com/trellis-go/trellis/samples/transfer/cmd/server")
@@ -52,14 +54,15 @@ func TestBinaryKill9(t *testing.T) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	rng := mrand.New(mrand.NewPCG(mrand.Uint64(), 0))
 
-	const nWallets, funds = 10, 1000
+	nWallets, funds := max(*killWallets, 2), 1000
 	want := make(map[string]int, nWallets)
+	wantOps := make(map[string]int, nWallets)
 	for i := range nWallets {
 		w := fmt.Sprintf("w-%02d", i)
 		if status, body := send(c, "POST", live[0].URL+"/wallets/"+w+"/deposit", fmt.Sprintf(`{"amount":%d}`, funds)); status != http.StatusOK {
 			t.Fatalf("fund %s: %d %s", w, status, body)
 		}
-		want[w] = funds
+		want[w], wantOps[w] = funds, 1
 	}
 
 	n := *killTransfers
@@ -97,7 +100,11 @@ func TestBinaryKill9(t *testing.T) {
 		case got.Outcome == "done":
 			want[req.From] -= req.Amount
 			want[req.To] += req.Amount
-		case got.Outcome == "compensated", strings.HasPrefix(got.Outcome, "refused: "):
+			wantOps[req.From]++
+			wantOps[req.To]++
+		case got.Outcome == "compensated": // withdrawn, then refunded
+			wantOps[req.From] += 2
+		case strings.HasPrefix(got.Outcome, "refused: "):
 		default:
 			t.Errorf("transfer %s ended %q", id, got.Outcome)
 		}
@@ -111,6 +118,9 @@ func TestBinaryKill9(t *testing.T) {
 		}
 		if got.Balance != balance {
 			t.Errorf("wallet %s holds %d, want %d: a withdrawal or deposit was lost or applied twice", w, got.Balance, balance)
+		}
+		if got.Ops != wantOps[w] {
+			t.Errorf("wallet %s applied %d deposits and withdrawals, want %d", w, got.Ops, wantOps[w])
 		}
 		total += got.Balance
 	}

@@ -5,10 +5,14 @@ import (
 	"github.com/trellis-go/trellis/entities"
 )
 
-// Wallet is a wallet's balance; a frozen wallet takes no deposit.
+// Wallet is a wallet's balance; a frozen wallet takes no deposit. Ops
+// counts the deposits and withdrawals applied to it: a command a
+// transfer's step makes again after a crash is answered from its key, and
+// counted once.
 type Wallet struct {
 	Balance int  `json:"balance"`
 	Frozen  bool `json:"frozen,omitempty"`
+	Ops     int  `json:"ops,omitempty"`
 }
 
 // Wallets is the wallet entity, one per wallet id.
@@ -25,6 +29,7 @@ var (
 				return ctx.Conflict("wallet %s is frozen", ctx.EntityID())
 			}
 			w.Balance += amount
+			w.Ops++
 			return ctx.UpdateState(w).ThenReply(w)
 		})
 	// Withdraw takes a positive amount, at most the balance (409).
@@ -37,6 +42,7 @@ var (
 				return ctx.Conflict("withdraw %d from wallet %s: the balance is %d", amount, ctx.EntityID(), w.Balance)
 			}
 			w.Balance -= amount
+			w.Ops++
 			return ctx.UpdateState(w).ThenReply(w)
 		})
 	// Freeze freezes (true) or thaws (false) the wallet.
