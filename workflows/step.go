@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -46,6 +48,19 @@ func (c *StepCtx[S]) Attempt() int { return c.attempt }
 // per call (key + ":2") when a step invokes the same command of one
 // entity twice.
 func (c *StepCtx[S]) IdempotencyKey() string { return c.key }
+
+// NewRequest is a request for a call out of Trellis: on the run's context
+// (cancelled past the step's timeout), with the run's key in its
+// Idempotency-Key header, so that a system that honours the header applies
+// the call once however often the step runs.
+func (c *StepCtx[S]) NewRequest(method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(c.ctx, method, url, body)
+	if err != nil {
+		return nil, fmt.Errorf("step %q: %w", c.step, err)
+	}
+	req.Header.Set("Idempotency-Key", c.key)
+	return req, nil
+}
 
 // StepKey is the idempotency key of the run of step entered by transition
 // of run (the instance, see Run in the record) of workflow (componentID,
