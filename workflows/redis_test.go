@@ -79,42 +79,82 @@ func TestRedisKillAndResume(t *testing.T) {
 	wantAppliedOnce(t, second.Client, "w-rk-1")
 }
 
-// TestRedisShardMove: while steps run on the only instance, a second one
-// joins and takes half the shards; the first stops the steps of the
-// shards it hands over before it releases them, and the second resumes
-// those workflows at their current step: no step runs on both instances
-// at once, and once the steps may finish every workflow ends with its
-// step's outcome committed once and its credit applied once.
+// TestRedisShardMove: shards move while steps run: a second instance
+// joins the only one and takes half the shards, or one of two instances
+// leaves (a graceful shutdown) and hands its shards to the other. The
+// instance giving a shard up stops the steps of its workflows before it
+// releases it, and the one taking it resumes those workflows at their
+// current step: no step runs on both instances at once, and once the
+// steps may finish every workflow ends with its step's outcome committed
+// once and its credit applied once.
 func TestRedisShardMove(t *testing.T) {
+	for _, leaving := range []bool{false, true} {
+		name := "joining"
+		if leaving {
+			name = "leaving"
+		}
+		t.Run(name, func(t *testing.T) { shardMove(t, "sm-"+name[:1]+"-", leaving) })
+	}
+}
+
+// shardMove is a case of TestRedisShardMove, on workflows named prefix
+// and a letter.
+func shardMove(t *testing.T, prefix string, leaving bool) {
 	ctx := context.Background()
 	first, app := startGates(t, nil)
 	trellistest.WaitSettled(t, first)
+	var second *trellistest.Service
+	if leaving {
+		second, _ = startGates(t, first)
+		trellistest.WaitSettled(t, first, second)
+	}
 	ids := make([]string, 16)
 	opened := make(map[string]*gateOf, len(ids))
 	for i := range ids {
-		ids[i] = "sm-" + string(rune('a'+i))
+		ids[i] = prefix + string(rune('a'+i))
 		opened[ids[i]] = newGate(ids[i])
 		if _, err := Open.Invoke(ctx, first.Client, ids[i], components.Done{}); err != nil {
 			t.Fatal(err)
 		}
 		<-opened[ids[i]].entered
 	}
-	second, _ := startGates(t, first)
-	trellistest.WaitSettled(t, first, second)
-	moved := 0
-	for _, id := range ids {
-		if !second.Serves("gated", id) {
-			continue
+	// The instance that takes shards over, and the shards it takes.
+	taker, taken := second, func(id string) bool { return second.Serves("gated", id) }
+	if leaving {
+		taker, taken = first, func(id string) bool { return !first.Serves("gated", id) }
+	}
+	var moving []string
+	if leaving {
+		for _, id := range ids {
+			if taken(id) {
+				moving = append(moving, id)
+			}
 		}
-		moved++
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := second.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("the second instance leaving: %v", err)
+		}
+	} else {
+		second, _ = startGates(t, first)
+		taker = second
+		trellistest.WaitSettled(t, first, second)
+		for _, id := range ids {
+			if taken(id) {
+				moving = append(moving, id)
+			}
+		}
+	}
+	if len(moving) == 0 {
+		t.Fatal("no workflow's shard moved: the test shows nothing")
+	}
+	for _, id := range moving {
 		select {
 		case <-opened[id].entered:
 		case <-time.After(20 * time.Second):
 			t.Fatalf("workflow %s did not run again on the instance that took its shard", id)
 		}
-	}
-	if moved == 0 {
-		t.Fatal("no workflow's shard moved: the test shows nothing")
 	}
 	for _, id := range ids {
 		close(opened[id].open)
@@ -130,7 +170,7 @@ func TestRedisShardMove(t *testing.T) {
 		if n := opened[id].overlaps.Load(); n != 0 {
 			t.Errorf("workflow %s: %d runs of its step started while another ran", id, n)
 		}
-		wantAppliedOnce(t, first.Client, "w-"+id)
+		wantAppliedOnce(t, taker.Client, "w-"+id)
 	}
-	t.Logf("%d of %d workflows moved", moved, len(ids))
+	t.Logf("%d of %d workflows moved", len(moving), len(ids))
 }
