@@ -91,4 +91,29 @@ func TestMetricsAndSpans(t *testing.T) {
 			t.Errorf("/metrics has no %s", want)
 		}
 	}
+
+	// j-2 suspended (paused), then cancelled (ended as cancelled).
+	for _, c := range []struct {
+		action workflows.Action
+		want   []string
+	}{
+		{workflows.Suspend, []string{
+			`trellis_workflow_instances{status="running",workflow="job"} 0`,
+			`trellis_workflow_instances{status="paused",workflow="job"} 1`,
+		}},
+		{workflows.Cancel, []string{
+			`trellis_workflow_instances{status="paused",workflow="job"} 0`,
+			`trellis_workflow_ended_total{outcome="cancelled",workflow="job"} 1`,
+		}},
+	} {
+		if _, err := jobs.Running.Operate(context.Background(), "j-2", workflows.Operation{Action: c.action}); err != nil {
+			t.Fatal(err)
+		}
+		metrics := string(ts.Get(t, "/metrics").Body)
+		for _, want := range c.want {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("after %s: /metrics has no %s", c.action, want)
+			}
+		}
+	}
 }

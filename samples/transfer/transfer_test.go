@@ -3,11 +3,14 @@ package transfer_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/samples/transfer"
 	"github.com/trellis-go/trellis/trellistest"
@@ -61,7 +64,8 @@ func TestWalkthrough(t *testing.T) {
 	for _, store := range []string{"embedded", "redis"} {
 		t.Run(store, func(t *testing.T) {
 			app := &transfer.App{}
-			opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler))}
+			opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler)),
+				trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken = walkAdminToken })}
 			var ts *trellistest.Service
 			if store == "redis" {
 				ts = trellistest.StartInstances(t, 1, app.Setup, opts...)[0]
@@ -75,6 +79,9 @@ func TestWalkthrough(t *testing.T) {
 		})
 	}
 }
+
+// walkAdminToken is the admin API's token of TestWalkthrough's services.
+const walkAdminToken = "walkthrough-admin-token"
 
 // run runs one scenario.
 func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) {
@@ -92,9 +99,14 @@ func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) 
 	}
 	if sc.decide != nil {
 		trellistest.WaitWorkflow(t, app.Transfers, id, 10*time.Second, workflows.StatusPaused)
-		trellistest.Eventually(t, 10*time.Second, "the approval's timer is armed", func() bool {
-			_, err := ts.Host().Timers.Get(ctx, workflows.TimerName("transfer", id))
-			return err == nil
+		trellistest.Eventually(t, 10*time.Second, "the approval's timer is armed, in the admin API", func() bool {
+			req, err := http.NewRequest(http.MethodGet, ts.URL+"/admin/timers/"+url.PathEscape(workflows.TimerName("transfer", id)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+walkAdminToken)
+			resp, err := ts.Send(req)
+			return err == nil && resp.Status == http.StatusOK
 		})
 		sc.decide(t, ts, id)
 	}
