@@ -118,32 +118,26 @@ func shardMove(t *testing.T, prefix string, leaving bool) {
 		}
 		<-opened[ids[i]].entered
 	}
-	// The instance that takes shards over, and the shards it takes.
-	taker, taken := second, func(id string) bool { return second.Serves("gated", id) }
-	if leaving {
-		taker, taken = first, func(id string) bool { return !first.Serves("gated", id) }
+	if !leaving {
+		second, _ = startGates(t, first)
+		trellistest.WaitSettled(t, first, second)
 	}
+	// The shards that move are the second instance's: those it took, or
+	// those it hands back as it leaves.
 	var moving []string
-	if leaving {
-		for _, id := range ids {
-			if taken(id) {
-				moving = append(moving, id)
-			}
+	for _, id := range ids {
+		if second.Serves("gated", id) {
+			moving = append(moving, id)
 		}
+	}
+	taker := second
+	if leaving {
+		taker = first
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := second.Shutdown(sctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("the second instance leaving: %v", err)
-		}
-	} else {
-		second, _ = startGates(t, first)
-		taker = second
-		trellistest.WaitSettled(t, first, second)
-		for _, id := range ids {
-			if taken(id) {
-				moving = append(moving, id)
-			}
 		}
 	}
 	if len(moving) == 0 {

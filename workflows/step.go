@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 )
 
@@ -58,7 +59,7 @@ func (c *StepCtx[S]) NewRequest(method, url string, body io.Reader) (*http.Reque
 	if err != nil {
 		return nil, fmt.Errorf("step %q: %w", c.step, err)
 	}
-	req.Header.Set("Idempotency-Key", c.key)
+	req.Header.Set(api.HeaderIdempotencyKey, c.key)
 	return req, nil
 }
 
