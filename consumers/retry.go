@@ -66,10 +66,13 @@ func (w *worker) deliver(c change, seq uint64) {
 		}
 		return
 	}
+	// The backoff counts from the attempt's start, as a retry's does
+	// (retryDue): attempts start at least the backoff apart.
+	now := w.r.cfg.Clock.Now()
 	if err := w.attempt(c); err != nil {
 		p := &pending{change: c, since: seq, firstAt: c.At, attempts: 1, err: err}
 		w.pending[c.EntityID] = p
-		w.failed(p, w.r.cfg.Clock.Now())
+		w.failed(p, now)
 	}
 }
 
@@ -95,8 +98,8 @@ func (w *worker) attempt(c change) error {
 	return err
 }
 
-// failed schedules p's next attempt, or makes it a dead letter when it
-// ran out of retries.
+// failed schedules p's next attempt the backoff after the failed one
+// started (now), or makes it a dead letter when it ran out of retries.
 func (w *worker) failed(p *pending, now time.Time) {
 	if w.c.maxRetries > 0 && p.attempts > w.c.maxRetries {
 		w.bury(p, now)
