@@ -69,7 +69,8 @@ func init() {
 
 // TestCommandEffects: each effect a command returns, on a workflow that
 // has not started and on one paused by a command: a pause, a state update
-// with no move (the status kept), an end, and refusals of their kind (an
+// with no move (the status kept: a workflow not started keeps the state
+// for the command that starts it), an end, and refusals of their kind (an
 // error, a refusal, the zero effect), which change nothing.
 func TestCommandEffects(t *testing.T) {
 	cases := []struct {
@@ -80,6 +81,7 @@ func TestCommandEffects(t *testing.T) {
 		refused           string               // what the refusal says; "" when none
 	}{
 		{"pause", "", "pause", workflows.StatusPaused, "pause", 0, ""},
+		{"update, not started", "", "update", workflows.StatusNotStarted, "update", 0, ""},
 		{"update, paused", "pause", "update", workflows.StatusPaused, "update", 0, ""},
 		{"end, paused", "pause", "end", workflows.StatusEnded, "end", 0, ""},
 		{"error", "pause", "error", workflows.StatusPaused, "pause", components.Failure, "boom"},

@@ -72,7 +72,7 @@ func TestCrashPoints(t *testing.T) {
 			in := trellistest.WaitWorkflow(t, app.Transfers, id, 30*time.Second, workflows.StatusEnded)
 			out.Transfers[id] = in.State.Outcome
 		}
-		for _, w := range []string{"alice", "carol", "dave", "erin", "frozen"} {
+		for _, w := range []string{"alice", "carol", "dave", "erin", "frozen", transfer.FeesWallet} {
 			got, err := transfer.GetWallet.Invoke(ctx, ts.Client, w, components.Done{})
 			if err != nil {
 				t.Fatal(err)

@@ -29,7 +29,7 @@ func Routes(r chi.Router, client *components.Client) {
 			api.WriteError(w, r, err)
 			return
 		}
-		req.Outcome, req.Undo = "", nil
+		req.Outcome, req.Undo, req.Undone = "", nil, nil
 		t, err := Begin.Invoke(r.Context(), client, chi.URLParam(r, "id"), req)
 		if err != nil {
 			api.WriteError(w, r, err)

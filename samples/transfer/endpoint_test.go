@@ -48,6 +48,7 @@ func TestHTTPWalkthrough(t *testing.T) {
 		{"started twice", "POST", "/transfers/t-1", `{"from":"alice","to":"bob","amount":30}`, 409, "started already"},
 		{"no amount", "POST", "/transfers/t-3", `{"from":"alice","to":"bob","amount":0}`, 422, "positive amount"},
 		{"to its own wallet", "POST", "/transfers/t-3", `{"from":"alice","to":"alice","amount":5}`, 422, "two wallets"},
+		{"from the fees wallet", "POST", "/transfers/t-3", `{"from":"fees","to":"bob","amount":5}`, 422, "fees wallet takes part in no transfer"},
 		{"not JSON", "POST", "/transfers/t-3", `{"from":`, 400, ""},
 		{"no such transfer", "GET", "/transfers/t-9", "", 404, "no transfer t-9"},
 		{"approval of one that waits for none", "POST", "/transfers/t-1/approve", "", 409, "waits for no approval"},

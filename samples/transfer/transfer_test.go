@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(trellistest.Servers(m)) }
 
 // scenario is one transfer of the walkthrough: the wallets' money before,
-// what the test does while it runs, and the outcome and balances after.
+// what the test does while it runs, and the outcome, balances and undo
+// steps after.
 type scenario struct {
 	name        string
 	fund        int  // put in the source wallet first
@@ -29,6 +31,8 @@ type scenario struct {
 	decide      func(t *testing.T, ts *trellistest.Service, id string)
 	outcome     string
 	from, toBal int
+	fees        int      // what the fees wallet gains
+	undone      []string // the undo steps run, in order
 }
 
 // approve and reject answer a transfer that waits for an approval; lapse
@@ -50,10 +54,10 @@ func lapse(t *testing.T, ts *trellistest.Service, _ string) {
 }
 
 var scenarios = []scenario{
-	{name: "done", fund: 100, amount: 30, outcome: "done", from: 70, toBal: 30},
-	{name: "refused", fund: 100, amount: 500, outcome: "refused: withdraw 500 from wallet refused-from: the balance is 100", from: 100},
-	{name: "compensated", fund: 100, amount: 30, frozen: true, outcome: "compensated", from: 100},
-	{name: "approved", fund: 5000, amount: 2000, decide: approve, outcome: "done", from: 3000, toBal: 2000},
+	{name: "done", fund: 100, amount: 30, outcome: "done", from: 69, toBal: 30, fees: 1},
+	{name: "refused", fund: 100, amount: 500, outcome: "refused: withdraw 505 from wallet refused-from: the balance is 100", from: 100},
+	{name: "compensated", fund: 100, amount: 30, frozen: true, outcome: "compensated", from: 100, undone: []string{"take-back-fee", "refund"}},
+	{name: "approved", fund: 5000, amount: 2000, decide: approve, outcome: "done", from: 2980, toBal: 2000, fees: 20},
 	{name: "rejected", fund: 5000, amount: 2000, decide: reject, outcome: "rejected", from: 5000},
 	{name: "approval timed out", fund: 5000, amount: 2000, decide: lapse, outcome: "approval timed out", from: 5000},
 }
@@ -94,6 +98,10 @@ func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) 
 	if _, err := transfer.Freeze.Invoke(ctx, ts.Client, to, sc.frozen); err != nil {
 		t.Fatal(err)
 	}
+	fees, err := transfer.GetWallet.Invoke(ctx, ts.Client, transfer.FeesWallet, components.Done{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := transfer.Begin.Invoke(ctx, ts.Client, id, transfer.Transfer{From: from, To: to, Amount: sc.amount}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +126,10 @@ func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) 
 		return err == nil && in.Status == workflows.StatusEnded
 	})
 	got, err := transfer.GetTransfer.Invoke(ctx, ts.Client, id, components.Done{})
-	if err != nil || got.Outcome != sc.outcome {
-		t.Errorf("outcome %q (%v), want %q", got.Outcome, err, sc.outcome)
+	if err != nil || got.Outcome != sc.outcome || !slices.Equal(got.Undone, sc.undone) {
+		t.Errorf("outcome %q, undone %v (%v), want %q, %v", got.Outcome, got.Undone, err, sc.outcome, sc.undone)
 	}
-	for wallet, want := range map[string]int{from: sc.from, to: sc.toBal} {
+	for wallet, want := range map[string]int{from: sc.from, to: sc.toBal, transfer.FeesWallet: fees.Balance + sc.fees} {
 		if w, err := transfer.GetWallet.Invoke(ctx, ts.Client, wallet, components.Done{}); err != nil || w.Balance != want {
 			t.Errorf("wallet %s: %+v (%v), want a balance of %d", wallet, w, err, want)
 		}
