@@ -142,6 +142,13 @@ func memberAddrs(list []MemberInfo) []string {
 	return out
 }
 
+// renewalLimit bounds, in real time, TestServingFollowsRenewals' waits for
+// a renewal the fake clock's tick started: a Redis call, or its 100 ms
+// timeout, and a new connection after the thaw. It returns as soon as
+// the renewal lands; the bound only has to outlast a loaded machine's
+// stalls under -race, which reach seconds.
+const renewalLimit = 10 * time.Second
+
 // TestServingFollowsRenewals, on a fake clock and a Redis of the test's
 // own: every accepted renewal extends the lease from when it was sent;
 // while Redis does not answer the member keeps trying and stops serving
@@ -167,7 +174,7 @@ func TestServingFollowsRenewals(t *testing.T) {
 
 	renewedAt := func(sent time.Time) {
 		t.Helper()
-		testenv.Eventually(t, 2*time.Second, "the renewal sent at "+sent.String(), func() bool {
+		testenv.Eventually(t, renewalLimit, "the renewal sent at "+sent.String(), func() bool {
 			return m.Lease().Until().Equal(sent.Add(w))
 		})
 	}
@@ -178,7 +185,7 @@ func TestServingFollowsRenewals(t *testing.T) {
 	server.Freeze()
 	for i := range int64(2) { // two renewals fail (they time out in real time)
 		clock.Advance(time.Second)
-		testenv.Eventually(t, 2*time.Second, "a renewal to time out", func() bool { return m.renew.failures.Load() > i })
+		testenv.Eventually(t, renewalLimit, "a renewal to time out", func() bool { return m.renew.failures.Load() > i })
 	}
 	clock.Advance(lastSent.Add(w).Sub(clock.Now()) - time.Millisecond)
 	if !m.Lease().Serving() {
@@ -191,7 +198,7 @@ func TestServingFollowsRenewals(t *testing.T) {
 
 	server.Thaw()
 	clock.Advance(time.Second)
-	testenv.Eventually(t, 2*time.Second, "a renewal to be accepted after the thaw", func() bool {
+	testenv.Eventually(t, renewalLimit, "a renewal to be accepted after the thaw", func() bool {
 		return m.Lease().Until().After(lastSent.Add(w))
 	})
 	if !m.Lease().Serving() {
