@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trellis-go/trellis/entities"
+	"github.com/trellis-go/trellis/internal/clocks"
 )
 
 const (
@@ -132,11 +133,15 @@ func (w *worker) run() {
 }
 
 // wait waits for a change heard, a pending change's retry, d, or the
-// stop.
+// stop. A retry due already (the clock moved to it meanwhile) ends it at
+// once.
 func (w *worker) wait(d time.Duration) {
 	var retry <-chan time.Time
 	if due, ok := w.nextDue(); ok {
-		t := w.r.cfg.Clock.NewTimer(due.Sub(w.r.cfg.Clock.Now()))
+		t, passed := clocks.TimerAt(w.r.cfg.Clock, due)
+		if passed {
+			return
+		}
 		defer t.Stop()
 		retry = t.Chan()
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jonboulle/clockwork"
+	"github.com/trellis-go/trellis/internal/clocks"
 )
 
 // loop is one instance's event loop, the only goroutine that claims
@@ -199,7 +199,7 @@ func (l *loop) run() {
 		// advances meanwhile cannot push it past the due time.
 		wake := started.Add(wait)
 		l.deadline.Store(wake.UnixNano())
-		timer, passed := armTimer(clk, wake)
+		timer, passed := clocks.TimerAt(clk, wake)
 		if passed {
 			continue
 		}
@@ -241,31 +241,6 @@ func (l *loop) prune(now time.Time) time.Time {
 		return now
 	}
 	return now.Add(deadPruneEvery)
-}
-
-// armSlack is how far the clock may move while a timer is armed without
-// arming it again: the timer fires late by that move at most, which is
-// less than the stores' resolution of a millisecond.
-const armSlack = time.Millisecond
-
-// armTimer arms a timer that fires when the clock reaches wake. A timer
-// counts its wait from the clock's reading when it is armed, so a clock
-// that moves in that instant (a fake clock a test advances from another
-// goroutine) would leave it late by the move: then it is stopped and armed
-// again from the new reading. When the clock has reached wake, passed is
-// true and no timer is left armed, so the caller looks at once instead.
-func armTimer(clk clockwork.Clock, wake time.Time) (t clockwork.Timer, passed bool) {
-	for {
-		now := clk.Now()
-		if !now.Before(wake) {
-			return nil, true
-		}
-		t = clk.NewTimer(wake.Sub(now))
-		if clk.Since(now) < armSlack {
-			return t, false
-		}
-		t.Stop()
-	}
 }
 
 // releaseQueued runs when the loop stops: timers claimed but not yet taken

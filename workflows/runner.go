@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/clocks"
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/tracing"
 )
@@ -322,14 +323,14 @@ func (r *Running[S]) wait(ctx context.Context, d time.Duration, kick <-chan stru
 }
 
 // waitUntil waits until at on the runner's clock, or until ctx is done
-// or kick fires. A clock moved to at while the timer was being made (a
-// fake one, in a test) ends the wait too.
+// or kick fires. A clock moved while the timer was being made (a fake
+// one, in a test) still ends the wait at at.
 func (r *Running[S]) waitUntil(ctx context.Context, at time.Time, kick <-chan struct{}) waitEnd {
-	t := r.clock.NewTimer(at.Sub(r.clock.Now()))
-	defer t.Stop()
-	if !r.clock.Now().Before(at) {
+	t, passed := clocks.TimerAt(r.clock, at)
+	if passed {
 		return waited
 	}
+	defer t.Stop()
 	select {
 	case <-t.Chan():
 		return waited
