@@ -159,8 +159,8 @@ func (c *Cluster) startNode() (*clusterNode, error) {
 	}
 }
 
-// answers waits up to limit for n to answer PING; false if it exited or did
-// not answer.
+// answers waits up to limit for n to answer; false if it exited, did not
+// answer, or another server answers on its port.
 func (c *Cluster) answers(n *clusterNode, limit time.Duration) bool {
 	client := redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer client.Close()
@@ -172,10 +172,10 @@ func (c *Cluster) answers(n *clusterNode, limit time.Duration) bool {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := client.Ping(ctx).Err()
+		ours, err := answersAs(ctx, client, n.cmd.Process.Pid)
 		cancel()
 		if err == nil {
-			return true
+			return ours // another test's server took the port: not n
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

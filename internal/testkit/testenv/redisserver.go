@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,8 +33,25 @@ type RedisServer struct {
 // plus args; it is stopped (and thawed first, if frozen) when the test ends.
 func StartRedisServer(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
-	return StartRedisServerOn(t, FreePort(t), args...)
+	for try := 1; ; try++ {
+		r := newRedisServer(t, FreePort(t), args)
+		err := r.launch()
+		if err == nil {
+			return r
+		}
+		if !errors.Is(err, errPortTaken) || try == portTries {
+			t.Fatal(err)
+		}
+	}
 }
+
+// portTries is how many free ports StartRedisServer tries: another
+// process may take a port between its check and redis-server's bind.
+const portTries = 5
+
+// errPortTaken is a launch's error when something else took the port
+// first.
+var errPortTaken = errors.New("the port was taken by another process")
 
 // FreePort is a loopback TCP port that was free a moment ago: for a server
 // that a test starts later on a port it names now.
@@ -58,9 +76,16 @@ func freePort() (int, error) {
 // StartRedisServerOn is StartRedisServer on the given port.
 func StartRedisServerOn(t testing.TB, port int, args ...string) *RedisServer {
 	t.Helper()
+	r := newRedisServer(t, port, args)
+	r.start()
+	return r
+}
+
+// newRedisServer is a server on port, not started, stopped when the test
+// ends.
+func newRedisServer(t testing.TB, port int, args []string) *RedisServer {
 	r := &RedisServer{t: t, dir: t.TempDir(), port: port, args: args}
 	t.Cleanup(r.Stop)
-	r.start()
 	return r
 }
 
@@ -72,7 +97,9 @@ func (r *RedisServer) start() {
 	}
 }
 
-// launch is start, reporting what went wrong.
+// launch is start, reporting what went wrong: an error wrapping
+// errPortTaken when the server could not bind its port, or another
+// server answers there.
 func (r *RedisServer) launch() error {
 	all := append([]string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
@@ -84,15 +111,40 @@ func (r *RedisServer) launch() error {
 	r.cmd = cmd
 	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	defer c.Close()
-	if !poll(10*time.Second, func() bool {
+	var answered, taken bool
+	poll(10*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		return c.Ping(ctx).Err() == nil
-	}) {
-		r.Stop()
-		return fmt.Errorf("redis-server on %s did not answer within 10 s:\n%s", r.Addr(), r.Log())
+		if ours, err := answersAs(ctx, c, cmd.Process.Pid); err == nil {
+			answered, taken = ours, !ours
+		} else {
+			taken = strings.Contains(r.Log(), "Address already in use")
+		}
+		return answered || taken
+	})
+	if answered {
+		return nil
 	}
-	return nil
+	r.Stop()
+	if taken {
+		return fmt.Errorf("redis-server on %s: %w", r.Addr(), errPortTaken)
+	}
+	return fmt.Errorf("redis-server on %s did not answer within 10 s:\n%s", r.Addr(), r.Log())
+}
+
+// answersAs reports whether the Redis c reaches is the process pid: a
+// free port may have been taken by another test's server meanwhile.
+func answersAs(ctx context.Context, c *redis.Client, pid int) (bool, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return v == strconv.Itoa(pid), nil
+		}
+	}
+	return false, errors.New("INFO server names no process_id")
 }
 
 // installHint says how to get redis-server (and redis-cli, which comes

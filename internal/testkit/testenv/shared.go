@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -31,18 +32,24 @@ func sharedRedisURL() (string, error) {
 			shared.redisErr = err
 			return
 		}
-		port, err := freePort()
-		if err != nil {
-			shared.redisErr = err
-			return
+		for try := 1; ; try++ {
+			port, err := freePort()
+			if err != nil {
+				shared.redisErr = err
+				return
+			}
+			r := &RedisServer{dir: dir, port: port}
+			err = r.launch()
+			if err == nil {
+				shared.redis, shared.redisURL = r, r.URL()
+				return
+			}
+			if !errors.Is(err, errPortTaken) || try == portTries {
+				_ = os.RemoveAll(dir)
+				shared.redisErr = err
+				return
+			}
 		}
-		r := &RedisServer{dir: dir, port: port}
-		if err := r.launch(); err != nil {
-			_ = os.RemoveAll(dir)
-			shared.redisErr = err
-			return
-		}
-		shared.redis, shared.redisURL = r, r.URL()
 	})
 	return shared.redisURL, shared.redisErr
 }
