@@ -14,8 +14,9 @@ import (
 
 // Proxy is a TCP proxy on loopback in front of a target address, that
 // tests put between a client and a server to break the network on
-// demand: Cut resets the connections, Hold stalls them, Drop blackholes
-// them, Refuse turns new ones away. It counts the connections it accepts
+// demand: Cut resets the connections, Hold stalls them (HoldWhenSent the
+// one that carries a given request), Drop blackholes them, Refuse turns
+// new ones away. It counts the connections it accepts
 // and those open. Close (run by the test's cleanup) stops it and waits
 // for its goroutines.
 type Proxy struct {
@@ -23,7 +24,7 @@ type Proxy struct {
 	ln       net.Listener
 	accepted atomic.Int64
 	refuse   atomic.Bool
-	trigger  atomic.Pointer[trigger] // armed by AfterSent; nil once fired
+	trigger  atomic.Pointer[trigger] // armed by AfterSent or HoldWhenSent; nil once fired
 
 	mu     sync.Mutex
 	links  map[*link]struct{}
@@ -31,10 +32,11 @@ type Proxy struct {
 	wg     sync.WaitGroup
 }
 
-// trigger is what AfterSent armed.
+// trigger is what AfterSent or HoldWhenSent (stalled not nil) armed.
 type trigger struct {
-	marker []byte
-	then   func()
+	marker  []byte
+	then    func()
+	stalled *Stalled
 }
 
 // link is one proxied connection: the accepted one and the one to the
@@ -49,6 +51,9 @@ type link struct {
 
 	mu   sync.Mutex
 	held chan struct{} // non-nil while held; closed on release
+	// stalled, when not nil, is the Stalled whose request the link
+	// carries: at its answer, the link is held again.
+	stalled *Stalled
 }
 
 // NewProxy starts a proxy to target on 127.0.0.1 and registers its Close
@@ -98,11 +103,7 @@ func (p *Proxy) Cut() {
 // connections are carried as before.
 func (p *Proxy) Hold() {
 	for _, l := range p.snapshot() {
-		l.mu.Lock()
-		if l.held == nil {
-			l.held = make(chan struct{})
-		}
-		l.mu.Unlock()
+		l.hold()
 	}
 }
 
@@ -127,6 +128,45 @@ func (p *Proxy) Drop() {
 func (p *Proxy) AfterSent(marker string, f func()) {
 	p.trigger.Store(&trigger{marker: []byte(marker), then: f})
 }
+
+// HoldWhenSent arms a one-shot trigger: the first read of a client's
+// bytes that contains marker (within that one read), on any connection,
+// open or new, holds that connection as Hold does, those bytes included,
+// and then f runs (when not nil). So a command of the client's is stalled
+// in the network, to reach the target late (Stalled.Release), as one
+// delayed by a partition or a paused process does. It replaces a trigger
+// armed before that has not fired.
+func (p *Proxy) HoldWhenSent(marker string, f func()) *Stalled {
+	s := &Stalled{answered: make(chan struct{})}
+	p.trigger.Store(&trigger{marker: []byte(marker), then: f, stalled: s})
+	return s
+}
+
+// Stalled is the connection HoldWhenSent holds, once its trigger fired.
+type Stalled struct {
+	mu       sync.Mutex
+	link     *link
+	answered chan struct{}
+}
+
+// Release lets the stalled command reach the target, and its answer
+// come back: then the connection is held again (until Proxy.Release), so
+// that the client's other commands do not pass. The proxy's other
+// connections are left as they are. Releasing before the trigger fired
+// does nothing.
+func (s *Stalled) Release() {
+	s.mu.Lock()
+	l := s.link
+	s.mu.Unlock()
+	if l != nil {
+		l.release()
+	}
+}
+
+// Answered is closed once the target's answer to the stalled command has
+// been passed on to the client (or the client was gone): the target ran
+// the command.
+func (s *Stalled) Answered() <-chan struct{} { return s.answered }
 
 // Duplicate makes every open connection write the next bytes it carries
 // (in one direction, whichever reads first) twice, as a faulty middlebox
@@ -223,13 +263,18 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn, answers bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if tr := p.fire(buf[:n], answers, true); tr != nil {
+			l.stall(tr.stalled)
+			if tr.then != nil {
+				tr.then()
+			}
+		}
 		if n > 0 && !l.wait() {
 			return
 		}
-		var fired *trigger
-		if tr := p.trigger.Load(); n > 0 && !answers && tr != nil && bytes.Contains(buf[:n], tr.marker) && p.trigger.CompareAndSwap(tr, nil) {
+		fired := p.fire(buf[:n], answers, false)
+		if fired != nil {
 			l.mute.Store(true)
-			fired = tr
 		}
 		if n > 0 && !l.dropped.Load() && !(answers && l.mute.Load()) {
 			times := 1
@@ -238,10 +283,14 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn, answers bool) {
 			}
 			for range times {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
+					l.answered(answers)
 					l.close()
 					return
 				}
 			}
+		}
+		if n > 0 {
+			l.answered(answers)
 		}
 		if fired != nil && fired.then != nil {
 			fired.then()
@@ -255,6 +304,58 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn, answers bool) {
 			l.close()
 		}
 		return
+	}
+}
+
+// fire disarms and returns the trigger when b, bytes of a client's (not
+// answers), holds its marker and the trigger is of the kind hold says
+// (HoldWhenSent's, else AfterSent's); else nil.
+func (p *Proxy) fire(b []byte, answers, hold bool) *trigger {
+	tr := p.trigger.Load()
+	if len(b) == 0 || answers || tr == nil || (tr.stalled != nil) != hold || !bytes.Contains(b, tr.marker) ||
+		!p.trigger.CompareAndSwap(tr, nil) {
+		return nil
+	}
+	return tr
+}
+
+// hold stalls the link until release.
+func (l *link) hold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = make(chan struct{})
+	}
+}
+
+// stall holds the link for s.
+func (l *link) stall(s *Stalled) {
+	l.mu.Lock()
+	if l.held == nil {
+		l.held = make(chan struct{})
+	}
+	l.stalled = s
+	l.mu.Unlock()
+	s.mu.Lock()
+	s.link = l
+	s.mu.Unlock()
+}
+
+// answered notes that the link passed on bytes, in the answers' direction
+// when answers is true: the answer to a stalled command ends its stall,
+// and the link is held again.
+func (l *link) answered(answers bool) {
+	if !answers {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.stalled; s != nil {
+		l.stalled = nil
+		if l.held == nil && l.client != nil {
+			l.held = make(chan struct{})
+		}
+		close(s.answered)
 	}
 }
 

@@ -138,7 +138,10 @@ func TestProxyRefuse(t *testing.T) {
 	}
 }
 
-func TestProxyAfterSent(t *testing.T) {
+// recorder starts a TCP server that writes back each byte it reads and
+// sends it to the channel returned, closed at the test's end.
+func recorder(t *testing.T) (string, <-chan byte) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +171,12 @@ func TestProxyAfterSent(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String(), got
+}
 
-	p := NewProxy(t, ln.Addr().String())
+func TestProxyAfterSent(t *testing.T) {
+	target, got := recorder(t)
+	p := NewProxy(t, target)
 	c := dial(t, p.Addr())
 	if _, err := roundTrip(c, "x", 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -198,6 +205,50 @@ func TestProxyAfterSent(t *testing.T) {
 	}
 	c.Close()
 	p.Close()
+}
+
+func TestProxyHoldWhenSent(t *testing.T) {
+	target, got := recorder(t)
+	p := NewProxy(t, target)
+	c := dial(t, p.Addr())
+	fired := make(chan struct{})
+	stalled := p.HoldWhenSent("y", func() { close(fired) })
+	if got, err := roundTrip(c, "x", 5*time.Second); err != nil || got != "x" {
+		t.Fatalf("before the marker: %q, %v", got, err)
+	}
+	<-got
+	if _, err := roundTrip(c, "y", 100*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("held: %v, want the read deadline", err)
+	}
+	testRecv(t, fired)
+	select {
+	case b := <-got:
+		t.Fatalf("the target read %q while the connection was held", b)
+	case <-stalled.Answered():
+		t.Fatal("answered while held")
+	default:
+	}
+	if got, err := roundTrip(dial(t, p.Addr()), "z", 5*time.Second); err != nil || got != "z" {
+		t.Fatalf("a new connection while one is held: %q, %v", got, err)
+	}
+	<-got
+	stalled.Release()
+	testRecv(t, stalled.Answered())
+	if b := <-got; b != 'y' {
+		t.Fatalf("the target read %q, want y", b)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(c, buf); err != nil || buf[0] != 'y' {
+		t.Fatalf("after the stall's release: %q, %v", buf, err)
+	}
+	if _, err := roundTrip(c, "w", 100*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after the stalled answer: %v, want the connection held again", err)
+	}
+	p.Release()
+	if b := <-got; b != 'w' {
+		t.Fatalf("after Release the target read %q, want w", b)
+	}
 }
 
 // testRecv waits (at most 5 s) until ch is closed.
