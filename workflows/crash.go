@@ -43,8 +43,8 @@ func (rs *Runners) crashPoints() faulthook.WorkflowCrashes {
 	return rs.crashes
 }
 
-// life is a runner's life: its drives and its shard watch run in ctx,
-// which a crash or Stop cancels; loop is closed once the watch ended.
+// life is a runner's life: its drives and its shard watches run in ctx,
+// which a crash or Stop cancels; loop is closed once watchShards ended.
 type life struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,12 +52,14 @@ type life struct {
 }
 
 // live starts a life of the runner: a shard watch that resumes the
-// workflows of every shard this instance serves. r.mu is held.
+// workflows of every shard this instance serves, and one that stops the
+// drives of the shards it stops serving. r.mu is held.
 func (r *Running[S]) live() {
 	ctx, cancel := context.WithCancel(r.ctx)
 	r.life = life{ctx: ctx, cancel: cancel, loop: make(chan struct{})}
-	r.loops.Add(1)
+	r.loops.Add(2)
 	go r.watchShards(ctx, r.life.loop)
+	go r.watchLapses(ctx)
 }
 
 // crashAt passes crash point where of id's run at; true: the runner

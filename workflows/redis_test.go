@@ -18,24 +18,27 @@ import (
 // killed instance's shards are taken soon.
 const killLease = 2 * time.Second
 
-// gatesApp starts the wallets and the gated workflow in a service, and
+// walletsApp starts the wallets and workflow type t in a service, and
 // keeps the workflow's runner.
-type gatesApp struct{ wf *workflows.Running[Gated] }
+type walletsApp[S any] struct {
+	t  *workflows.Type[S]
+	wf *workflows.Running[S]
+}
 
-func (a *gatesApp) setup(h *trellis.Host, _ chi.Router) error {
+func (a *walletsApp[S]) setup(h *trellis.Host, _ chi.Router) error {
 	if _, err := Wallets.Start(h.Entities()); err != nil {
 		return err
 	}
-	wf, err := Gates.Start(h.Workflows())
+	wf, err := a.t.Start(h.Workflows())
 	a.wf = wf
 	return err
 }
 
 // startGates starts an instance of a cluster on Redis (the first when
 // like is nil, else one more of like's).
-func startGates(t *testing.T, like *trellistest.Service) (*trellistest.Service, *gatesApp) {
+func startGates(t *testing.T, like *trellistest.Service) (*trellistest.Service, *walletsApp[Gated]) {
 	t.Helper()
-	app := &gatesApp{}
+	app := &walletsApp[Gated]{t: Gates}
 	opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler)),
 		trellistest.WithConfig(func(c *trellis.Config) { c.ClusterLease = killLease })}
 	if like == nil {

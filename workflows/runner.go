@@ -35,11 +35,14 @@ const (
 type drive struct {
 	again bool
 	kick  chan struct{}
-	// ctx is the drive's: cancelled by Stop, and by the hand-over of the
-	// instance's shard (BeforeRelease), which waits for done.
+	// ctx is the drive's: cancelled by Stop, by the hand-over of the
+	// instance's shard (BeforeRelease), which waits for done, and once
+	// the shard is no longer served under fence, the one it was served
+	// under when the drive started (stopLapsed).
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	fence  cluster.Fence
 
 	// callMu guards the context of the drive's reads and commits (see
 	// callCtx), which ends at callEnds.
@@ -78,14 +81,16 @@ func (r *Running[S]) wake(id string, rec record) bool {
 }
 
 // poke starts a goroutine that drives id, or tells the one that does to
-// look again.
+// look again; false when it can do neither now (its shard is not served
+// here, or is being handed over, or id's last drive is still stopping).
 func (r *Running[S]) poke(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
 		return true
 	}
-	if d, ok := r.active[id]; ok {
+	d, driven := r.active[id]
+	if driven && d.ctx.Err() == nil {
 		d.again = true
 		select {
 		case d.kick <- struct{}{}:
@@ -102,7 +107,14 @@ func (r *Running[S]) poke(id string) bool {
 		r.missed[id] = true
 		return true
 	}
-	d := &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if driven {
+		// Its drive was cancelled (its shard was not served a while)
+		// and has not returned: it would take no wake. The shard's
+		// resume looks at id again at its next look (watchShards).
+		return false
+	}
+	d = &drive{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	d.fence, _ = r.fenceOf(id)
 	d.ctx, d.cancel = context.WithCancel(r.life.ctx)
 	r.active[id] = d
 	r.drives.Add(1)
@@ -403,6 +415,9 @@ func (r *Running[S]) watchShards(ctx context.Context, done chan<- struct{}) {
 	tick := time.NewTicker(shardsEvery)
 	defer tick.Stop()
 	for {
+		for _, shard := range r.takeLapsed() {
+			resumed[shard] = nil // its drives were stopped: resumed again once served
+		}
 		var due []int
 		for shard := range cluster.NumShards {
 			f, ok := r.serving(shard)

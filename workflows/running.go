@@ -89,7 +89,10 @@ type Running[S any] struct {
 	// releasing are the shards being handed over, under the fence this
 	// instance served them with.
 	releasing map[int]cluster.Fence
-	stopped   bool
+	// lapsed are the shards whose drives stopLapsed stopped since
+	// watchShards last looked: it resumes them once served.
+	lapsed  map[int]bool
+	stopped bool
 	// life is the runner's since it started or last crashed: its drives
 	// and its shard watch run in it.
 	life life
@@ -124,7 +127,8 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 		clock: h.Entities.System.Clock(), changes: changes, limits: deadlines.New(h.Entities.System.Clock()),
 		get:       components.NewEntityMethod[components.Done, record](t.id, getMethod),
 		operation: components.NewEntityMethod[Operation, record](t.id, operateMethod),
-		active:    make(map[string]*drive), idle: make(chan driveJob), releasing: make(map[int]cluster.Fence), missed: make(map[string]bool)}
+		active:    make(map[string]*drive), idle: make(chan driveJob), releasing: make(map[int]cluster.Fence), lapsed: make(map[int]bool),
+		missed: make(map[string]bool)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.tracer = h.Entities.Client.Tracer()
 	if h.Runners != nil {
