@@ -1,10 +1,6 @@
 package workflows
 
-import (
-	"context"
-
-	"github.com/trellis-go/trellis/internal/faulthook"
-)
+import "context"
 
 // A runner's life and its crash. A test kit's crash points
 // (faulthook.WorkflowCrashes, handed to the service's Runners) may make a
@@ -26,22 +22,6 @@ const (
 	// pointBeforeTimer: the pause is committed, its timer not armed.
 	pointBeforeTimer = "before the timer"
 )
-
-func init() {
-	faulthook.GiveWorkflowCrashes = func(runners any, c faulthook.WorkflowCrashes) {
-		rs := runners.(*Runners)
-		rs.mu.Lock()
-		rs.crashes = c
-		rs.mu.Unlock()
-	}
-}
-
-// crashPoints are the crash points the runners' workflows ask, or nil.
-func (rs *Runners) crashPoints() faulthook.WorkflowCrashes {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.crashes
-}
 
 // life is a runner's life: its drives and its shard watches run in ctx,
 // which a crash or Stop cancels; loop is closed once watchShards ended.
@@ -65,14 +45,10 @@ func (r *Running[S]) live() {
 // crashAt passes crash point where of id's run at; true: the runner
 // crashes there, and the caller must return at once.
 func (r *Running[S]) crashAt(where, id string, at attempt) bool {
-	if r.crashes == nil {
+	if r.hooks.crashes == nil {
 		return false
 	}
-	p := faulthook.WorkflowPoint{Workflow: r.t.id, ID: id, Where: where, Step: at.step, Transition: at.transition, Attempt: at.number}
-	if where == pointBeforeTimer {
-		p.Attempt = 0
-	}
-	if !r.crashes.CrashWorkflow(p) {
+	if !r.hooks.crashes.CrashWorkflow(r.point(where, id, at)) {
 		return false
 	}
 	r.crash()

@@ -199,10 +199,14 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 	ctx := d.ctx
 	var rec record
 	var err error
+	var settled *attempt // the run last committed, until a test kit's stepping is told (stepSettled)
 	if from != nil {
 		var stop bool
 		if rec, stop, err = r.commit(d, id, *from); stop {
 			return true
+		}
+		if err == nil {
+			settled = &from.at
 		}
 	} else {
 		rec, err = r.read(d, id)
@@ -231,16 +235,17 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 					continue
 				}
 			}
+			r.stepSettled(id, settled)
 			return true
 		}
-		if until := rec.runsAt(); r.clock.Now().Before(until) {
-			switch r.waitUntil(ctx, until, d.kick) {
-			case stopped:
-				return true
-			case kicked: // the record changed: read it again
-				rec, err = r.read(d, id)
-				continue
-			}
+		r.stepSettled(id, settled)
+		settled = nil
+		switch r.waitToRun(ctx, id, rec, d.kick) {
+		case stopped:
+			return true
+		case kicked: // the record changed: read it again
+			rec, err = r.read(d, id)
+			continue
 		}
 		if r.crashAt(pointBeforeStep, id, rec.attempt()) {
 			return true
@@ -253,8 +258,23 @@ func (r *Running[S]) driveOnce(d *drive, id string, from *ranStep) bool {
 		if rec, stop, err = r.commit(d, id, ran); stop {
 			return true
 		}
+		if err == nil {
+			settled = &ran.at
+		}
 	}
 	return true
+}
+
+// waitToRun waits until rec's step may run: its retry is due, and a test
+// kit's stepping, if any, lets it start; or until ctx ends (stopped), or
+// kick fires (kicked: the record changed).
+func (r *Running[S]) waitToRun(ctx context.Context, id string, rec record, kick <-chan struct{}) waitEnd {
+	if until := rec.runsAt(); r.clock.Now().Before(until) {
+		if end := r.waitUntil(ctx, until, kick); end != waited {
+			return end
+		}
+	}
+	return r.holdStep(ctx, id, rec.attempt(), kick)
 }
 
 // commit commits a step run's outcome (unless the drive is stopping or

@@ -19,7 +19,6 @@ import (
 	"github.com/trellis-go/trellis/internal/cluster"
 	"github.com/trellis-go/trellis/internal/deadlines"
 	"github.com/trellis-go/trellis/internal/entityhook"
-	"github.com/trellis-go/trellis/internal/faulthook"
 	"github.com/trellis-go/trellis/internal/listing"
 	"github.com/trellis-go/trellis/timers"
 )
@@ -80,9 +79,8 @@ type Running[S any] struct {
 	ctx    context.Context // cancelled by Stop
 	cancel context.CancelFunc
 
-	// crashes are a test kit's crash points (see crash.go); nil in a
-	// service.
-	crashes faulthook.WorkflowCrashes
+	// hooks are a test kit's (see testhooks.go); none in a service.
+	hooks testHooks
 
 	mu     sync.Mutex
 	active map[string]*drive // the instances a goroutine drives now
@@ -133,7 +131,7 @@ func (t *Type[S]) Start(h Host) (*Running[S], error) {
 	r.tracer = h.Entities.Client.Tracer()
 	if h.Runners != nil {
 		r.metrics = h.Runners.shared()
-		r.crashes = h.Runners.crashPoints()
+		r.hooks = h.Runners.testHooks()
 	} else {
 		r.metrics = newMetrics(nil)
 	}
@@ -204,7 +202,7 @@ type Runners struct {
 	running []Operated
 	stopped bool
 	metrics *metrics
-	crashes faulthook.WorkflowCrashes // a test kit's (see crash.go)
+	hooks   testHooks // a test kit's (see testhooks.go)
 }
 
 // shared is the runners' series, made on first use.

@@ -10,6 +10,9 @@ func runWorkflows(a *assembly) error {
 	if c, ok := a.cfg.Faults.(faulthook.WorkflowCrashes); ok {
 		faulthook.GiveWorkflowCrashes(&h.Workflows, c) // a test kit's crash points
 	}
+	if s, ok := a.cfg.Faults.(faulthook.WorkflowStepping); ok && s.WorkflowSteps() != nil {
+		faulthook.GiveWorkflowSteps(&h.Workflows, s.WorkflowSteps()) // a test kit's stepping
+	}
 	a.add(part{name: "the workflows' runners", stop: h.Workflows.Stop})
 	a.collectors = append(a.collectors, h.Workflows.Collector())
 	return nil

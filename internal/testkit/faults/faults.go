@@ -36,6 +36,9 @@ type Points struct {
 	killed bool
 	// crashWorkflow says where the workflow runners crash (CrashWorkflowsAt).
 	crashWorkflow func(faulthook.WorkflowPoint) bool
+	// steps hold the workflows' steps (HoldWorkflowSteps); nil: they run
+	// freely.
+	steps faulthook.WorkflowSteps
 }
 
 // New returns fault points that let everything through.

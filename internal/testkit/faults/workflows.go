@@ -19,3 +19,19 @@ func (p *Points) CrashWorkflow(wp faulthook.WorkflowPoint) bool {
 	p.mu.Unlock()
 	return crash != nil && crash(wp)
 }
+
+// HoldWorkflowSteps has the instance's workflow runners run each step
+// only once steps let it (see faulthook.WorkflowSteps); nil: they run
+// freely. Set it before the instance starts its workflows.
+func (p *Points) HoldWorkflowSteps(steps faulthook.WorkflowSteps) {
+	p.mu.Lock()
+	p.steps = steps
+	p.mu.Unlock()
+}
+
+// WorkflowSteps are what HoldWorkflowSteps set.
+func (p *Points) WorkflowSteps() faulthook.WorkflowSteps {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.steps
+}
