@@ -3,10 +3,13 @@
 // HTTP helpers that read responses in full and check problems, bounded
 // waits (Recv, Eventually), a clock step that waits until the timers due
 // by then have run (Service.AdvanceTimers), the Redis of the tests
-// (RedisURL, Redis), and clusters of instances (StartInstances) whose
+// (RedisURL, Redis), clusters of instances (StartInstances) whose
 // instances a test can kill or partition (Service.Kill,
-// Service.Partition). It imports package testing, so that only tests link
-// it: a server binary built on package trellis does not.
+// Service.Partition), and workflows run to a status (WaitWorkflow), one
+// step at a time (WithSteppedWorkflows, StepWorkflow) or crashed at each
+// of their crash points (CrashWorkflows). It imports package testing, so
+// that only tests link it: a server binary built on package trellis does
+// not.
 package trellistest
 
 import (
@@ -44,6 +47,7 @@ type Service struct {
 
 	logs   *testenv.LogBuffer
 	faults *faults.Points // what Kill, Partition and Heal act on
+	steps  *stepper       // the held workflow steps (WithSteppedWorkflows); nil: none
 }
 
 // Option configures Start.
@@ -56,6 +60,7 @@ type options struct {
 	configure []func(*trellis.Config)
 	service   []trellis.Option
 	crash     func(faulthook.WorkflowPoint) bool // where the workflows crash (CrashWorkflows)
+	stepped   bool                               // the workflows' steps are held (WithSteppedWorkflows)
 }
 
 // WithRedisURL runs the service on the Redis at url (see RedisURL)
@@ -121,6 +126,10 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{},
 		faults: faults.New()}
 	ts.faults.CrashWorkflowsAt(o.crash)
+	if o.stepped {
+		ts.steps = &stepper{}
+		ts.faults.HoldWorkflowSteps(ts.steps)
+	}
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: cfg.LogLevel}))

@@ -91,20 +91,11 @@ const walkAdminToken = "walkthrough-admin-token"
 func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) {
 	ctx := context.Background()
 	id := sc.name
-	from, to := sc.name+"-from", sc.name+"-to"
-	if _, err := transfer.Deposit.Invoke(ctx, ts.Client, from, sc.fund); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := transfer.Freeze.Invoke(ctx, ts.Client, to, sc.frozen); err != nil {
-		t.Fatal(err)
-	}
 	fees, err := transfer.GetWallet.Invoke(ctx, ts.Client, transfer.FeesWallet, components.Done{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := transfer.Begin.Invoke(ctx, ts.Client, id, transfer.Transfer{From: from, To: to, Amount: sc.amount}); err != nil {
-		t.Fatal(err)
-	}
+	from, to := beginFunded(t, ts, id, sc.fund, sc.amount, sc.frozen)
 	if sc.decide != nil {
 		trellistest.WaitWorkflow(t, app.Transfers, id, 10*time.Second, workflows.StatusPaused)
 		trellistest.Eventually(t, 10*time.Second, "the approval's timer is armed, in the admin API", func() bool {
@@ -134,4 +125,23 @@ func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) 
 			t.Errorf("wallet %s: %+v (%v), want a balance of %d", wallet, w, err, want)
 		}
 	}
+}
+
+// beginFunded puts fund in wallet id-from, freezes wallet id-to or not,
+// and begins transfer id of amount from the one to the other: it returns
+// the two wallets.
+func beginFunded(t *testing.T, ts *trellistest.Service, id string, fund, amount int, frozen bool) (from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	from, to = id+"-from", id+"-to"
+	if _, err := transfer.Deposit.Invoke(ctx, ts.Client, from, fund); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Freeze.Invoke(ctx, ts.Client, to, frozen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Begin.Invoke(ctx, ts.Client, id, transfer.Transfer{From: from, To: to, Amount: amount}); err != nil {
+		t.Fatal(err)
+	}
+	return from, to
 }
