@@ -195,18 +195,33 @@ func TestStepWorkflowHeldInstanceMoves(t *testing.T) {
 	}
 }
 
-// A service whose runner holds a step stops cleanly, and at once: the
-// hold ends with the runner (TestMain's goleak checks that nothing is
-// left running).
-func TestStepWorkflowShutdownWhileHeld(t *testing.T) {
-	ts, wf := startWalks(t, false)
-	move(t, ts, "w", "a")
-	if in := trellistest.StepWorkflow(t, ts, wf, "w", 10*time.Second); in.Step != "b" { // then held at b
-		t.Fatalf("stepped a: at step %q, want b", in.Step)
+// A service whose runner holds a step stops cleanly, and at once, by a
+// shutdown or a kill: the hold ends with the runner (TestMain's goleak
+// checks that nothing is left running).
+func TestStepWorkflowStopWhileHeld(t *testing.T) {
+	stops := []struct {
+		name string
+		stop func(ts *trellistest.Service) error
+	}{
+		{"shutdown", func(ts *trellistest.Service) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return ts.Shutdown(ctx)
+		}},
+		{"kill", func(ts *trellistest.Service) error { ts.Kill(); return nil }},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := ts.Shutdown(ctx); err != nil {
-		t.Fatalf("stop the service while a step is held: %v", err)
+	for _, c := range stops {
+		t.Run(c.name, func(t *testing.T) {
+			ts, wf := startWalks(t, false)
+			move(t, ts, "w", "a")
+			if in := trellistest.StepWorkflow(t, ts, wf, "w", 10*time.Second); in.Step != "b" { // then held at b
+				t.Fatalf("stepped a: at step %q, want b", in.Step)
+			}
+			stopped := make(chan error, 1)
+			go func() { stopped <- c.stop(ts) }()
+			if err := trellistest.Recv(t, stopped, 10*time.Second); err != nil {
+				t.Fatalf("%s the service while a step is held: %v", c.name, err)
+			}
+		})
 	}
 }
