@@ -76,6 +76,12 @@ func (c *Ctx[S, R]) TransitionTo(step string, input any) Decision[S, R] {
 // Pause pauses the workflow until a command moves it.
 func (c *Ctx[S, R]) Pause() Decision[S, R] { return Decision[S, R]{}.Pause() }
 
+// PauseFor pauses the workflow until a command moves it or, after d,
+// moves it to step with input (a Trellis timer: it survives restarts).
+func (c *Ctx[S, R]) PauseFor(after time.Duration, step string, input any) Decision[S, R] {
+	return Decision[S, R]{}.PauseFor(after, step, input)
+}
+
 // End ends the workflow.
 func (c *Ctx[S, R]) End() Decision[S, R] { return Decision[S, R]{}.End() }
 

@@ -26,6 +26,8 @@ var (
 			switch what {
 			case "pause":
 				return ctx.UpdateState(s).Pause().ThenReply(components.Done{})
+			case "pausefor":
+				return ctx.PauseFor(time.Hour, "run", "step-end").ThenReply(components.Done{})
 			case "update":
 				return ctx.UpdateState(s).ThenReply(components.Done{})
 			case "end":
@@ -81,6 +83,7 @@ func TestCommandEffects(t *testing.T) {
 		refused           string               // what the refusal says; "" when none
 	}{
 		{"pause", "", "pause", workflows.StatusPaused, "pause", 0, ""},
+		{"pause for an hour, state kept", "pause", "pausefor", workflows.StatusPaused, "pause", 0, ""},
 		{"update, not started", "", "update", workflows.StatusNotStarted, "update", 0, ""},
 		{"update, paused", "pause", "update", workflows.StatusPaused, "update", 0, ""},
 		{"end, paused", "pause", "end", workflows.StatusEnded, "end", 0, ""},
@@ -108,6 +111,9 @@ func TestCommandEffects(t *testing.T) {
 			in, err := e.wf.Get(ctx, "f-1")
 			if err != nil || in.Status != c.status || in.State.Note != c.note {
 				t.Errorf("after %s: %+v, %v; want %q with note %q", c.then, in, err, c.status, c.note)
+			}
+			if lapses := c.then == "pausefor"; lapses != !in.PauseUntil.IsZero() {
+				t.Errorf("after %s: its pause lapses at %v", c.then, in.PauseUntil)
 			}
 		})
 	}
@@ -201,5 +207,19 @@ func TestListSkipsAndFlags(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(c.want, ",") {
 			t.Errorf("list %q: %v, want %v", c.status, got, c.want)
 		}
+	}
+}
+
+// TestLookupIsTheRunning: the runners look a started workflow type up as
+// the *Running its Start returned (what a test waits on), and know no
+// other.
+func TestLookupIsTheRunning(t *testing.T) {
+	e := start(t, Fxs, nil, nil)
+	op, ok := e.runners.Lookup(Fxs.ComponentID())
+	if wf, typed := op.(*workflows.Running[Fx]); !ok || !typed || wf != e.wf {
+		t.Errorf("Lookup(%q) = %T %v, want the *Running Start returned", Fxs.ComponentID(), op, ok)
+	}
+	if op, ok := e.runners.Lookup("nope"); ok {
+		t.Errorf("Lookup(nope) = %T, want none", op)
 	}
 }

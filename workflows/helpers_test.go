@@ -58,6 +58,8 @@ type env[S any] struct {
 	timers *timers.Scheduler
 	store  *entities.MemoryStore
 	wf     *workflows.Running[S]
+	// runners are the host's, as a service's (they hold wf).
+	runners *workflows.Runners
 }
 
 // start starts the wallets and t on a fresh embedded store (or store,
@@ -85,11 +87,12 @@ func start[S any](t *testing.T, wt *workflows.Type[S], store *entities.MemorySto
 	if _, err := Wallets.Start(eh); err != nil {
 		t.Fatal(err)
 	}
-	wf, err := wt.Start(workflows.Host{Entities: eh, Timers: sched})
+	runners := &workflows.Runners{}
+	wf, err := wt.Start(workflows.Host{Entities: eh, Timers: sched, Runners: runners})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env[S]{clock: clock, client: client, timers: sched, store: store, wf: wf}
+	e := &env[S]{clock: clock, client: client, timers: sched, store: store, wf: wf, runners: runners}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

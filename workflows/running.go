@@ -258,7 +258,12 @@ func (rs *Runners) Types() []string {
 	return ids
 }
 
-// Lookup is the started workflow type of componentID.
+// Lookup is the started workflow type of componentID: the
+// *Running[S] its Start returned, so that a test of a service whose
+// setup did not keep it finds it for trellistest.WaitWorkflow:
+//
+//	op, _ := ts.Host().Workflows().Runners.Lookup(Checkouts.ComponentID())
+//	wf := op.(*workflows.Running[Order])
 func (rs *Runners) Lookup(componentID string) (Operated, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
