@@ -2,7 +2,9 @@ package trellistest
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,31 +14,65 @@ import (
 // WaitWorkflow runs workflow instance id of wf until it stands at one of
 // statuses (workflows.StatusPaused, StatusEnded, StatusFailed...) and
 // returns it: its state, current step, attempts and history. It fails the
-// test when that takes more than limit of real time. A step's retry waits
-// on the service's fake clock, and the timer of a paused workflow is a
-// Trellis timer: move them on with Service.AdvanceTimers.
+// test when that takes more than limit of real time, saying where the
+// instance stands then (its status, step, attempt and last error). A
+// step's retry waits on the service's fake clock, and the timer of a
+// paused workflow is a Trellis timer: move them on with
+// Service.AdvanceTimers.
 func WaitWorkflow[S any](t testing.TB, wf *workflows.Running[S], id string, limit time.Duration, statuses ...workflows.Status) workflows.Instance[S] {
 	t.Helper()
 	var in workflows.Instance[S]
 	var err error
-	Eventually(t, limit, "workflow "+id+" stands at one of "+statusList(statuses), func() bool {
+	for deadline := time.Now().Add(limit); ; time.Sleep(time.Millisecond) {
 		in, err = wf.Get(context.Background(), id)
-		return err == nil && slices.Contains(statuses, in.Status)
-	})
+		if err == nil && slices.Contains(statuses, in.Status) {
+			return in
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("workflow %s did not stand at one of %s within %v: it could not be read: %v", id, statusList(statuses), limit, err)
+	}
+	t.Fatalf("workflow %s did not stand at one of %s within %v: %s", id, statusList(statuses), limit, whereItStands(in))
 	return in
+}
+
+// whereItStands says where instance in stands, for a failure's message:
+// "failed at step "charge" after 3 failed runs: charge: the balance
+// is 100".
+func whereItStands[S any](in workflows.Instance[S]) string {
+	var b strings.Builder
+	b.WriteString(statusName(in.Status))
+	if in.Suspended {
+		b.WriteString(" (suspended)")
+	}
+	if in.Step != "" {
+		fmt.Fprintf(&b, " at step %q", in.Step)
+	}
+	if in.Attempt > 0 {
+		fmt.Fprintf(&b, " after %d failed runs", in.Attempt)
+	}
+	if in.Error != "" {
+		b.WriteString(": " + in.Error)
+	}
+	return b.String()
 }
 
 // statusList names statuses for a failure's message.
 func statusList(statuses []workflows.Status) string {
-	s := ""
+	names := make([]string, len(statuses))
 	for i, st := range statuses {
-		if i > 0 {
-			s += ", "
-		}
-		if st == workflows.StatusNotStarted {
-			st = "not started"
-		}
-		s += string(st)
+		names[i] = statusName(st)
 	}
-	return s
+	return strings.Join(names, ", ")
+}
+
+// statusName names a status; StatusNotStarted is "not started".
+func statusName(st workflows.Status) string {
+	if st == workflows.StatusNotStarted {
+		return "not started"
+	}
+	return string(st)
 }
