@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"testing"
 
@@ -55,6 +56,9 @@ func CheckContracts(t testing.TB, base http.RoundTripper, specs ...[]byte) *Cont
 		// The servers name where the service may be deployed; the tests'
 		// is a loopback port, so match the paths only.
 		doc.Servers = nil
+		if doc.Components == nil { // a contract may have none
+			doc.Components = &openapi3.Components{}
+		}
 		if ref := doc.Components.Responses["UnknownPath"]; ref != nil && tr.unknownPath == nil {
 			tr.unknownPath = ref.Value
 		}
@@ -67,11 +71,21 @@ func CheckContracts(t testing.TB, base http.RoundTripper, specs ...[]byte) *Cont
 	return tr
 }
 
-// RoundTrip sends req and validates the response.
+// RoundTrip sends req and validates the response. A stream of
+// Server-Sent Events (text/event-stream) is returned as it comes, its
+// body unread: its status, headers and media type are validated, not
+// its events, which end only when the stream does.
 func (tr *ContractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := tr.base.RoundTrip(req)
 	if err != nil {
 		return resp, err
+	}
+	if isEventStream(resp) {
+		if err := tr.validate(req, resp, nil); err != nil {
+			tr.t.Errorf("%s %s answered %d, which the contracts do not describe: %v (a stream of events)",
+				req.Method, req.URL.RequestURI(), resp.StatusCode, err)
+		}
+		return resp, nil
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
@@ -99,14 +113,18 @@ func (tr *ContractTransport) validate(req *http.Request, resp *http.Response, bo
 		case err != nil:
 			continue
 		}
+		stream := isEventStream(resp)
 		in := &openapi3filter.ResponseValidationInput{
 			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
 			Status:                 resp.StatusCode,
 			Header:                 resp.Header,
 			Body:                   io.NopCloser(bytes.NewReader(body)),
-			Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+			Options:                &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: stream},
 		}
-		return openapi3filter.ValidateResponse(req.Context(), in)
+		if err := openapi3filter.ValidateResponse(req.Context(), in); err != nil || !stream {
+			return err
+		}
+		return streamDeclared(route.Operation, resp)
 	}
 	switch {
 	case methodKnown && (resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == ""):
@@ -146,4 +164,24 @@ func (tr *ContractTransport) validateUnknownPath(resp *http.Response, body []byt
 func isMethodNotAllowed(err error) bool {
 	var re *routers.RouteError
 	return errors.As(err, &re) && re.Reason == routers.ErrMethodNotAllowed.Error()
+}
+
+// isEventStream reports whether resp is a stream of Server-Sent Events.
+func isEventStream(resp *http.Response) bool {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
+}
+
+// streamDeclared checks that op declares a stream of events for resp's
+// status (the body's validation, which checks the media type, is off
+// for a stream).
+func streamDeclared(op *openapi3.Operation, resp *http.Response) error {
+	ref := op.Responses.Status(resp.StatusCode)
+	if ref == nil {
+		ref = op.Responses.Default()
+	}
+	if ref == nil || ref.Value == nil || ref.Value.Content.Get("text/event-stream") == nil {
+		return fmt.Errorf("its %d response has no text/event-stream content", resp.StatusCode)
+	}
+	return nil
 }

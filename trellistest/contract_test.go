@@ -1,12 +1,14 @@
 package trellistest_test
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/trellistest"
@@ -85,6 +87,73 @@ func TestCheckContracts(t *testing.T) {
 			got := strings.Join(rec.errs, "\n")
 			if (tt.drift == "") != (got == "") || !strings.Contains(got, tt.drift) {
 				t.Fatalf("reported %q, want %q", got, tt.drift)
+			}
+		})
+	}
+}
+
+// streamSpec is a contract with a stream of events and a JSON answer,
+// and no components.
+var streamSpec = []byte(`openapi: 3.0.3
+info: {title: streams, version: "1"}
+paths:
+  /events:
+    get:
+      responses:
+        "200":
+          description: events
+          content:
+            text/event-stream:
+              schema: {type: string}
+  /json:
+    get:
+      responses:
+        "200":
+          description: an object
+          content:
+            application/json:
+              schema: {type: object}
+`)
+
+// TestCheckContractsStream: a stream of events is handed over as it
+// comes, before it ends, and reported when the contract describes no
+// stream there; a contract without components loads.
+func TestCheckContractsStream(t *testing.T) {
+	for _, tt := range []struct {
+		path, drift string
+	}{
+		{"/events", ""},
+		{"/json", "no text/event-stream content"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte("event: ready\ndata: {}\n\n"))
+				w.(http.Flusher).Flush()
+				<-r.Context().Done() // a stream ends when its client goes
+			}))
+			defer srv.Close()
+			rec := &errorsOf{TB: t}
+			c := &http.Client{Transport: trellistest.CheckContracts(rec, nil, streamSpec)}
+			defer c.CloseIdleConnections()
+			got := make(chan string, 1)
+			go func() {
+				resp, err := c.Get(srv.URL + tt.path)
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+				got <- line
+			}()
+			if line := trellistest.Recv(t, got, 10*time.Second); line != "event: ready\n" {
+				t.Errorf("read %q, want the stream's first line", line)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if errs := strings.Join(rec.errs, "\n"); (tt.drift == "") != (errs == "") || !strings.Contains(errs, tt.drift) {
+				t.Errorf("reported %q, want %q", errs, tt.drift)
 			}
 		})
 	}
