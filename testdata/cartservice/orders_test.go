@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,5 +131,48 @@ func TestFollowOrders(t *testing.T) {
 	// cart); bob's o-3 is not in it.
 	for row := next("added", "o-2"); row.Status != StatusCancelled; {
 		row = next("changed", "o-2")
+	}
+}
+
+// TestFollowOrdersOverHTTP reads the start of a customer's stream, as an
+// EventSource does, through the contract's check: the order's row, then
+// ready.
+func TestFollowOrdersOverHTTP(t *testing.T) {
+	ts := start(t)
+	post(t, ts, "/orders/o-1", map[string]any{"customer": "alice"}, http.StatusCreated)
+	settle(t, ts, "o-1")
+	trellistest.Eventually(t, 10*time.Second, "the view shows o-1", func() bool {
+		return len(pages(t, ts, "/customers/alice/orders")) == 1
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/customers/alice/orders/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ended = "(the stream ended)"
+	lines := make(chan string, 100)
+	go func() {
+		defer func() { lines <- ended }()
+		resp, err := ts.HTTP.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	var got []string // the events, and the data of o-1
+	for !slices.Contains(got, "event: ready") {
+		switch line := trellistest.Recv(t, lines, 10*time.Second); {
+		case line == ended:
+			t.Fatalf("the stream ended after %q", got)
+		case strings.HasPrefix(line, "event: "), strings.Contains(line, `"id":"o-1"`):
+			got = append(got, line)
+		}
+	}
+	if len(got) != 3 || got[0] != "event: row" || !strings.Contains(got[1], "cancelled") {
+		t.Errorf("the stream began %q, want o-1's row (cancelled), then ready", got)
 	}
 }
