@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trellis-go/trellis"
 	"github.com/trellis-go/trellis/entities"
@@ -33,6 +34,8 @@ import (
 // for each pause with a timeout, before its timer is armed; a timer's
 // wake-up is the point before the step it moves the workflow to.
 //
+// Every run's fake clock starts at the same instant, so times the
+// scenario reads from it (or the service stores) compare between runs.
 // Each crashed run must pass its point, end with the outcome of the run
 // without a crash (reflect.DeepEqual), and write each entity (other than
 // the workflows' own records) as many times as that run: no command a
@@ -42,6 +45,7 @@ import (
 // attempt 1)", in the order the first run passed them.
 func CrashWorkflows[O any](t *testing.T, setup trellis.Setup, scenario func(t testing.TB, ts *Service) O, opts ...Option) []string {
 	t.Helper()
+	opts = append(slices.Clip(opts), withClockAt(time.Now().Truncate(time.Millisecond)))
 	var want crashOutcome[O]
 	var first *crashRun
 	ok := t.Run("no crash", func(t *testing.T) {
@@ -164,4 +168,10 @@ func pointName(p faulthook.WorkflowPoint) string {
 		return fmt.Sprintf("%s %s: %s (transition %d)", p.Workflow, p.ID, p.Where, p.Transition)
 	}
 	return fmt.Sprintf("%s %s: %s %s (transition %d, attempt %d)", p.Workflow, p.ID, p.Where, p.Step, p.Transition, p.Attempt)
+}
+
+// withClockAt starts the service's fake clock at at (CrashWorkflows: every
+// run at the same instant).
+func withClockAt(at time.Time) Option {
+	return func(o *options) { o.clockAt = at }
 }

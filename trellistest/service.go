@@ -61,6 +61,7 @@ type options struct {
 	service   []trellis.Option
 	crash     func(faulthook.WorkflowPoint) bool // where the workflows crash (CrashWorkflows)
 	stepped   bool                               // the workflows' steps are held (WithSteppedWorkflows)
+	clockAt   time.Time                          // where the fake clock starts (zero: now, to the millisecond)
 }
 
 // WithRedisURL runs the service on the Redis at url (see RedisURL)
@@ -123,7 +124,11 @@ func Start(t testing.TB, setup trellis.Setup, opts ...Option) *Service {
 	// epoch, so that the times the service stores and reports (timer
 	// records, the admin API) sit next to the real ones in a shared Redis
 	// and in the logs, whose own timestamps are real.
-	ts := &Service{Clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Millisecond)), logs: &testenv.LogBuffer{},
+	clockAt := o.clockAt
+	if clockAt.IsZero() {
+		clockAt = time.Now().Truncate(time.Millisecond)
+	}
+	ts := &Service{Clock: clockwork.NewFakeClockAt(clockAt), logs: &testenv.LogBuffer{},
 		faults: faults.New()}
 	ts.faults.CrashWorkflowsAt(o.crash)
 	if o.stepped {
