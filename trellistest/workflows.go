@@ -16,10 +16,33 @@ import (
 // returns it: its state, current step, attempts and history. It fails the
 // test when that takes more than limit of real time, saying where the
 // instance stands then (its status, step, attempt and last error). A
-// step's retry waits on the service's fake clock, and the timer of a
-// paused workflow is a Trellis timer: move them on with
-// Service.AdvanceTimers.
+// step's retry waits on the service's fake clock (RunWorkflow moves it
+// there), and the timer of a paused workflow is a Trellis timer: move it
+// on with Service.AdvanceTimers.
 func WaitWorkflow[S any](t testing.TB, wf *workflows.Running[S], id string, limit time.Duration, statuses ...workflows.Status) workflows.Instance[S] {
+	t.Helper()
+	return waitWorkflow(t, wf, id, limit, statuses, nil)
+}
+
+// RunWorkflow is WaitWorkflow that also moves ts's fake clock to each of
+// the instance's retries (Instance.NotBefore) while the instance waits
+// for one, so that its failed steps are retried, with their backoff, and
+// fail over without the test moving the clock itself. A pause's timer
+// still waits for Service.AdvanceTimers. The clock is the service's:
+// moving it on moves every step's timeout too, so run one workflow at a
+// time this way, or others only while none of their steps runs.
+func RunWorkflow[S any](t testing.TB, ts *Service, wf *workflows.Running[S], id string, limit time.Duration, statuses ...workflows.Status) workflows.Instance[S] {
+	t.Helper()
+	return waitWorkflow(t, wf, id, limit, statuses, func(in workflows.Instance[S]) {
+		if now := ts.Clock.Now(); in.Status == workflows.StatusRunning && in.Attempt > 0 && in.NotBefore.After(now) {
+			ts.Clock.Advance(in.NotBefore.Sub(now))
+		}
+	})
+}
+
+// waitWorkflow reads instance id of wf every millisecond until it stands
+// at one of statuses, handing each other reading to each (when not nil).
+func waitWorkflow[S any](t testing.TB, wf *workflows.Running[S], id string, limit time.Duration, statuses []workflows.Status, each func(workflows.Instance[S])) workflows.Instance[S] {
 	t.Helper()
 	var in workflows.Instance[S]
 	var err error
@@ -27,6 +50,9 @@ func WaitWorkflow[S any](t testing.TB, wf *workflows.Running[S], id string, limi
 		in, err = wf.Get(context.Background(), id)
 		if err == nil && slices.Contains(statuses, in.Status) {
 			return in
+		}
+		if err == nil && each != nil {
+			each(in)
 		}
 		if time.Now().After(deadline) {
 			break

@@ -2,6 +2,7 @@ package trellistest_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,5 +53,50 @@ func TestWaitWorkflowSaysWhereItStands(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("WaitWorkflow failed with %q, want it to say %q", msg, want)
 		}
+	}
+}
+
+// flaky is a workflow whose one step fails twice before it ends, retried
+// after a minute, then two: on the fake clock, which nothing moves but
+// RunWorkflow.
+var (
+	flaky      = workflows.Define("trellistest-flaky", func(string) int { return 0 })
+	flakyRuns  atomic.Int64 // the runs of its step (one instance per test run)
+	startFlaky = workflows.Command(flaky, "start",
+		func(ctx *workflows.Ctx[int, components.Done], _ int, _ components.Done) workflows.Effect[int, components.Done] {
+			return ctx.TransitionTo("call", nil).ThenReply(components.Done{})
+		})
+)
+
+func init() {
+	workflows.Step(flaky, "call", func(ctx *workflows.StepCtx[int], _ int, _ any) workflows.StepEffect[int] {
+		if runs := flakyRuns.Add(1); runs < 3 {
+			return ctx.Fail("run %d fails", runs)
+		}
+		return ctx.UpdateState(int(flakyRuns.Load())).End()
+	}, workflows.Retries(5, time.Minute, time.Hour))
+}
+
+// TestRunWorkflowMovesTheClockToRetries: RunWorkflow moves the service's
+// clock to each retry's time, so a step that fails twice ends on its
+// third run, three minutes of the clock later; WaitWorkflow leaves the
+// clock where it is.
+func TestRunWorkflowMovesTheClockToRetries(t *testing.T) {
+	flakyRuns.Store(0)
+	var wf *workflows.Running[int]
+	ts := trellistest.Start(t, func(h *trellis.Host, _ chi.Router) (err error) {
+		wf, err = flaky.Start(h.Workflows())
+		return err
+	})
+	start := ts.Clock.Now()
+	if _, err := startFlaky.Invoke(t.Context(), ts.Client, "f-1", components.Done{}); err != nil {
+		t.Fatal(err)
+	}
+	trellistest.WaitWorkflow(t, wf, "f-1", 10*time.Second, workflows.StatusRunning)
+	if in := trellistest.RunWorkflow(t, ts, wf, "f-1", 10*time.Second, workflows.StatusEnded); in.State != 3 {
+		t.Errorf("ended after %d runs, want 3", in.State)
+	}
+	if moved := ts.Clock.Since(start); moved != 3*time.Minute {
+		t.Errorf("the clock moved %v, want 3m0s (a minute, then two)", moved)
 	}
 }

@@ -109,13 +109,8 @@ func run(t *testing.T, ts *trellistest.Service, app *transfer.App, sc scenario) 
 		})
 		sc.decide(t, ts, id)
 	}
-	// The deposit's retries wait on the fake clock: move it on while
-	// waiting.
-	trellistest.Eventually(t, 20*time.Second, "the transfer ends", func() bool {
-		ts.Clock.Advance(time.Second)
-		in, err := app.Transfers.Get(ctx, id)
-		return err == nil && in.Status == workflows.StatusEnded
-	})
+	// The deposit's retries wait on the fake clock: RunWorkflow moves it.
+	trellistest.RunWorkflow(t, ts, app.Transfers, id, 20*time.Second, workflows.StatusEnded)
 	got, err := transfer.GetTransfer.Invoke(ctx, ts.Client, id, components.Done{})
 	if err != nil || got.Outcome != sc.outcome || !slices.Equal(got.Undone, sc.undone) {
 		t.Errorf("outcome %q, undone %v (%v), want %q, %v", got.Outcome, got.Undone, err, sc.outcome, sc.undone)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -39,19 +38,7 @@ func checkouts(t testing.TB, ts *trellistest.Service) *workflows.Running[Order] 
 // each retry's time while the order waits for it (no step runs then).
 func settle(t testing.TB, ts *trellistest.Service, id string) workflows.Instance[Order] {
 	t.Helper()
-	wf := checkouts(t, ts)
-	var in workflows.Instance[Order]
-	trellistest.Eventually(t, 20*time.Second, "order "+id+" ends", func() bool {
-		var err error
-		if in, err = wf.Get(context.Background(), id); err != nil {
-			return false
-		}
-		if in.Status == workflows.StatusRunning && in.Attempt > 0 && in.NotBefore.After(ts.Clock.Now()) {
-			ts.Clock.Advance(in.NotBefore.Sub(ts.Clock.Now()))
-		}
-		return in.Status == workflows.StatusEnded || in.Status == workflows.StatusFailed
-	})
-	return in
+	return trellistest.RunWorkflow(t, ts, checkouts(t, ts), id, 20*time.Second, workflows.StatusEnded, workflows.StatusFailed)
 }
 
 // post sends a POST and fails the test unless it is answered with want.
