@@ -100,3 +100,20 @@ func TestRunWorkflowMovesTheClockToRetries(t *testing.T) {
 		t.Errorf("the clock moved %v, want 3m0s (a minute, then two)", moved)
 	}
 }
+
+// TestTypeRunningFindsTheRunner: a workflow type's Running finds, on a
+// service's host, the runner its Start returned, typed; not a type that
+// was not started there.
+func TestTypeRunningFindsTheRunner(t *testing.T) {
+	var wf *workflows.Running[int]
+	ts := trellistest.Start(t, func(h *trellis.Host, _ chi.Router) (err error) {
+		wf, err = flaky.Start(h.Workflows())
+		return err
+	})
+	if got, ok := flaky.Running(ts.Host().Workflows()); !ok || got != wf {
+		t.Errorf("flaky.Running = %p, %v; want %p, true", got, ok, wf)
+	}
+	if got, ok := doomed.Running(ts.Host().Workflows()); ok || got != nil {
+		t.Errorf("doomed.Running = %p, %v; want nil, false (not started)", got, ok)
+	}
+}

@@ -258,12 +258,8 @@ func (rs *Runners) Types() []string {
 	return ids
 }
 
-// Lookup is the started workflow type of componentID: the
-// *Running[S] its Start returned, so that a test of a service whose
-// setup did not keep it finds it for trellistest.WaitWorkflow:
-//
-//	op, _ := ts.Host().Workflows().Runners.Lookup(Checkouts.ComponentID())
-//	wf := op.(*workflows.Running[Order])
+// Lookup is the started workflow type of componentID: the *Running[S]
+// its Start returned (Type.Running finds it typed).
 func (rs *Runners) Lookup(componentID string) (Operated, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -286,4 +282,18 @@ func (rs *Runners) Stop(ctx context.Context) error {
 		errs = append(errs, r.Stop(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// Running is the runner that Start returned for t on h, so that a test of
+// a service whose setup did not keep it finds it for
+// trellistest.WaitWorkflow; false when t was not started there.
+//
+//	wf, ok := Checkouts.Running(ts.Host().Workflows())
+func (t *Type[S]) Running(h Host) (*Running[S], bool) {
+	if h.Runners == nil {
+		return nil, false
+	}
+	op, ok := h.Runners.Lookup(t.id)
+	r, typed := op.(*Running[S])
+	return r, ok && typed
 }

@@ -26,10 +26,9 @@ func start(t *testing.T) *trellistest.Service {
 // checkouts is the checkout workflow as started on ts, for WaitWorkflow.
 func checkouts(t testing.TB, ts *trellistest.Service) *workflows.Running[Order] {
 	t.Helper()
-	op, ok := ts.Host().Workflows().Runners.Lookup(Checkouts.ComponentID())
-	wf, typed := op.(*workflows.Running[Order])
-	if !ok || !typed {
-		t.Fatalf("the checkout workflow is not started (%T)", op)
+	wf, ok := Checkouts.Running(ts.Host().Workflows())
+	if !ok {
+		t.Fatal("the checkout workflow is not started")
 	}
 	return wf
 }
