@@ -23,6 +23,19 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idempotencyKey{}, key)
 }
 
+// WithoutIdempotencyKey returns ctx without the key it carries, if any:
+// a command invoked with it is not answered from an earlier command's
+// record, and one that changes nothing (a read) records nothing. A
+// workflow step's context carries the step's key, so a read in a step is
+// recorded, and answered the same when the step runs again; reading with
+// this context reads the entity as it is, and writes nothing.
+func WithoutIdempotencyKey(ctx context.Context) context.Context {
+	if _, ok := IdempotencyKeyFrom(ctx); !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, idempotencyKey{}, nil)
+}
+
 // IdempotencyKeyFrom is the key WithIdempotencyKey put in ctx, if any.
 func IdempotencyKeyFrom(ctx context.Context) (string, bool) {
 	key, ok := ctx.Value(idempotencyKey{}).(string)

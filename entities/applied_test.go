@@ -105,6 +105,22 @@ func testAppliedKeys(t *testing.T, makeStore func(t *testing.T) entities.Applied
 				t.Fatalf("retried balance: %+v, %v; want the first answer, 1", a, err)
 			}
 		}},
+		{"a read without its context's key is not recorded", func(t *testing.T, s *losingStore, n *node) {
+			mustDeposit(t, n, "a", 1)
+			plain := components.WithoutIdempotencyKey(keyed("b"))
+			if _, ok := components.IdempotencyKeyFrom(plain); ok {
+				t.Fatal("WithoutIdempotencyKey left the key")
+			}
+			for want := 1; want <= 2; want++ {
+				if a, err := Balance.Invoke(plain, n.client, "a", done); err != nil || a.Balance != want {
+					t.Fatalf("balance: %+v, %v; want %d, as it is", a, err, want)
+				}
+				mustDeposit(t, n, "a", 1)
+			}
+			if a, err := Balance.Invoke(keyed("b"), n.client, "a", done); err != nil || a.Balance != 3 {
+				t.Fatalf("balance with the key: %+v, %v; want 3, none recorded under it", a, err)
+			}
+		}},
 		{"a key is scoped to its entity and command", func(t *testing.T, s *losingStore, n *node) {
 			for _, id := range []string{"a", "b"} {
 				if _, err := Deposit.Invoke(keyed("same"), n.client, id, 2); err != nil {
