@@ -288,7 +288,7 @@ func (rs *Runners) Stop(ctx context.Context) error {
 // a service whose setup did not keep it finds it for
 // trellistest.WaitWorkflow; false when t was not started there.
 //
-//	wf, ok := Checkouts.Running(ts.Host().Workflows())
+//	wf, ok := transfer.Transfers.Running(ts.Host().Workflows())
 func (t *Type[S]) Running(h Host) (*Running[S], bool) {
 	if h.Runners == nil {
 		return nil, false

@@ -8,18 +8,13 @@ import (
 	"github.com/trellis-go/trellis/api"
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/timers"
-	"github.com/trellis-go/trellis/views"
 )
 
-// endpoint serves the routes of the carts' contract (cartapi.ServerInterface):
-// the carts here, the orders in orders_endpoint.go, the stock and the
-// accounts in stock_endpoint.go.
+// endpoint serves the routes of the carts' contract (cartapi.ServerInterface).
 type endpoint struct {
 	client *components.Client
 	timers *timers.Scheduler
-	views  *views.Runner
-	now    func() time.Time // the service's clock, which dates the orders
-	idle   time.Duration    // how long a cart may stay idle
+	idle   time.Duration // how long a cart may stay idle
 }
 
 // GetCart handles GET /carts/{id}.

@@ -23,10 +23,8 @@ func main() {
 		})))
 }
 
-// setup starts the components — the carts and their idle timers, the
-// stock, the accounts, the checkout workflow and the orders view — and
-// mounts the contract's routes. idle is read when setup runs: after the
-// flags are parsed.
+// setup starts the components and mounts the carts' routes. idle is read
+// when setup runs: after the flags are parsed.
 func setup(idle *time.Duration) trellis.Setup {
 	return func(h *trellis.Host, r chi.Router) error {
 		if *idle <= 0 {
@@ -38,20 +36,7 @@ func setup(idle *time.Duration) trellis.Setup {
 		if _, err := Idle.Start(h.Client); err != nil {
 			return err
 		}
-		if _, err := Stocks.Start(h.Entities()); err != nil {
-			return err
-		}
-		if _, err := Accounts.Start(h.Entities()); err != nil {
-			return err
-		}
-		if _, err := Checkouts.Start(h.Workflows()); err != nil {
-			return err
-		}
-		if err := Orders.Start(h.Views()); err != nil {
-			return err
-		}
-		e := &endpoint{client: h.Client, timers: h.Timers, views: h.Views(), now: h.Clock.Now, idle: *idle}
-		cartapi.HandlerWithOptions(e,
+		cartapi.HandlerWithOptions(&endpoint{client: h.Client, timers: h.Timers, idle: *idle},
 			cartapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: api.WriteParamError})
 		return nil
 	}

@@ -4,47 +4,12 @@
 package cartapi
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/oapi-codegen/runtime"
 )
-
-// Defines values for OrderStatus.
-const (
-	AwaitingApproval OrderStatus = "awaiting-approval"
-	Cancelled        OrderStatus = "cancelled"
-	Failed           OrderStatus = "failed"
-	Paid             OrderStatus = "paid"
-	Placed           OrderStatus = "placed"
-)
-
-// Valid indicates whether the value is a known member of the OrderStatus enum.
-func (e OrderStatus) Valid() bool {
-	switch e {
-	case AwaitingApproval:
-		return true
-	case Cancelled:
-		return true
-	case Failed:
-		return true
-	case Paid:
-		return true
-	case Placed:
-		return true
-	default:
-		return false
-	}
-}
-
-// Account defines model for Account.
-type Account struct {
-	Balance  int    `json:"balance"`
-	Customer string `json:"customer"`
-}
 
 // Cart defines model for Cart.
 type Cart struct {
@@ -55,122 +20,23 @@ type Cart struct {
 	Items map[string]int `json:"items"`
 }
 
-// Deposit defines model for Deposit.
-type Deposit struct {
-	Amount int `json:"amount" validate:"min=1"`
-}
-
 // Item defines model for Item.
 type Item struct {
 	Quantity int    `json:"quantity" validate:"min=1,max=99"`
 	Sku      string `json:"sku" validate:"min=1,max=40"`
 }
 
-// Order defines model for Order.
-type Order struct {
-	// Amount The reserved lines' price, in cents.
-	Amount   int    `json:"amount"`
-	Customer string `json:"customer"`
-
-	// Id The cart's id.
-	Id string `json:"id"`
-
-	// Outcome How it ended (paid, or why it was cancelled).
-	Outcome  string      `json:"outcome,omitempty"`
-	PlacedAt time.Time   `json:"placedAt"`
-	Status   OrderStatus `json:"status"`
-}
-
-// OrderPage defines model for OrderPage.
-type OrderPage struct {
-	// Next The token of the next page; empty on the last.
-	Next   string  `json:"next"`
-	Orders []Order `json:"orders"`
-}
-
-// OrderStatus defines model for OrderStatus.
-type OrderStatus string
-
-// PlaceOrder defines model for PlaceOrder.
-type PlaceOrder struct {
-	Customer string `json:"customer" validate:"min=1,max=40"`
-}
-
-// Restock defines model for Restock.
-type Restock struct {
-	// Price The unit price, in cents.
-	Price    int `json:"price" validate:"min=1"`
-	Quantity int `json:"quantity" validate:"min=1"`
-}
-
-// Stock defines model for Stock.
-type Stock struct {
-	// Available The units not reserved.
-	Available int    `json:"available"`
-	Price     int    `json:"price"`
-	Sku       string `json:"sku"`
-}
-
 // CartID defines model for CartID.
 type CartID = string
-
-// Customer defines model for Customer.
-type Customer = string
-
-// Limit defines model for Limit.
-type Limit = int
-
-// SKU defines model for SKU.
-type SKU = string
-
-// Token defines model for Token.
-type Token = string
 
 // Problem defines model for Problem.
 type Problem = map[string]interface{}
 
-// ListCustomerOrdersParams defines parameters for ListCustomerOrders.
-type ListCustomerOrdersParams struct {
-	// Limit The most orders of the page (20 when absent).
-	Limit Limit `form:"limit,omitempty" json:"limit,omitempty"`
-
-	// Token The previous page's `next`, for the page after it.
-	Token Token `form:"token,omitempty" json:"token,omitempty"`
-}
-
-// FollowCustomerOrdersParams defines parameters for FollowCustomerOrders.
-type FollowCustomerOrdersParams struct {
-	LastEventID *string `json:"Last-Event-ID,omitempty"`
-}
-
-// ListOrdersParams defines parameters for ListOrders.
-type ListOrdersParams struct {
-	Status OrderStatus `form:"status" json:"status"`
-
-	// Limit The most orders of the page (20 when absent).
-	Limit Limit `form:"limit,omitempty" json:"limit,omitempty"`
-
-	// Token The previous page's `next`, for the page after it.
-	Token Token `form:"token,omitempty" json:"token,omitempty"`
-}
-
-// DepositJSONRequestBody defines body for Deposit for application/json ContentType.
-type DepositJSONRequestBody = Deposit
-
 // AddItemJSONRequestBody defines body for AddItem for application/json ContentType.
 type AddItemJSONRequestBody = Item
 
-// PlaceOrderJSONRequestBody defines body for PlaceOrder for application/json ContentType.
-type PlaceOrderJSONRequestBody = PlaceOrder
-
-// RestockJSONRequestBody defines body for Restock for application/json ContentType.
-type RestockJSONRequestBody = Restock
-
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
-	// Deposit Put money in a customer's account
-	// (POST /accounts/{customer}/deposit)
-	Deposit(w http.ResponseWriter, r *http.Request, customer Customer)
 	// GetCart Read a cart
 	// (GET /carts/{id})
 	GetCart(w http.ResponseWriter, r *http.Request, id CartID)
@@ -180,44 +46,11 @@ type ServerInterface interface {
 	// AddItem Add an item to a cart
 	// (POST /carts/{id}/items)
 	AddItem(w http.ResponseWriter, r *http.Request, id CartID)
-	// ListCustomerOrders List a customer's orders, newest first
-	// (GET /customers/{customer}/orders)
-	ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer Customer, params ListCustomerOrdersParams)
-	// FollowCustomerOrders Follow a customer's orders, live
-	// (GET /customers/{customer}/orders/stream)
-	FollowCustomerOrders(w http.ResponseWriter, r *http.Request, customer Customer, params FollowCustomerOrdersParams)
-	// ListOrders List the orders of one status, oldest first
-	// (GET /orders)
-	ListOrders(w http.ResponseWriter, r *http.Request, params ListOrdersParams)
-	// GetOrder Read an order
-	// (GET /orders/{id})
-	GetOrder(w http.ResponseWriter, r *http.Request, id CartID)
-	// PlaceOrder Place the order of a checked-out cart
-	// (POST /orders/{id})
-	PlaceOrder(w http.ResponseWriter, r *http.Request, id CartID)
-	// ApproveOrder Approve an order that waits for an approval
-	// (POST /orders/{id}/approve)
-	ApproveOrder(w http.ResponseWriter, r *http.Request, id CartID)
-	// RejectOrder Reject an order that waits for an approval
-	// (POST /orders/{id}/reject)
-	RejectOrder(w http.ResponseWriter, r *http.Request, id CartID)
-	// GetStock Read a SKU's stock
-	// (GET /stock/{sku})
-	GetStock(w http.ResponseWriter, r *http.Request, sku SKU)
-	// Restock Add units of a SKU, at a unit price
-	// (POST /stock/{sku})
-	Restock(w http.ResponseWriter, r *http.Request, sku SKU)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
 
 type Unimplemented struct{}
-
-// Deposit Put money in a customer's account
-// (POST /accounts/{customer}/deposit)
-func (_ Unimplemented) Deposit(w http.ResponseWriter, r *http.Request, customer Customer) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
 
 // GetCart Read a cart
 // (GET /carts/{id})
@@ -237,60 +70,6 @@ func (_ Unimplemented) AddItem(w http.ResponseWriter, r *http.Request, id CartID
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// ListCustomerOrders List a customer's orders, newest first
-// (GET /customers/{customer}/orders)
-func (_ Unimplemented) ListCustomerOrders(w http.ResponseWriter, r *http.Request, customer Customer, params ListCustomerOrdersParams) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// FollowCustomerOrders Follow a customer's orders, live
-// (GET /customers/{customer}/orders/stream)
-func (_ Unimplemented) FollowCustomerOrders(w http.ResponseWriter, r *http.Request, customer Customer, params FollowCustomerOrdersParams) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// ListOrders List the orders of one status, oldest first
-// (GET /orders)
-func (_ Unimplemented) ListOrders(w http.ResponseWriter, r *http.Request, params ListOrdersParams) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// GetOrder Read an order
-// (GET /orders/{id})
-func (_ Unimplemented) GetOrder(w http.ResponseWriter, r *http.Request, id CartID) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// PlaceOrder Place the order of a checked-out cart
-// (POST /orders/{id})
-func (_ Unimplemented) PlaceOrder(w http.ResponseWriter, r *http.Request, id CartID) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// ApproveOrder Approve an order that waits for an approval
-// (POST /orders/{id}/approve)
-func (_ Unimplemented) ApproveOrder(w http.ResponseWriter, r *http.Request, id CartID) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// RejectOrder Reject an order that waits for an approval
-// (POST /orders/{id}/reject)
-func (_ Unimplemented) RejectOrder(w http.ResponseWriter, r *http.Request, id CartID) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// GetStock Read a SKU's stock
-// (GET /stock/{sku})
-func (_ Unimplemented) GetStock(w http.ResponseWriter, r *http.Request, sku SKU) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
-// Restock Add units of a SKU, at a unit price
-// (POST /stock/{sku})
-func (_ Unimplemented) Restock(w http.ResponseWriter, r *http.Request, sku SKU) {
-	w.WriteHeader(http.StatusNotImplemented)
-}
-
 // ServerInterfaceWrapper converts contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler            ServerInterface
@@ -299,32 +78,6 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
-
-// Deposit operation middleware
-func (siw *ServerInterfaceWrapper) Deposit(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "customer" -------------
-	var customer Customer
-
-	err = runtime.BindStyledParameterWithOptions("simple", "customer", chi.URLParam(r, "customer"), &customer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "customer", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.Deposit(w, r, customer)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
 
 // GetCart operation middleware
 func (siw *ServerInterfaceWrapper) GetCart(w http.ResponseWriter, r *http.Request) {
@@ -395,326 +148,6 @@ func (siw *ServerInterfaceWrapper) AddItem(w http.ResponseWriter, r *http.Reques
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.AddItem(w, r, id)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// ListCustomerOrders operation middleware
-func (siw *ServerInterfaceWrapper) ListCustomerOrders(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "customer" -------------
-	var customer Customer
-
-	err = runtime.BindStyledParameterWithOptions("simple", "customer", chi.URLParam(r, "customer"), &customer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "customer", Err: err})
-		return
-	}
-
-	// Parameter object where we will unmarshal all parameters from the context
-	var params ListCustomerOrdersParams
-
-	// ------------- Optional query parameter "limit" -------------
-
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
-	if err != nil {
-		var requiredError *runtime.RequiredParameterError
-		if errors.As(err, &requiredError) {
-			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
-		} else {
-			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
-		}
-		return
-	}
-
-	// ------------- Optional query parameter "token" -------------
-
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "token", r.URL.Query(), &params.Token, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
-	if err != nil {
-		var requiredError *runtime.RequiredParameterError
-		if errors.As(err, &requiredError) {
-			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "token"})
-		} else {
-			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "token", Err: err})
-		}
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListCustomerOrders(w, r, customer, params)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// FollowCustomerOrders operation middleware
-func (siw *ServerInterfaceWrapper) FollowCustomerOrders(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "customer" -------------
-	var customer Customer
-
-	err = runtime.BindStyledParameterWithOptions("simple", "customer", chi.URLParam(r, "customer"), &customer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "customer", Err: err})
-		return
-	}
-
-	// Parameter object where we will unmarshal all parameters from the context
-	var params FollowCustomerOrdersParams
-
-	headers := r.Header
-
-	// ------------- Optional header parameter "Last-Event-ID" -------------
-	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
-		var LastEventID string
-		n := len(valueList)
-		if n != 1 {
-			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
-			return
-		}
-
-		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
-		if err != nil {
-			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
-			return
-		}
-
-		params.LastEventID = &LastEventID
-
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FollowCustomerOrders(w, r, customer, params)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// ListOrders operation middleware
-func (siw *ServerInterfaceWrapper) ListOrders(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// Parameter object where we will unmarshal all parameters from the context
-	var params ListOrdersParams
-
-	// ------------- Required query parameter "status" -------------
-
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "status", r.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
-	if err != nil {
-		var requiredError *runtime.RequiredParameterError
-		if errors.As(err, &requiredError) {
-			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "status"})
-		} else {
-			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "status", Err: err})
-		}
-		return
-	}
-
-	// ------------- Optional query parameter "limit" -------------
-
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
-	if err != nil {
-		var requiredError *runtime.RequiredParameterError
-		if errors.As(err, &requiredError) {
-			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
-		} else {
-			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
-		}
-		return
-	}
-
-	// ------------- Optional query parameter "token" -------------
-
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "token", r.URL.Query(), &params.Token, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
-	if err != nil {
-		var requiredError *runtime.RequiredParameterError
-		if errors.As(err, &requiredError) {
-			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "token"})
-		} else {
-			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "token", Err: err})
-		}
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListOrders(w, r, params)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// GetOrder operation middleware
-func (siw *ServerInterfaceWrapper) GetOrder(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "id" -------------
-	var id CartID
-
-	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetOrder(w, r, id)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// PlaceOrder operation middleware
-func (siw *ServerInterfaceWrapper) PlaceOrder(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "id" -------------
-	var id CartID
-
-	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.PlaceOrder(w, r, id)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// ApproveOrder operation middleware
-func (siw *ServerInterfaceWrapper) ApproveOrder(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "id" -------------
-	var id CartID
-
-	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ApproveOrder(w, r, id)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// RejectOrder operation middleware
-func (siw *ServerInterfaceWrapper) RejectOrder(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "id" -------------
-	var id CartID
-
-	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.RejectOrder(w, r, id)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// GetStock operation middleware
-func (siw *ServerInterfaceWrapper) GetStock(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "sku" -------------
-	var sku SKU
-
-	err = runtime.BindStyledParameterWithOptions("simple", "sku", chi.URLParam(r, "sku"), &sku, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sku", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetStock(w, r, sku)
-	}))
-
-	for _, middleware := range siw.HandlerMiddlewares {
-		handler = middleware(handler)
-	}
-
-	handler.ServeHTTP(w, r)
-}
-
-// Restock operation middleware
-func (siw *ServerInterfaceWrapper) Restock(w http.ResponseWriter, r *http.Request) {
-
-	var err error
-	_ = err
-
-	// ------------- Path parameter "sku" -------------
-	var sku SKU
-
-	err = runtime.BindStyledParameterWithOptions("simple", "sku", chi.URLParam(r, "sku"), &sku, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
-	if err != nil {
-		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sku", Err: err})
-		return
-	}
-
-	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.Restock(w, r, sku)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -845,36 +278,6 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/carts/{id}/checkout", wrapper.Checkout)
-	})
-	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/orders/{id}", wrapper.GetOrder)
-	})
-	r.Group(func(r chi.Router) {
-		r.Post(options.BaseURL+"/orders/{id}", wrapper.PlaceOrder)
-	})
-	r.Group(func(r chi.Router) {
-		r.Post(options.BaseURL+"/orders/{id}/approve", wrapper.ApproveOrder)
-	})
-	r.Group(func(r chi.Router) {
-		r.Post(options.BaseURL+"/orders/{id}/reject", wrapper.RejectOrder)
-	})
-	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/orders", wrapper.ListOrders)
-	})
-	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/customers/{customer}/orders", wrapper.ListCustomerOrders)
-	})
-	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/customers/{customer}/orders/stream", wrapper.FollowCustomerOrders)
-	})
-	r.Group(func(r chi.Router) {
-		r.Get(options.BaseURL+"/stock/{sku}", wrapper.GetStock)
-	})
-	r.Group(func(r chi.Router) {
-		r.Post(options.BaseURL+"/stock/{sku}", wrapper.Restock)
-	})
-	r.Group(func(r chi.Router) {
-		r.Post(options.BaseURL+"/accounts/{customer}/deposit", wrapper.Deposit)
 	})
 
 	return r
