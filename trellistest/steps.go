@@ -64,7 +64,7 @@ func StepWorkflow[S any](t testing.TB, ts *Service, wf *workflows.Running[S], id
 	case <-wait.C:
 		now, err := wf.Get(context.Background(), id)
 		t.Fatalf("StepWorkflow %s: step %q (attempt %d) did not settle within %v: the workflow stands %s at step %q (%v)",
-			name, in.Step, in.Attempt+1, limit, statusList([]workflows.Status{now.Status}), now.Step, err)
+			name, in.Step, in.Attempt+1, limit, statusName(now.Status), now.Step, err)
 	}
 	if in, err = wf.Get(context.Background(), id); err != nil {
 		t.Fatalf("StepWorkflow %s: %v", name, err)

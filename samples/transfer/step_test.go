@@ -49,14 +49,7 @@ func TestStepThrough(t *testing.T) {
 		t.Run(store, func(t *testing.T) {
 			app := &transfer.App{}
 			opts := []trellistest.Option{trellistest.WithSteppedWorkflows(), trellistest.WithLogger(slog.New(slog.DiscardHandler))}
-			var ts *trellistest.Service
-			if store == "redis" {
-				ts = trellistest.StartInstances(t, 1, app.Setup, opts...)[0]
-				trellistest.WaitSettled(t, ts)
-			} else {
-				ts = trellistest.Start(t, app.Setup, opts...)
-			}
-			stepThrough(t, ts, app)
+			stepThrough(t, startOn(t, store, app, opts...), app)
 		})
 	}
 }

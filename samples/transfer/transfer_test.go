@@ -70,18 +70,24 @@ func TestWalkthrough(t *testing.T) {
 			app := &transfer.App{}
 			opts := []trellistest.Option{trellistest.WithLogger(slog.New(slog.DiscardHandler)),
 				trellistest.WithConfig(func(c *trellis.Config) { c.AdminToken = walkAdminToken })}
-			var ts *trellistest.Service
-			if store == "redis" {
-				ts = trellistest.StartInstances(t, 1, app.Setup, opts...)[0]
-				trellistest.WaitSettled(t, ts)
-			} else {
-				ts = trellistest.Start(t, app.Setup, opts...)
-			}
+			ts := startOn(t, store, app, opts...)
 			for _, sc := range scenarios {
 				t.Run(sc.name, func(t *testing.T) { run(t, ts, app, sc) })
 			}
 		})
 	}
+}
+
+// startOn starts the sample on store: "embedded", or "redis" (in the
+// cluster mode, a cluster of one, its shards settled).
+func startOn(t *testing.T, store string, app *transfer.App, opts ...trellistest.Option) *trellistest.Service {
+	t.Helper()
+	if store != "redis" {
+		return trellistest.Start(t, app.Setup, opts...)
+	}
+	ts := trellistest.StartInstances(t, 1, app.Setup, opts...)[0]
+	trellistest.WaitSettled(t, ts)
+	return ts
 }
 
 // walkAdminToken is the admin API's token of TestWalkthrough's services.
