@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/components"
 	"github.com/trellis-go/trellis/entities"
@@ -203,48 +205,114 @@ func refusalKind(err error) (components.ErrorKind, bool) {
 
 // Redis trims expired records on the entity's later writes, a few per
 // write, oldest first, so an entity's hash holds no more than its
-// retention's records.
+// retention's records, and never a record within its retention. On both
+// Redis layouts.
 func TestAppliedKeysTrimmedInRedis(t *testing.T) {
-	client, prefix := testenv.Redis(t), newTestPrefix()
-	s := newTestRedisStore(t, client, prefix)
-	n := startNode(t, s, func(h *entities.Host) { h.KeyRetention = 200 * time.Millisecond })
-	deposit := func(key string) {
-		t.Helper()
-		if _, err := Deposit.Invoke(components.WithIdempotencyKey(context.Background(), key), n.client, "a", 1); err != nil {
-			t.Fatal(err)
+	const retention = 300 * time.Millisecond
+	stores := []struct {
+		name string
+		make func(t *testing.T, client *redis.Client, prefix string) entities.Store
+	}{
+		{"redis", func(t *testing.T, client *redis.Client, prefix string) entities.Store {
+			return newTestRedisStore(t, client, prefix)
+		}},
+		{"sharded", func(t *testing.T, client *redis.Client, prefix string) entities.Store {
+			return &fencedWriter{ShardedRedisStore: newTestShardedStore(t, client, prefix), owner: joinOwner(t, client, prefix, "a")}
+		}},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			client, prefix := testenv.Redis(t), newTestPrefix()
+			n := startNode(t, st.make(t, client, prefix), func(h *entities.Host) { h.KeyRetention = retention })
+			ctx := context.Background()
+			redisNow := func() time.Time {
+				t.Helper()
+				now, err := client.Time(ctx).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return now
+			}
+			written := map[string]time.Time{} // key: Redis's time before its write
+			deposit := func(key string) {
+				t.Helper()
+				written[key] = redisNow()
+				if _, err := Deposit.Invoke(components.WithIdempotencyKey(ctx, key), n.client, "a", 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// records lists the keys recorded in the entity's hash, and
+			// fails if one that cannot have expired yet is missing.
+			records := func() int {
+				t.Helper()
+				hash := entityHash(t, client, prefix, "acct", "a")
+				fields, err := client.HKeys(ctx, hash).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept := map[string]bool{}
+				for _, f := range fields {
+					if rec, ok := strings.CutPrefix(f, "a:"); ok {
+						kept[rec[strings.LastIndexByte(rec, ':')+1:]] = true // k<len>:<method>:<key>
+					}
+				}
+				now := redisNow()
+				for key, at := range written {
+					if !kept[key] && now.Before(at.Add(retention)) {
+						t.Fatalf("the record of %q, written at %v, is gone at %v, within its retention", key, at, now)
+					}
+				}
+				return len(kept)
+			}
+			waitPast := func(at time.Time) {
+				t.Helper()
+				testenv.Eventually(t, 5*time.Second, "the retention to pass on Redis's clock", func() bool {
+					return redisNow().After(at.Add(retention + 50*time.Millisecond))
+				})
+			}
+
+			for i := range 10 {
+				deposit(fmt.Sprint("old-", i))
+			}
+			if got := records(); got != 10 {
+				t.Fatalf("%d records, want 10", got)
+			}
+			waitPast(written["old-9"])
+			for i := range 4 {
+				deposit(fmt.Sprint("new-", i))
+			}
+			if got := records(); got != 4 {
+				t.Fatalf("%d records after 4 writes past the retention, want 4 (the 10 expired trimmed)", got)
+			}
+			deposit("more")
+			records() // none live trimmed
+			waitPast(written["more"])
+			for i := range 2 {
+				deposit(fmt.Sprint("last-", i))
+			}
+			if got := records(); got != 2 {
+				t.Fatalf("%d records after 2 writes past every retention, want 2 (the 5 expired trimmed)", got)
+			}
+		})
+	}
+}
+
+// entityHash is the key of the hash that holds entity typ/id's state and
+// records in either Redis layout under prefix.
+func entityHash(t *testing.T, client *redis.Client, prefix, typ, id string) string {
+	t.Helper()
+	var found []string
+	iter := client.Scan(context.Background(), 0, "*"+prefix+"*", 1000).Iterator()
+	for iter.Next(context.Background()) {
+		if strings.HasSuffix(iter.Val(), fmt.Sprintf("%d:%s:%s", len(typ), typ, id)) {
+			found = append(found, iter.Val())
 		}
 	}
-	start, err := client.Time(context.Background()).Result()
-	if err != nil {
+	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 10 {
-		deposit(fmt.Sprint("old-", i))
+	if len(found) != 1 {
+		t.Fatalf("keys of %s/%s under %s: %q, want one", typ, id, prefix, found)
 	}
-	records := func() int {
-		fields, err := client.HKeys(context.Background(), prefix+":entity:4:acct:a").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, f := range fields {
-			if len(f) > 2 && f[:2] == "a:" {
-				n++
-			}
-		}
-		return n
-	}
-	if got := records(); got != 10 {
-		t.Fatalf("%d records, want 10", got)
-	}
-	testenv.Eventually(t, 5*time.Second, "the retention to pass on Redis's clock", func() bool {
-		now, err := client.Time(context.Background()).Result()
-		return err == nil && now.Sub(start) > 300*time.Millisecond
-	})
-	for i := range 4 {
-		deposit(fmt.Sprint("new-", i))
-	}
-	if got := records(); got != 4 {
-		t.Fatalf("%d records after 4 writes past the retention, want 4 (the 10 expired trimmed)", got)
-	}
+	return found[0]
 }

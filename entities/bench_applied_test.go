@@ -4,8 +4,10 @@ import (
 	"context"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -24,10 +26,14 @@ const benchParallelism = 8
 // write costs per command on Redis, under load (parallel increases over
 // an entity per goroutine): without one, with the platform's command id
 // (kept DefaultCommandIDRetention) and with a caller's idempotency key
-// (kept DefaultKeyRetention). The entities are loaded before the clock
-// starts. Besides the time per command (ns/op), it
-// reports what the records take in Redis per command (redis-bytes/cmd:
-// MEMORY USAGE of the keys written, over the commands).
+// (kept DefaultKeyRetention), on both layouts (RedisStore, and a
+// ShardedRedisStore writing under its shard's fence, as a cluster's owner
+// does). The entities are loaded before the clock starts. Besides the
+// time per command (ns/op), it reports what the records take in Redis per
+// command (redis-bytes/cmd: MEMORY USAGE of the keys written, over the
+// commands) and Redis's own CPU time per command (redis-cpu-us/cmd: the
+// server's user and system time over the commands; Redis is one thread
+// that every instance of a cluster writes through).
 func BenchmarkCommandIdentity(b *testing.B) {
 	cases := []struct {
 		name string
@@ -41,36 +47,74 @@ func BenchmarkCommandIdentity(b *testing.B) {
 			return components.WithIdempotencyKey(ctx, uuid.NewString())
 		}},
 	}
+	layouts := []struct {
+		name string
+		make func(b *testing.B, client *redis.Client, prefix string) entities.Store
+	}{
+		{"redis", func(b *testing.B, client *redis.Client, prefix string) entities.Store {
+			return entities.NewRedisStore(client, prefix)
+		}},
+		{"sharded", func(b *testing.B, client *redis.Client, prefix string) entities.Store {
+			return &fencedWriter{ShardedRedisStore: newTestShardedStore(b, client, prefix), owner: joinOwner(b, client, prefix, "a")}
+		}},
+	}
 	client := testenv.Redis(b)
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			prefix := newTestPrefix()
-			b.Cleanup(func() { testenv.DeleteKeys(b, client, prefix+":*") })
-			invoker := benchRedisHost(b, entities.NewRedisStore(client, prefix))
-			ctx := context.Background()
-			for i := range benchParallelism * goruntime.GOMAXPROCS(0) {
-				if _, err := benchIncrease.Invoke(ctx, invoker, "c"+strconv.Itoa(i), 1); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var next, commands atomic.Int64 // entities taken, commands sent
-			b.ReportAllocs()
-			b.SetParallelism(benchParallelism)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := "c" + strconv.FormatInt(next.Add(1)-1, 10)
-				for pb.Next() {
-					commands.Add(1)
-					if _, err := benchIncrease.Invoke(c.with(ctx), invoker, id, 1); err != nil {
-						b.Error(err)
-						return
+	for _, layout := range layouts {
+		for _, c := range cases {
+			b.Run(layout.name+"/"+c.name, func(b *testing.B) {
+				prefix := newTestPrefix()
+				b.Cleanup(func() { testenv.DeleteKeys(b, client, prefix+":*") })
+				invoker := benchRedisHost(b, layout.make(b, client, prefix))
+				ctx := context.Background()
+				for i := range benchParallelism * goruntime.GOMAXPROCS(0) {
+					if _, err := benchIncrease.Invoke(ctx, invoker, "c"+strconv.Itoa(i), 1); err != nil {
+						b.Fatal(err)
 					}
 				}
+				var next, commands atomic.Int64 // entities taken, commands sent
+				cpu := redisCPU(b, client)
+				b.ReportAllocs()
+				b.SetParallelism(benchParallelism)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					id := "c" + strconv.FormatInt(next.Add(1)-1, 10)
+					for pb.Next() {
+						commands.Add(1)
+						if _, err := benchIncrease.Invoke(c.with(ctx), invoker, id, 1); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				n := float64(max(commands.Load(), 1))
+				b.ReportMetric((redisCPU(b, client)-cpu).Seconds()*1e6/n, "redis-cpu-us/cmd")
+				b.ReportMetric(float64(redisBytes(b, client, "*"+prefix+"*"))/n, "redis-bytes/cmd")
 			})
-			b.StopTimer()
-			b.ReportMetric(float64(redisBytes(b, client, prefix+":*"))/float64(max(commands.Load(), 1)), "redis-bytes/cmd")
-		})
+		}
 	}
+}
+
+// redisCPU is the CPU time the Redis server behind client has used, user
+// and system, from INFO.
+func redisCPU(b *testing.B, client *redis.Client) time.Duration {
+	b.Helper()
+	info, err := client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.Lines(info) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += v
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // benchRedisHost starts benchCounters on a runtime system over store,

@@ -334,7 +334,7 @@ func usedMemory(t *testing.T, client *redis.Client) int64 {
 
 // newTestShardedStore is a ShardedRedisStore under prefix whose keys are
 // deleted when the test ends.
-func newTestShardedStore(t *testing.T, client redis.UniversalClient, prefix string) *entities.ShardedRedisStore {
+func newTestShardedStore(t testing.TB, client redis.UniversalClient, prefix string) *entities.ShardedRedisStore {
 	t.Helper()
 	t.Cleanup(func() { testenv.DeleteKeys(t, client, prefix+":*") })
 	return entities.NewShardedRedisStore(client, prefix)
@@ -350,7 +350,7 @@ type owner struct {
 
 // joinOwner joins a member id under prefix with a lease long enough for
 // a loaded machine; it leaves when the test ends.
-func joinOwner(t *testing.T, client redis.UniversalClient, prefix, id string) *owner {
+func joinOwner(t testing.TB, client redis.UniversalClient, prefix, id string) *owner {
 	t.Helper()
 	m, err := cluster.Join(t.Context(), cluster.Config{Client: client, Prefix: prefix, ID: id,
 		Addr: "127.0.0.1:1", Lease: cluster.DefaultLease, Logger: slog.New(slog.DiscardHandler)})
