@@ -16,6 +16,7 @@ type metrics struct {
 
 	created, deleted prometheus.Counter
 	fired            *prometheus.CounterVec
+	firedOK          prometheus.Counter // fired's success series, bound once: it counts nearly every call
 	retries          prometheus.Counter
 	givenUp          prometheus.Counter
 	deadRetried      prometheus.Counter
@@ -23,6 +24,7 @@ type metrics struct {
 	leaseExpired     prometheus.Counter
 	lateness         prometheus.Histogram
 	callDuration     *prometheus.HistogramVec
+	callDurationOK   prometheus.Observer // callDuration's success series, bound once
 	inFlight         prometheus.Gauge
 	wiped            prometheus.Gauge
 
@@ -35,7 +37,7 @@ func newMetrics(s *Scheduler) *metrics {
 	desc := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, sub, name), help, nil, nil)
 	}
-	return &metrics{
+	m := &metrics{
 		s: s,
 		created: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "created_total",
 			Help: "Timers created (or replaced) through this instance."}),
@@ -72,6 +74,19 @@ func newMetrics(s *Scheduler) *metrics {
 		dead:    desc("dead_letters", "Timers that gave up, kept as dead letters (not counted toward the limit)."),
 		storeUp: desc("store_up", "1 when the store answered this scrape's query for the gauges."),
 	}
+	m.firedOK, m.callDurationOK = m.fired.WithLabelValues(resultSuccess), m.callDuration.WithLabelValues(resultSuccess)
+	return m
+}
+
+// called counts a call that ended with result label, which took elapsed.
+func (m *metrics) called(label string, elapsed time.Duration) {
+	if label == resultSuccess {
+		m.firedOK.Inc()
+		m.callDurationOK.Observe(elapsed.Seconds())
+		return
+	}
+	m.fired.WithLabelValues(label).Inc()
+	m.callDuration.WithLabelValues(label).Observe(elapsed.Seconds())
 }
 
 func (m *metrics) collectors() []prometheus.Collector {

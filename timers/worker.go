@@ -66,9 +66,11 @@ func (l *loop) call(j job) result {
 	// Every firing, so that a callee that sees a timer twice can tell a
 	// retry or a re-run after a lost lease (same generation, next attempt)
 	// from a replaced timer (new generation).
-	l.s.log.LogAttrs(l.callCtx, slog.LevelDebug, "timer firing",
-		slog.String("timer", f.Name), slog.Uint64("generation", f.Generation), slog.Int("attempt", f.Attempt),
-		slog.Bool("leaseExpired", j.leaseExpired))
+	if l.s.log.Enabled(l.callCtx, slog.LevelDebug) {
+		l.s.log.LogAttrs(l.callCtx, slog.LevelDebug, "timer firing",
+			slog.String("timer", f.Name), slog.Uint64("generation", f.Generation), slog.Int("attempt", f.Attempt),
+			slog.Bool("leaseExpired", j.leaseExpired))
+	}
 	m.lateness.Observe((j.storeNow.Sub(j.t.DueAt) + l.s.clk.Since(j.claimedAt)).Seconds())
 	m.inFlight.Inc()
 	defer m.inFlight.Dec()
@@ -96,8 +98,7 @@ func (l *loop) call(j job) result {
 		// deadline passing meanwhile is a coincidence of a slow machine.
 		err, label = fmt.Errorf("call timed out after %v: %w", l.cfg.CallTimeout, err), resultTimeout
 	}
-	m.fired.WithLabelValues(label).Inc()
-	m.callDuration.WithLabelValues(label).Observe(elapsed.Seconds())
+	m.called(label, elapsed)
 	return result{t: j.t, firing: f, err: err, at: l.storeTime(j)}
 }
 
