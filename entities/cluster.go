@@ -77,16 +77,20 @@ func (r *Running[S]) route(ctx context.Context, entityID string, cmd *command[S]
 // (components.ErrOutcomeUnknown) is never routed again, whatever else
 // its error wraps: it could take effect twice.
 //
-// Every command gets a command id before its first attempt (the caller's
-// idempotency key stands for one), so that a command that does run twice
-// is applied once. Entity kinds other than key-value ones (package
-// eventsourced) route their commands through it too.
+// A command is given a command id before it is first forwarded (the
+// caller's idempotency key, or an id the caller set, stands for one), and
+// every attempt from then on carries it, so that the owner applies once a
+// command routed again after a forward that was answered as not run but
+// did run. Only a forward's outcome can be mistaken that way: an attempt
+// here that ran returns its answer or an unknown outcome, and neither is
+// routed again. A command that runs here at once therefore carries no id
+// and writes no record of one. Entity kinds other than key-value ones
+// (package eventsourced) route their commands through it too.
 func Route(ctx context.Context, c Cluster, componentID, entityID, method string, arg any,
 	here func(ctx context.Context) (any, error)) (any, error) {
-	if _, keyed := components.IdempotencyKeyFrom(ctx); !keyed {
-		if _, ok := components.CommandIDFrom(ctx); !ok {
-			ctx = components.WithCommandID(ctx, uuid.NewString())
-		}
+	_, identified := components.IdempotencyKeyFrom(ctx)
+	if !identified {
+		_, identified = components.CommandIDFrom(ctx)
 	}
 	var moved error
 	owners := make([]string, 0, maxRoutes) // where each attempt went, for the error
@@ -101,6 +105,9 @@ func Route(ctx context.Context, c Cluster, componentID, entityID, method string,
 			reply, err = here(ctx)
 			done()
 		} else {
+			if !identified {
+				ctx, identified = components.WithCommandID(ctx, uuid.NewString()), true
+			}
 			owners = append(owners, addr)
 			reply, err = forward(ctx, c, addr, componentID, entityID, method, arg)
 		}

@@ -24,7 +24,11 @@ type fakeCluster struct {
 	reply    string        // what Forward answers
 	fwdErr   error         // or this
 	forwards []components.DeferredCall
-	admitted int // commands admitted and not done
+	ids      []string // the command id each forward carried
+	admitted int      // commands admitted and not done
+	// run, when set, is the owner's side of a forward: it runs before
+	// Forward answers (with fwdErr, if set, whatever run did).
+	run func(ctx context.Context, call components.DeferredCall)
 }
 
 func (c *fakeCluster) Fence(string, string) (cluster.Fence, bool) {
@@ -63,10 +67,18 @@ func (c *fakeCluster) done() {
 	c.admitted--
 }
 
-func (c *fakeCluster) Forward(_ context.Context, _ string, call components.DeferredCall) (json.RawMessage, error) {
+func (c *fakeCluster) Forward(ctx context.Context, _ string, call components.DeferredCall) (json.RawMessage, error) {
+	c.mu.Lock()
+	run := c.run
+	c.mu.Unlock()
+	if run != nil {
+		run(ctx, call)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forwards = append(c.forwards, call)
+	id, _ := components.CommandIDFrom(ctx)
+	c.ids = append(c.ids, id)
 	if c.fwdErr != nil {
 		return nil, c.fwdErr
 	}
@@ -255,6 +267,64 @@ func TestClusterMaybeRunNotRoutedAgain(t *testing.T) {
 	if len(c.forwards) != 1 {
 		t.Fatalf("forwarded %d times, want once", len(c.forwards))
 	}
+}
+
+// TestClusterCommandID: a command that runs where it is called at once
+// carries no command id and records none; a forwarded one carries one,
+// the same on every attempt; and a forward that ran on the owner though it
+// was answered as not run is applied once when it is routed again here,
+// answered from the owner's record.
+func TestClusterCommandID(t *testing.T) {
+	t.Run("here at once", func(t *testing.T) {
+		_, s, n := startServingWith5(t)
+		if got := s.AppliedRecords("acct", "a"); got != 0 {
+			t.Fatalf("%d records after a command that ran here at once, want none", got)
+		}
+		if got := n.balance(t, "a"); got != 5 {
+			t.Fatalf("balance = %d, want 5", got)
+		}
+	})
+	t.Run("forwarded", func(t *testing.T) {
+		c := &fakeCluster{routes: []string{"127.0.0.1:9", "127.0.0.1:8"}, reply: `{"id":"a","balance":5}`}
+		c.fwdErr = fmt.Errorf("peer: %w", entities.ErrMoved)
+		n := startClusterNode(t, c, newFencedMemory(fence1))
+		if _, err := Deposit.Invoke(t.Context(), n.client, "a", 5); !errors.Is(err, entities.ErrMoved) {
+			t.Fatalf("err = %v, want ErrMoved after every route", err)
+		}
+		if len(c.ids) != entities.MaxRoutes || c.ids[0] == "" {
+			t.Fatalf("forwards carried ids %q, want %d, not empty", c.ids, entities.MaxRoutes)
+		}
+		for _, id := range c.ids {
+			if id != c.ids[0] {
+				t.Fatalf("forwards carried ids %q, want the same one each time", c.ids)
+			}
+		}
+	})
+	t.Run("ran on the owner, answered as not run", func(t *testing.T) {
+		c, s, n := startServingWith5(t)
+		c.set(func(c *fakeCluster) {
+			c.routes = []string{"127.0.0.1:9", ""}
+			c.fwdErr = fmt.Errorf("peer: the owner could not be reached: %w", entities.ErrMoved)
+			c.run = func(ctx context.Context, call components.DeferredCall) {
+				// The owner shares the store: it runs the command as a
+				// forwarded one, and its answer is lost.
+				if _, err := n.running.InvokeJSONHere(ctx, call.EntityID, call.Method, call.Argument); err != nil {
+					t.Errorf("the owner's run: %v", err)
+				}
+			}
+		})
+		got, err := Deposit.Invoke(t.Context(), n.client, "a", 3)
+		if err != nil || got.Balance != 8 {
+			t.Fatalf("deposit = %+v, %v; want the owner's answer, balance 8", got, err)
+		}
+		c.set(func(c *fakeCluster) { c.run = nil })
+		if got := n.balance(t, "a"); got != 8 {
+			t.Fatalf("balance = %d, want 8: the deposit applied once", got)
+		}
+		if got := s.AppliedRecords("acct", "a"); got != 1 {
+			t.Fatalf("%d records, want the forwarded command's one", got)
+		}
+	})
 }
 
 // TestClusterInvokeHere: a forwarded command runs here once admitted, and

@@ -62,10 +62,11 @@
 // A command that changes nothing records its answer too (a write of the
 // record alone), so a retry gets the same answer even after the state
 // moved on. A key is scoped to the entity and the command's name. In a
-// cluster, every routed command carries a command id (the caller's key,
-// or a fresh one) recorded with its write for Host.CommandIDRetention (2
-// min by default), so that a command that runs twice (sent again after an
-// unknown outcome) is applied once. Expired records are trimmed by the
+// cluster, a command forwarded to its entity's owner carries a command id
+// (the caller's key, or a fresh one) recorded with its write for
+// Host.CommandIDRetention (2 min by default), so that a forward answered
+// as not run that did run, then routed again, is applied once (see
+// Route). Expired records are trimmed by the
 // entity's later writes, oldest first; a deleted entity's records are
 // kept as long as its latest one.
 package entities
