@@ -45,10 +45,10 @@ func IdempotencyKeyFrom(ctx context.Context) (string, bool) {
 type commandID struct{}
 
 // WithCommandID returns ctx carrying id, the platform's own id of one
-// command (not a caller's key): entities give every command they route an
-// id (the caller's idempotency key, or a fresh one) before its first
-// attempt, so that a command that does run twice (sent again after an
-// outcome nobody knew) is applied once. It works as an idempotency key
+// command (not a caller's key): entities give a command they route an id
+// (the caller's idempotency key, or a fresh one) before they first forward
+// it to another instance, so that a command routed again after a forward
+// that was answered as not run, but ran, is applied once. It works as an idempotency key
 // kept for a short time (entities.Host.CommandIDRetention). Services do
 // not call it; it is exported for the platform's packages (the cluster
 // transport carries it with a forwarded command).
