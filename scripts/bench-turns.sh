@@ -5,7 +5,8 @@
 # Usage: bash scripts/bench-turns.sh REV PACKAGE BENCH-REGEXP RUNS [test flags]
 #   e.g. bash scripts/bench-turns.sh de368f0 . '^BenchmarkHTTPEntityRoundTrip$' 6 -test.benchtime=3s
 # Each round runs both test binaries, alternating which goes first, and
-# prints their Benchmark lines under a header with the load average.
+# prints their Benchmark lines under a header with the load average; at
+# the end, for each benchmark and metric, each build's median and range.
 # Benchmarks on Redis use TRELLIS_TEST_REDIS_URL if it is set (or start
 # their own throwaway redis-server).
 set -euo pipefail
@@ -26,6 +27,22 @@ for ((i = 1; i <= runs; i++)); do
 	((i % 2)) || order=(now before)
 	for b in "${order[@]}"; do
 		echo "== round $i $b load $(cut -d' ' -f1-3 /proc/loadavg)"
-		(cd "$pkg" && "$tmp/$b.test" -test.run '^$' -test.bench "$bench" "$@" 2>&1 | grep '^Benchmark') || true
+		(cd "$pkg" && "$tmp/$b.test" -test.run '^$' -test.bench "$bench" "$@" 2>&1 | grep '^Benchmark') |
+			tee -a "$tmp/$b.lines" || true
 	done
+done
+
+# summary prints, for every benchmark and metric of the lines in $1, the
+# median and the range of its values, one line each.
+summary() {
+	awk '{ for (i = 3; i < NF; i += 2) print $1, $(i + 1), $i }' "$1" | sort -k1,1 -k2,2 -k3,3g |
+		awk '
+			function flush() { if (n) printf "%-60s %-24s %s (%s–%s, %d runs)\n", key, unit, (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2), v[1], v[n], n }
+			$1 " " $2 != key " " unit { flush(); key = $1; unit = $2; n = 0 }
+			{ v[++n] = $3 }
+			END { flush() }'
+}
+for b in before now; do
+	echo "== $b ($([[ $b == before ]] && echo "$rev" || echo "the work tree")): median (range)"
+	if [[ -s "$tmp/$b.lines" ]]; then summary "$tmp/$b.lines"; fi
 done
