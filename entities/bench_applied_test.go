@@ -4,10 +4,8 @@ import (
 	"context"
 	goruntime "runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -72,7 +70,7 @@ func BenchmarkCommandIdentity(b *testing.B) {
 					}
 				}
 				var next, commands atomic.Int64 // entities taken, commands sent
-				cpu := redisCPU(b, client)
+				before := testenv.ReadRedisInfo(b, client)
 				b.ReportAllocs()
 				b.SetParallelism(benchParallelism)
 				b.ResetTimer()
@@ -88,33 +86,11 @@ func BenchmarkCommandIdentity(b *testing.B) {
 				})
 				b.StopTimer()
 				n := float64(max(commands.Load(), 1))
-				b.ReportMetric((redisCPU(b, client)-cpu).Seconds()*1e6/n, "redis-cpu-us/cmd")
+				b.ReportMetric((testenv.ReadRedisInfo(b, client).CPU-before.CPU).Seconds()*1e6/n, "redis-cpu-us/cmd")
 				b.ReportMetric(float64(redisBytes(b, client, "*"+prefix+"*"))/n, "redis-bytes/cmd")
 			})
 		}
 	}
-}
-
-// redisCPU is the CPU time the Redis server behind client has used, user
-// and system, from INFO.
-func redisCPU(b *testing.B, client *redis.Client) time.Duration {
-	b.Helper()
-	info, err := client.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for line := range strings.Lines(info) {
-		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s: %v", line, err)
-			}
-			total += v
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // benchRedisHost starts benchCounters on a runtime system over store,
