@@ -48,10 +48,10 @@ type commandID struct{}
 // command (not a caller's key): entities give a command they route an id
 // (the caller's idempotency key, or a fresh one) before they first forward
 // it to another instance, so that a command routed again after a forward
-// that was answered as not run, but ran, is applied once. It works as an idempotency key
-// kept for a short time (entities.Host.CommandIDRetention). Services do
-// not call it; it is exported for the platform's packages (the cluster
-// transport carries it with a forwarded command).
+// that was answered as not run, but ran, is applied once. It works as an
+// idempotency key kept for a short time (entities.Host.CommandIDRetention).
+// Services do not call it; it is exported for the platform's packages (the
+// cluster transport carries it with a forwarded command).
 func WithCommandID(ctx context.Context, id string) context.Context {
 	if id == "" {
 		return ctx

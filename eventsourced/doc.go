@@ -89,8 +89,8 @@
 //
 // A command that persists events and carries an idempotency key
 // (components.WithIdempotencyKey) or, forwarded in a cluster, the
-// platform's command id has its answer recorded in the same atomic write as its
-// events (entities.AppliedFor): a retry while the record is kept
+// platform's command id has its answer recorded in the same atomic write
+// as its events (entities.AppliedFor): a retry while the record is kept
 // (Host.KeyRetention, Host.CommandIDRetention) gets the first answer and
 // persists nothing. A command that persists nothing records nothing: a
 // retry runs it again on the current state.
