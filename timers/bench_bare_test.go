@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trellis-go/trellis/components"
+	"github.com/trellis-go/trellis/internal/testkit/testenv"
 )
 
 // bareWorkers is how many calls the bare burst runs at once, as many as
@@ -24,8 +25,9 @@ const bareWorkers = DefaultWorkers
 // count, no generation, so at most once), reads and deletes their calls
 // (HMGET and HDEL in one pipeline) and hands them to bareWorkers
 // goroutines that decode each call and dispatch it. It returns how long
-// after the due time the last call returned.
-func bareBurst(b *testing.B, client redis.UniversalClient, d Dispatcher, calls []components.DeferredCall) time.Duration {
+// after the due time the last call returned, and the CPU this process and
+// Redis spent from the due time until then.
+func bareBurst(b *testing.B, client redis.UniversalClient, d Dispatcher, calls []components.DeferredCall) (after, goCPU, redisCPU time.Duration) {
 	ctx := context.Background()
 	due, data := "bare:due", "bare:data"
 	b.Cleanup(func() { client.Del(context.Background(), due, data) })
@@ -72,6 +74,7 @@ func bareBurst(b *testing.B, client redis.UniversalClient, d Dispatcher, calls [
 		})
 	}
 	<-time.After(time.Until(at))
+	info0, cpu0 := testenv.ReadRedisInfo(b, client), testenv.ProcessCPU()
 	for {
 		popped, err := client.ZPopMin(ctx, due, bareWorkers).Result()
 		if err != nil {
@@ -96,5 +99,6 @@ func bareBurst(b *testing.B, client redis.UniversalClient, d Dispatcher, calls [
 	}
 	close(jobs)
 	wg.Wait()
-	return time.Since(at)
+	after = time.Since(at)
+	return after, testenv.ProcessCPU() - cpu0, testenv.ReadRedisInfo(b, client).CPU - info0.CPU
 }

@@ -65,7 +65,9 @@ func BenchmarkRedisClaimComplete(b *testing.B) {
 		}
 		wall += time.Since(start)
 		goCPU += testenv.ProcessCPU() - cpu0
-		redisCPU += testenv.ReadRedisInfo(b, admin).CPU - info0.CPU
+		info1 := testenv.ReadRedisInfo(b, admin)
+		redisCPU += info1.CPU - info0.CPU
+		b.Logf("Redis: %s", info1.CommandsSince(info0))
 	}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*n) }
 	b.ReportMetric(per(goCPU), "go-cpu-us/timer")
