@@ -171,6 +171,9 @@ func (l *loop) run() {
 			l.jobs <- j
 		}
 		l.claims.Add(1)
+		if len(b.corrupt) > 0 {
+			l.s.log.Error("timers: removed timers whose stored records do not decode", "timers", b.corrupt)
+		}
 		if err != nil {
 			errBackoff = min(max(2*errBackoff, 50*time.Millisecond), 2*time.Second)
 			if time.Since(lastErrLog) > 10*time.Second {

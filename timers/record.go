@@ -49,18 +49,29 @@ func applyState(t *Timer, state string) error {
 	if state == "" {
 		return nil
 	}
+	s := Timer{Name: t.Name}
+	if err := readState(&s, state); err != nil {
+		return err
+	}
+	if s.Generation != t.Generation {
+		return nil // a state left of an earlier generation
+	}
+	t.DueAt, t.Attempts, t.LastError, t.LastAttemptAt = s.DueAt, s.Attempts, s.LastError, s.LastAttemptAt
+	return nil
+}
+
+// readState sets t's generation, due time, attempts, last attempt and
+// last error from a state (layout in redisscripts.go).
+func readState(t *Timer, state string) error {
 	var nums [5]int64
 	rest, ok := cutInts(state, nums[:])
 	if !ok {
 		return fmt.Errorf("timer %q: corrupt state %q", t.Name, state[:min(len(state), 80)])
 	}
-	if uint64(nums[0]) != t.Generation {
-		return nil // a state left of an earlier generation
-	}
 	if errLen := int(nums[4]); errLen < 0 || errLen > len(rest) {
 		return fmt.Errorf("timer %q: corrupt state: error length %d", t.Name, errLen)
 	}
-	t.DueAt, t.Attempts, t.LastError = time.UnixMilli(nums[1]), int(nums[2]), rest[:nums[4]]
+	t.Generation, t.DueAt, t.Attempts, t.LastError = uint64(nums[0]), time.UnixMilli(nums[1]), int(nums[2]), rest[:nums[4]]
 	t.LastAttemptAt = time.Time{}
 	if nums[3] != 0 {
 		t.LastAttemptAt = time.UnixMilli(nums[3])

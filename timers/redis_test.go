@@ -504,6 +504,9 @@ func TestRedisRecordsOfEarlierVersions(t *testing.T) {
 	if err := client.HSet(t.Context(), data, "old", header+call).Err(); err != nil {
 		t.Fatal(err)
 	}
+	if err := client.HDel(t.Context(), store.part("old").keys[3], "old").Err(); err != nil {
+		t.Fatal(err)
+	}
 	got, err := s.Get(t.Context(), "old")
 	if err != nil || got.Attempts != 2 || got.LastError != "boom" || !got.LastAttemptAt.Equal(last) {
 		t.Fatalf("Get = %+v, %v; want 2 attempts, the last at %v with error boom", got, err, last)

@@ -101,11 +101,10 @@ func (s *RedisStore) claim(ctx context.Context, most int, lease time.Duration) (
 			s.plan.report(i, seen[j], sent, part.wait)
 			if len(b.timers) == 0 {
 				// Most rounds ask one partition: its slices are the batch's.
-				b.timers, b.leaseExpired, b.calls = part.timers, part.leaseExpired, part.calls
+				b.timers, b.leaseExpired = part.timers, part.leaseExpired
 			} else {
 				b.timers = append(b.timers, part.timers...)
 				b.leaseExpired = append(b.leaseExpired, part.leaseExpired...)
-				b.calls = append(b.calls, part.calls...)
 			}
 			if part.wait == 0 {
 				again, againSeen = append(again, i), append(againSeen, seen[j])
@@ -120,6 +119,9 @@ func (s *RedisStore) claim(ctx context.Context, most int, lease time.Duration) (
 		}
 		// Those left out first: they have not been asked at all yet.
 		ask, seen = slices.Concat(ask[k:], again), slices.Concat(seen[k:], againSeen)
+	}
+	if err := s.readRecords(ctx, &b); err != nil {
+		errs = append(errs, err)
 	}
 	b.wait = s.plan.wait(clk.Now())
 	if len(b.wiped) > 0 && len(b.wiped) < n {
@@ -151,9 +153,11 @@ func (s *RedisStore) missingMarkers(ctx context.Context) ([]string, error) {
 	return gone, nil
 }
 
-// parseClaim decodes one partition's claim reply.
+// parseClaim decodes one partition's claim reply: the timers it claimed
+// as their states have them (generation, due time, attempts, last attempt
+// and error). The rest is in their records, which readRecords adds.
 func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
-	if len(res) < 3 || (len(res)-3)%4 != 0 {
+	if len(res) < 3 || (len(res)-3)%3 != 0 {
 		return claimBatch{}, false, fmt.Errorf("unexpected reply of %d values", len(res))
 	}
 	head, err := stringFields(res[:2], 2)
@@ -170,25 +174,104 @@ func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
 	if wait < 0 {
 		b.wait = -1
 	}
-	n := (len(res) - 3) / 4
-	b.timers, b.calls, b.leaseExpired = make([]Timer, 0, n), make([]string, 0, n), make([]bool, 0, n)
-	for i := 3; i < len(res); i += 4 {
-		var f [3]string
-		if err := stringsInto(f[:], res[i:i+3]); err != nil {
+	n := (len(res) - 3) / 3
+	b.timers, b.leaseExpired = make([]Timer, 0, n), make([]bool, 0, n)
+	for i := 3; i < len(res); i += 3 {
+		var f [2]string
+		if err := stringsInto(f[:], res[i:i+2]); err != nil {
 			return claimBatch{}, false, err
 		}
-		t, call, err := decodeRecordHeader(f[0], f[1])
-		if err == nil {
-			err = applyState(&t, f[2])
-		}
-		if err != nil {
+		t := Timer{Name: f[0]}
+		if err := readState(&t, f[1]); err != nil {
 			return claimBatch{}, false, err
 		}
 		b.timers = append(b.timers, t)
-		b.calls = append(b.calls, call)
-		b.leaseExpired = append(b.leaseExpired, res[i+3] == int64(1))
+		b.leaseExpired = append(b.leaseExpired, res[i+2] == int64(1))
 	}
 	return b, marker == 0, nil
+}
+
+// readRecords reads the records of b's timers, in one pipeline, and adds
+// what only they hold: the creation time, the retries allowed and the
+// call (b.calls, in its stored form). The claim script leaves them out
+// because bringing a 1 KB record into Lua costs Redis more than the rest
+// of a claim. A record written once per generation makes reading it
+// afterwards safe: a timer whose record is gone, or of another generation,
+// was deleted or replaced since it was claimed, which ended that claim,
+// and it leaves the batch. A record that does not decode is removed (if
+// still of the claimed generation) and named in b.corrupt.
+func (s *RedisStore) readRecords(ctx context.Context, b *claimBatch) error {
+	if len(b.timers) == 0 {
+		return nil
+	}
+	groups := byPartition(len(b.timers), func(i int) string { return b.timers[i].Name })
+	cmds := make(map[int]*redis.SliceCmd, len(groups))
+	hmget := func(c redis.Cmdable, p int, idx []int) *redis.SliceCmd {
+		names := make([]string, len(idx))
+		for k, i := range idx {
+			names[k] = b.timers[i].Name
+		}
+		return c.HMGet(ctx, s.parts[p].keys[1], names...)
+	}
+	if len(groups) == 1 {
+		for p, idx := range groups { // most claims: one partition, no pipeline
+			cmds[p] = hmget(s.client, p, idx)
+		}
+	} else {
+		pipe := s.client.Pipeline()
+		for p, idx := range groups {
+			cmds[p] = hmget(pipe, p, idx)
+		}
+		_, _ = pipe.Exec(ctx) // each partition's error is its command's
+	}
+	recs := make([]any, len(b.timers))
+	var errs []error
+	for p, idx := range groups {
+		vals, err := cmds[p].Result()
+		if err == nil && len(vals) != len(idx) {
+			err = fmt.Errorf("%d values for %d timers", len(vals), len(idx))
+		}
+		if err != nil {
+			// Those claims stand: their leases will expire and the
+			// timers be claimed again. The other partitions' timers run.
+			errs = append(errs, fmt.Errorf("read the claimed timers' records on %s: %w", s.parts[p].keys[1], err))
+			continue
+		}
+		for k, v := range vals {
+			recs[idx[k]] = v
+		}
+	}
+	b.calls = make([]string, 0, len(b.timers))
+	var corrupt []Firing
+	kept := 0
+	for i, t := range b.timers {
+		rec, ok := recs[i].(string)
+		if !ok {
+			continue // unread, or deleted since the claim
+		}
+		r, call, err := decodeRecordHeader(t.Name, rec)
+		if err != nil {
+			corrupt = append(corrupt, Firing{Name: t.Name, Generation: t.Generation})
+			b.corrupt = append(b.corrupt, t.Name)
+			continue
+		}
+		if r.Generation != t.Generation {
+			continue // replaced since the claim
+		}
+		t.CreatedAt, t.MaxRetries = r.CreatedAt, r.MaxRetries
+		b.timers[kept], b.leaseExpired[kept] = t, b.leaseExpired[i]
+		b.calls = append(b.calls, call)
+		kept++
+	}
+	b.timers, b.leaseExpired = b.timers[:kept], b.leaseExpired[:kept]
+	if len(corrupt) > 0 {
+		// Completing a claimed generation removes it, as the claim script
+		// removes a timer whose state does not decode.
+		if _, err := s.complete(ctx, corrupt); err != nil {
+			errs = append(errs, fmt.Errorf("remove timers with corrupt records: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // settleEach runs script once per partition that has any of fs, with the

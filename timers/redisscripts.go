@@ -27,17 +27,20 @@ import (
 // stored form. One string per timer rather than a hash per timer: a
 // 1 KB call would turn a small hash into a real hash table, and every
 // Redis key costs its own overhead on top (see the memory figures in
-// doc.go). A record is written once, when its timer is created. What
+// doc.go). A record is written once, when its timer is created (or a
+// recurring one moves to its next run, with a new generation). What
 // changes as the timer runs is its state (the value in the state hash):
 //
 //	generation:dueMs:attempts:lastAttemptMs:errLen:<err>
 //
-// which, when there is one of the record's generation, overrides the
-// record's header; a timer that never ran has none. So a claim, a
-// completion or a retry reads and writes a few dozen bytes, not the
-// 1 KB record (it reads the record's header only for a timer without a
-// state, and copies the record through to the claim's reply). Records in
-// the legacy form (attempts in the header, no state) read the same way.
+// written with the record and at every attempt, which overrides the
+// record's header. So a claim, a completion or a retry reads and writes
+// a few dozen bytes in Lua, never the 1 KB record: Redis hashes every
+// byte of a string that enters Lua, which for a 1 KB record costs more
+// than the rest of a claim, so the claim's caller reads the records
+// itself, outside Lua (readRecords). Timers stored by earlier versions
+// may have no state, or a record in the legacy form (attempts in the
+// header): the scripts read those records' headers instead.
 //
 //go:embed lua/prelude.lua
 var luaPrelude string
@@ -79,7 +82,7 @@ var (
 	// attempt in their states, and moves each to now+lease in the sorted
 	// set: that is the lease. An instance that never reports lets it
 	// expire, and the timer is due again for everyone. Returns {nowMs,
-	// waitMs, markerExists, name, record, state, leaseExpired, …}; waitMs
+	// waitMs, markerExists, name, state, leaseExpired, …}; waitMs
 	// is until the earliest remaining score, -1 when there is none.
 	// leaseExpired is 1 when the timer's score was past its due time:
 	// every write but a claim puts the score at the due time, so that is a

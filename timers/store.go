@@ -134,6 +134,9 @@ type claimBatch struct {
 	calls []string
 	// wiped names the markers written by open that are gone.
 	wiped []string
+	// corrupt names the timers dropped because their records did not
+	// decode.
+	corrupt []string
 }
 
 type failure struct {

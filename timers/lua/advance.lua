@@ -19,9 +19,10 @@ for i = 2, #ARGV, 7 do
 			res = 2
 		else
 			local spec = ARGV[i + 4]
-			redis.call('HSET', KEYS[2], name, build({gen = fmt(redis.call('INCR', KEYS[7])), created = created,
+			local gen = fmt(redis.call('INCR', KEYS[7]))
+			redis.call('HSET', KEYS[2], name, build({gen = gen, created = created,
 				maxr = maxr, due = ARGV[i + 3], att = 0, last = '0', err = '', call = '\2' .. #spec .. ':' .. spec .. call}))
-			redis.call('HDEL', KEYS[4], name)
+			redis.call('HSET', KEYS[4], name, gen .. ':' .. ARGV[i + 3] .. ':0:0:0:')
 			redis.call('ZADD', KEYS[1], ARGV[i + 3], name)
 			redis.call('SREM', KEYS[3], name)
 			res = 1

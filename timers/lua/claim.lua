@@ -8,24 +8,33 @@ local out = {fmt(now), '-1', marker}
 if #due > 0 then
 	local names = {}
 	for i = 1, #due, 2 do names[#names + 1] = due[i] end
-	local recs = callMany('HMGET', KEYS[2], names)
 	local states = callMany('HMGET', KEYS[4], names)
+	-- Only a timer stored without a state (by an earlier version) has its
+	-- record read here: a 1 KB string costs Redis more to bring into Lua
+	-- (it hashes every byte) than the rest of the claim, so the caller
+	-- reads the records itself.
+	local legacy, recs = {}, {}
+	for k, name in ipairs(names) do
+		if not states[k] then legacy[#legacy + 1] = name end
+	end
+	if #legacy > 0 then
+		local got = callMany('HMGET', KEYS[2], legacy)
+		for i, name in ipairs(legacy) do recs[name] = got[i] end
+	end
 	local leased = fmt(now + tonumber(ARGV[3]))
 	local nowText = fmt(now)
 	local written, leases, corrupt = {}, {}, {}
 	local w, o = 0, #out
 	for k, name in ipairs(names) do
-		local rec, st, dueMs = recs[k], states[k], nil
-		-- A timer's first claim (no state, and a record as create writes
-		-- it: no attempt, no error) takes only its generation and due time.
-		if rec and not st then
-			local gen, d = string.match(rec, '^(%d+):%d+:%d+:(%d+):0:0:0:')
-			if gen then
-				dueMs, st = d, gen .. ':' .. d .. ':1:' .. nowText .. ':0:'
-			end
-		end
-		if not dueMs then
-			local r = rec and stateOf(rec, st)
+		local st, dueMs = states[k], nil
+		-- A timer's first claim (a state as create writes it: no attempt,
+		-- no error) takes only its generation and due time.
+		local gen, d
+		if st then gen, d = string.match(st, '^(%d+):(%d+):0:0:0:$') end
+		if gen then
+			dueMs, st = d, gen .. ':' .. d .. ':1:' .. nowText .. ':0:'
+		else
+			local r = (st and stateFrom(st)) or (not st and recs[name] and stateOf(recs[name], false))
 			if r then
 				r.att = r.att + 1
 				r.last = nowText
@@ -39,9 +48,9 @@ if #due > 0 then
 			written[w + 1], written[w + 2] = name, st
 			leases[w + 1], leases[w + 2] = leased, name
 			w = w + 2
-			out[o + 1], out[o + 2], out[o + 3] = name, rec, st
-			out[o + 4] = (tonumber(due[2 * k]) > tonumber(dueMs)) and 1 or 0
-			o = o + 4
+			out[o + 1], out[o + 2] = name, st
+			out[o + 3] = (tonumber(due[2 * k]) > tonumber(dueMs)) and 1 or 0
+			o = o + 3
 		end
 	end
 	if #written > 0 then

@@ -10,19 +10,20 @@ end
 local function build(r)
 	return table.concat({r.gen, r.created, r.maxr, r.due, fmt(r.att), r.last, fmt(#r.err), ''}, ':') .. r.err .. r.call
 end
+-- stateFrom is the state st parsed: nil when it does not parse.
+local function stateFrom(st)
+	local gen, due, att, last, elen, pos = string.match(st, '^(%d+):(%d+):(%d+):(%d+):(%d+):()')
+	if not gen then return nil end
+	return {gen = gen, due = due, att = tonumber(att), last = last, err = string.sub(st, pos, pos + tonumber(elen) - 1)}
+end
 -- stateOf is the state of a timer whose record is rec and whose state is
 -- st (false when it has none): nil for a corrupt record.
 local function stateOf(rec, st)
 	local gen, _, _, due, att, last, elen, pos =
 		string.match(rec, '^(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):(%d+):()')
 	if not gen then return nil end
-	if st then
-		local sgen, sdue, satt, slast, selen, spos = string.match(st, '^(%d+):(%d+):(%d+):(%d+):(%d+):()')
-		if sgen == gen then
-			selen = tonumber(selen)
-			return {gen = gen, due = sdue, att = tonumber(satt), last = slast, err = string.sub(st, spos, spos + selen - 1)}
-		end
-	end
+	local s = st and stateFrom(st)
+	if s and s.gen == gen then return s end
 	elen = tonumber(elen)
 	return {gen = gen, due = due, att = tonumber(att), last = last, err = string.sub(rec, pos, pos + elen - 1)}
 end
@@ -113,7 +114,7 @@ local function insert(genKey, othersFrom, nowArg, delay, maxActive, maxr, name, 
 	local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 	redis.call('HSET', KEYS[2], name, build({gen = fmt(gen), created = fmt(now), maxr = maxr, due = fmt(due),
 		att = 0, last = '0', err = '', call = call}))
-	redis.call('HDEL', KEYS[4], name)
+	redis.call('HSET', KEYS[4], name, fmt(gen) .. ':' .. fmt(due) .. ':0:0:0:')
 	redis.call('ZADD', KEYS[1], fmt(due), name)
 	redis.call('SREM', KEYS[3], name)
 	if first[2] == nil or due < tonumber(first[2]) then
