@@ -14,12 +14,23 @@ import (
 )
 
 // BenchmarkAskUnderLoad: the latency of sequential asks from plain Go code
-// while 16 pairs of goroutines echo messages over loopback TCP, each doing
-// about 10 µs of arithmetic per message (a service busy with requests);
-// baseline: a request with its own reply channel to a serving goroutine,
-// under the same load, in blocks of 1,000 taking turns with the asks.
+// while 16 pairs of goroutines pass messages back and forth, each side
+// doing about 10 µs of arithmetic per message; baseline: a request with
+// its own reply channel to a serving goroutine, under the same load, in
+// blocks taking turns with the asks. The pairs pass their messages
+//
+//   - tcp-echo: over loopback TCP (a service busy with requests);
+//   - channel-handoff: over unbuffered channels, so that each pair keeps
+//     a processor busy handing it back and forth, never waiting in a run
+//     queue, and every processor is taken.
 func BenchmarkAskUnderLoad(b *testing.B) {
-	const blocks, perBlock = 20, 1000
+	b.Run("tcp-echo", func(b *testing.B) { benchAskUnderLoad(b, echoLoad, 20, 1000) })
+	b.Run("channel-handoff", func(b *testing.B) { benchAskUnderLoad(b, handoffLoad, 4, 50) })
+}
+
+// benchAskUnderLoad measures blocks of perBlock asks and as many channel
+// requests, taking turns, under the load that load starts.
+func benchAskUnderLoad(b *testing.B, load func(*testing.B, int, *atomic.Int64) func(), blocks, perBlock int) {
 	sys := newBenchSystem(b)
 	ref, err := trt.Spawn(sys, "", func() trt.Behavior[request] {
 		return trt.ReceiveFunc(func(_ *trt.Context[request], r request) { r.reply.Tell(r.n + 1) })
@@ -28,7 +39,7 @@ func BenchmarkAskUnderLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	var echoes atomic.Int64
-	stop := echoLoad(b, 16, &echoes)
+	stop := load(b, 16, &echoes)
 	defer stop()
 	loadStart := time.Now()
 
@@ -130,6 +141,37 @@ func echoLoad(b *testing.B, pairs int, sent *atomic.Int64) func() {
 	return func() {
 		stopped.Store(true)
 		ln.Close()
+		wg.Wait()
+	}
+}
+
+// handoffLoad starts pairs of goroutines that hand a value back and forth
+// over unbuffered channels, each side spinning about 10 µs per message and
+// counting it in sent; the function it returns stops them and waits for
+// them.
+func handoffLoad(b *testing.B, pairs int, sent *atomic.Int64) func() {
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for range pairs {
+		ping, pong := make(chan struct{}), make(chan struct{})
+		wg.Go(func() {
+			defer close(ping)
+			for !stopped.Load() {
+				spinWork()
+				ping <- struct{}{}
+				<-pong
+				sent.Add(2)
+			}
+		})
+		wg.Go(func() {
+			for range ping {
+				spinWork()
+				pong <- struct{}{}
+			}
+		})
+	}
+	return func() {
+		stopped.Store(true)
 		wg.Wait()
 	}
 }
