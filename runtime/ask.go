@@ -33,11 +33,19 @@ func Ask[Req, Resp any](ctx context.Context, to Ref[Req], build func(replyTo Ref
 	}
 	if ctx.Done() != nil {
 		to.Tell(build(r))
-		// Yield the processor once before blocking: an actor of this
-		// instance usually replies meanwhile, and finding its reply here
-		// saves parking on two channels, ctx's and the reply's, which
-		// costs more than the rest of an ask.
-		goruntime.Gosched()
+		if c, ok := to.(*cell[Req]); ok && c.d.busy.Load() {
+			// The processors are busy: a yield would wait behind their
+			// goroutines, and so would the spinning worker the mail is
+			// left to. Wake a parked worker onto this processor instead,
+			// to run as soon as the asker blocks.
+			c.d.wakeParked()
+		} else {
+			// Yield the processor once before blocking: an actor of this
+			// instance usually replies meanwhile, and finding its reply
+			// here saves parking on two channels, ctx's and the reply's,
+			// which costs more than the rest of an ask.
+			goruntime.Gosched()
+		}
 	} else {
 		runHere(to, build(r))
 	}

@@ -5,6 +5,7 @@ import (
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // runnable is a mailbox that has mail: running it, on worker w, handles
@@ -63,6 +64,10 @@ type dispatcher struct {
 	idle     atomic.Int32  // workers parked or parking, less the wake tokens sent to them (see park)
 	wake     chan struct{} // one token wakes one parked worker, as a spinner
 	closing  atomic.Bool   // shutdown has begun: take what is queued without deferring
+
+	// busy says the spinners' yields have been slow: goroutines keep
+	// every processor busy (see noteYield).
+	busy atomic.Bool
 }
 
 // worker is one of a dispatcher's goroutines.
@@ -71,6 +76,8 @@ type worker struct {
 	running atomic.Bool // running mailboxes, not looking for work
 	last    []uint64    // per victim: its queue's pop count when this worker last looked (affinity only)
 	still   []int       // per victim: looks in a row without a pop (affinity only)
+	yields  int         // this worker's yields while spinning
+	quick   int         // this worker's prompt timed yields in a row (see noteYield)
 }
 
 func newDispatcher(workers, throughput int, affinity bool) *dispatcher {
@@ -179,7 +186,7 @@ func (d *dispatcher) next(w *worker) runnable {
 	}
 	w.running.Store(false)
 	defer w.running.Store(true)
-	spinning := false
+	spinning, woken := false, false
 	for {
 		if !spinning {
 			// At most maxSpinners workers spin at once (like the Go
@@ -192,9 +199,9 @@ func (d *dispatcher) next(w *worker) runnable {
 			}
 		}
 		if spinning {
-			r, ok := d.spin(w)
+			r, ok := d.spin(w, woken)
 			d.spinning.Add(-1)
-			spinning = false
+			spinning, woken = false, false
 			if ok {
 				// This may have been the only spinner: if more is queued,
 				// keep a worker looking for it.
@@ -211,11 +218,11 @@ func (d *dispatcher) next(w *worker) runnable {
 				continue
 			}
 		}
-		r, ok, woken := d.park(w)
+		r, ok, woke := d.park(w)
 		if ok {
 			return r
 		}
-		spinning = woken
+		spinning, woken = woke, woke
 	}
 }
 
@@ -232,12 +239,18 @@ func (d *dispatcher) take(w *worker) (runnable, bool) {
 // spin looks for work until it has found none for spinRounds rounds in a
 // row: in its own and the shared queue, and in the other workers' queues
 // (see steal).
-func (d *dispatcher) spin(w *worker) (runnable, bool) {
+func (d *dispatcher) spin(w *worker, woken bool) (runnable, bool) {
 	clear(w.still)
+	// A worker that has just run mail yields first, so that whoever its
+	// run readied (an asker with its reply) runs at once; a worker woken
+	// for mail looks first, since its yield may wait (see noteYield).
 	pause := 1
+	if woken {
+		pause = 0
+	}
 	for idle := 0; idle < spinRounds; {
 		for range pause {
-			goruntime.Gosched()
+			d.spinYield(w)
 		}
 		if r, ok := d.take(w); ok {
 			return r, true
@@ -250,9 +263,9 @@ func (d *dispatcher) spin(w *worker) (runnable, bool) {
 		case !waiting:
 			idle, pause = idle+1, 1
 		case progress:
-			idle, pause = 0, min(2*pause, maxPause)
+			idle, pause = 0, min(2*max(pause, 1), maxPause)
 		default:
-			idle = 0
+			idle, pause = 0, max(pause, 1)
 		}
 	}
 	return nil, false
@@ -329,6 +342,67 @@ func (d *dispatcher) notify() {
 			return
 		}
 		if d.idle.CompareAndSwap(n, n-1) {
+			d.wake <- struct{}{} // never blocks: fewer tokens than parked workers
+			return
+		}
+	}
+}
+
+// slowYield is how long a spinner's yield takes, at least, when the
+// processors are busy; quickYields how many prompt timed yields in a row,
+// by one worker, say they are no longer. At rest a yield takes microseconds.
+const (
+	slowYield   = time.Millisecond
+	quickYields = 8
+)
+
+// timedYield is how often a spinning worker times its yield: one in
+// timedYield, for reading the clock costs a spinner's round a good part
+// of its length.
+const timedYield = 16
+
+// spinYield yields w's processor once, timing one yield in timedYield.
+func (d *dispatcher) spinYield(w *worker) {
+	if w.yields++; w.yields%timedYield != 0 {
+		goruntime.Gosched()
+		return
+	}
+	start := time.Now()
+	goruntime.Gosched()
+	d.noteYield(w, time.Since(start))
+}
+
+// noteYield sets busy when a spinning worker's yield took slowYield, and
+// clears it after quickYields prompt ones. A spinner yields its processor
+// between looks at the queues, which puts it on the Go scheduler's global
+// run queue; goroutines that keep every processor busy handing it to
+// each other (over unbuffered channels) leave that queue waiting for
+// milliseconds, and mail left to the spinner waits with it. While busy,
+// an asker does not yield (Ask): it wakes a parked worker instead.
+func (d *dispatcher) noteYield(w *worker, took time.Duration) {
+	if took >= slowYield {
+		w.quick = 0
+		if !d.busy.Load() {
+			d.busy.Store(true)
+		}
+		return
+	}
+	if w.quick++; w.quick >= quickYields && d.busy.Load() {
+		d.busy.Store(false)
+	}
+}
+
+// wakeParked wakes a parked worker to spin, as notify does, though others
+// spin: the woken worker is readied on the waker's processor, so it runs
+// as soon as the waker blocks.
+func (d *dispatcher) wakeParked() {
+	for {
+		n := d.idle.Load()
+		if n <= 0 {
+			return
+		}
+		if d.idle.CompareAndSwap(n, n-1) {
+			d.spinning.Add(1)
 			d.wake <- struct{}{} // never blocks: fewer tokens than parked workers
 			return
 		}

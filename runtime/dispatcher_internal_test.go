@@ -1,6 +1,10 @@
 package runtime
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // fakeMailbox is a runnable that records nothing: the tests below only
 // watch where the dispatcher queues it.
@@ -103,5 +107,76 @@ func TestStealRules(t *testing.T) {
 	victim.running.Store(false)
 	if _, ok, _, _ := d.steal(thief); !ok {
 		t.Fatal("a worker that is not running kept its mailbox")
+	}
+}
+
+// A slow yield marks the dispatcher busy; quickYields prompt ones in a row,
+// by one worker, clear it; a slow one in between starts the count again.
+func TestNoteYield(t *testing.T) {
+	quick, slow := time.Microsecond, slowYield
+	tests := []struct {
+		name string
+		took []time.Duration // one worker's timed yields, in order
+		busy bool            // then
+	}{
+		{"prompt yields", []time.Duration{quick, quick}, false},
+		{"one slow yield", []time.Duration{quick, slow}, true},
+		{"fewer prompt yields after it than clear it", append([]time.Duration{slow}, repeat(quick, quickYields-1)...), true},
+		{"enough prompt yields after it", append([]time.Duration{slow}, repeat(quick, quickYields)...), false},
+		{"a slow one among them", append(append([]time.Duration{slow}, repeat(quick, quickYields-1)...), slow, quick), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newIdleDispatcher(2, true)
+			for _, took := range tc.took {
+				d.noteYield(d.pool[0], took)
+			}
+			if got := d.busy.Load(); got != tc.busy {
+				t.Errorf("busy = %v, want %v", got, tc.busy)
+			}
+		})
+	}
+}
+
+func repeat(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
+// While the dispatcher is busy, an ask wakes a parked worker rather than
+// leave its mail to a spinner: every ask is answered, and the workers'
+// counts balance once they are idle again.
+func TestAskWhileBusy(t *testing.T) {
+	sys := NewSystem("busy")
+	t.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	type req struct {
+		n     int
+		reply Ref[int]
+	}
+	echo, err := Spawn(sys, "", func() Behavior[req] {
+		return ReceiveFunc(func(_ *Context[req], r req) { r.reply.Tell(r.n + 1) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sys.d
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 1000 {
+		d.busy.Store(true)
+		got, err := Ask(ctx, echo, func(reply Ref[int]) req { return req{n: i, reply: reply} })
+		if err != nil || got != i+1 {
+			t.Fatalf("ask %d while busy: %d, %v", i, got, err)
+		}
+	}
+	d.busy.Store(false)
+	for deadline := time.Now().Add(10 * time.Second); d.spinning.Load() != 0 || d.idle.Load() != int32(d.workers); {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle workers: spinning %d, parked %d of %d", d.spinning.Load(), d.idle.Load(), d.workers)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
