@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -121,9 +122,9 @@ func TestNoteYield(t *testing.T) {
 	}{
 		{"prompt yields", []time.Duration{quick, quick}, false},
 		{"one slow yield", []time.Duration{quick, slow}, true},
-		{"fewer prompt yields after it than clear it", append([]time.Duration{slow}, repeat(quick, quickYields-1)...), true},
-		{"enough prompt yields after it", append([]time.Duration{slow}, repeat(quick, quickYields)...), false},
-		{"a slow one among them", append(append([]time.Duration{slow}, repeat(quick, quickYields-1)...), slow, quick), true},
+		{"fewer prompt yields after it than clear it", append([]time.Duration{slow}, slices.Repeat([]time.Duration{quick}, quickYields-1)...), true},
+		{"enough prompt yields after it", append([]time.Duration{slow}, slices.Repeat([]time.Duration{quick}, quickYields)...), false},
+		{"a slow one among them", append(append([]time.Duration{slow}, slices.Repeat([]time.Duration{quick}, quickYields-1)...), slow, quick), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,17 +139,26 @@ func TestNoteYield(t *testing.T) {
 	}
 }
 
-func repeat(d time.Duration, n int) []time.Duration {
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = d
+// wakeParked hands a parked worker a wake token and counts it as spinning,
+// though others spin; with no worker parked it does nothing.
+func TestWakeParked(t *testing.T) {
+	d := newIdleDispatcher(2, true)
+	d.spinning.Store(1) // a spinner notify would leave the mail to
+	d.idle.Store(1)
+	d.wakeParked()
+	if len(d.wake) != 1 || d.idle.Load() != 0 || d.spinning.Load() != 2 {
+		t.Fatalf("after waking: %d tokens, %d parked, %d spinning; want 1, 0, 2", len(d.wake), d.idle.Load(), d.spinning.Load())
 	}
-	return out
+	d.wakeParked()
+	if len(d.wake) != 1 || d.idle.Load() != 0 || d.spinning.Load() != 2 {
+		t.Fatalf("with none parked: %d tokens, %d parked, %d spinning; want 1, 0, 2", len(d.wake), d.idle.Load(), d.spinning.Load())
+	}
 }
 
-// While the dispatcher is busy, an ask wakes a parked worker rather than
-// leave its mail to a spinner: every ask is answered, and the workers'
-// counts balance once they are idle again.
+// Asks made while the dispatcher is busy (each wakes a parked worker, if
+// one is parked, instead of yielding) are all answered, and the workers'
+// counts balance once they are idle again: no wake-up is lost or left
+// over.
 func TestAskWhileBusy(t *testing.T) {
 	sys := NewSystem("busy")
 	t.Cleanup(func() { _ = sys.Shutdown(context.Background()) })

@@ -191,7 +191,7 @@ func parseClaim(res []any) (b claimBatch, markerGone bool, err error) {
 	return b, marker == 0, nil
 }
 
-// readRecords reads the records of b's timers, in one pipeline, and adds
+// readRecords reads the records of b's timers, in one round trip, and adds
 // what only they hold: the creation time, the retries allowed and the
 // call (b.calls, in its stored form). The claim script leaves them out
 // because bringing a 1 KB record into Lua costs Redis more than the rest
